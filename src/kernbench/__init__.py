@@ -1,0 +1,54 @@
+"""kernbench: discover compute kernels, measure them under one protocol, report honestly.
+
+The public API. Heavy modules (NumPy, SciPy, jinja2) load only when a class is first used, so
+``import kernbench`` and ``kernbench --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BenchmarkRunner",
+    "ConfigError",
+    "KernbenchError",
+    "KernelDiscovery",
+    "MetricsCollector",
+    "ReportGenerator",
+    "RunSettings",
+    "SkipCase",
+    "UnsupportedPrecision",
+    "__version__",
+    "run_suite",
+]
+
+_LAZY = {
+    "BenchmarkRunner": "kernbench.runner",
+    "RunSettings": "kernbench.runner",
+    "KernelDiscovery": "kernbench.discovery",
+    "MetricsCollector": "kernbench.metrics",
+    "ReportGenerator": "kernbench.reporting",
+    "run_suite": "kernbench.api",
+    "ConfigError": "kernbench.errors",
+    "KernbenchError": "kernbench.errors",
+    "SkipCase": "kernbench.errors",
+    "UnsupportedPrecision": "kernbench.errors",
+}
+
+if TYPE_CHECKING:
+    from kernbench.api import run_suite
+    from kernbench.discovery import KernelDiscovery
+    from kernbench.errors import ConfigError, KernbenchError, SkipCase, UnsupportedPrecision
+    from kernbench.metrics import MetricsCollector
+    from kernbench.reporting import ReportGenerator
+    from kernbench.runner import BenchmarkRunner, RunSettings
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'kernbench' has no attribute {name!r}")

@@ -1,0 +1,103 @@
+"""The library API that the CLI, tools/bench_all.py and CI call.
+
+:func:`discover` finds kernels; :func:`run_suite` runs them and writes the report set, keeping
+every finished result on disk as it goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kernbench.discovery import KernelDiscovery
+from kernbench.environment import collect_environment
+from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
+from kernbench.model import CaseResult, KernelSpec, RunResult
+from kernbench.reporting import ReportGenerator
+from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
+from kernbench.serialize import manifest_dict, spec_dict
+
+Log = Callable[[str], None]
+OnResult = Callable[[CaseResult, int, int], None]
+
+__all__ = ["RunOutcome", "discover", "exit_code_for", "run_suite"]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run: RunResult
+    output_dir: Path
+    exit_code: int
+
+
+def discover(root: Path, paths: Sequence[str] | None = None,
+             log: Log | None = None) -> tuple[list[KernelSpec], dict[str, Any]]:
+    """Kernels under `root` and the manifest document describing them."""
+    discovery = KernelDiscovery(root, paths=paths, log=log)
+    specs = discovery.discover()
+    return specs, manifest_dict(str(discovery.root), list(discovery.paths), specs)
+
+
+def exit_code_for(results: Sequence[CaseResult]) -> int:
+    """2 if a kernel is invalid (configuration error), 1 if a case failed or timed out, else 0."""
+    statuses = {r.status for r in results}
+    if "invalid" in statuses:
+        return EXIT_USAGE
+    if statuses & {"failed", "timeout"}:
+        return EXIT_FAILURES
+    return EXIT_OK
+
+
+def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | None = None,
+              log: Log | None = None, on_result: OnResult | None = None) -> RunOutcome:
+    """Discover, run every selected case and write the report set under `output_dir`."""
+    started = now_iso()
+    specs, manifest = discover(settings.root, paths, log)
+    selected = select_kernels(specs, settings.filters)
+    if not selected:
+        where = ", ".join(manifest["paths"])
+        what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
+        raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
+                             f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
+    environment = collect_environment(settings.root)
+    reports = ReportGenerator(output_dir)
+    reports.write_environment(environment)
+    reports.write_manifest(manifest)
+    runner = BenchmarkRunner(settings)
+    planned = runner.plan(selected)
+    by_kernel: dict[str, list[CaseResult]] = {}
+    entries = {s.name: spec_dict(s) for s in selected}
+    results: list[CaseResult] = []
+
+    def record(result: CaseResult, index: int, total: int) -> None:
+        results.append(result)
+        by_kernel.setdefault(result.kernel_name, []).append(result)
+        reports.write_kernel(result.kernel_name, entries.get(result.kernel_name),
+                             by_kernel[result.kernel_name])
+        if on_result is not None:
+            on_result(result, index, total)
+
+    run_settings = _settings_record(settings, output_dir, manifest["paths"])
+    complete = False
+    try:
+        runner.run(planned, on_result=record)
+        complete = True
+    finally:
+        run = RunResult(started_at=started, finished_at=now_iso(), complete=complete,
+                        settings=run_settings, environment=environment,
+                        kernels=tuple(selected), results=tuple(results))
+        reports.write_summary(run)
+    return RunOutcome(run, output_dir, exit_code_for(results))
+
+
+def _settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -> dict[str, Any]:
+    protocol = asdict(settings.protocol)
+    return {"iterations": protocol.pop("iterations"), "warmup": protocol.pop("warmup"),
+            "seed": protocol.pop("seed"), "protocol": protocol,
+            "backends": list(settings.backends) if settings.backends else None,
+            "precisions": list(settings.precisions) if settings.precisions else None,
+            "filters": list(settings.filters), "timeout_s": settings.timeout_s,
+            "root": str(settings.root), "paths": paths, "output_dir": str(output_dir),
+            "fake_call_ms": settings.fake_call_ms}

@@ -1,0 +1,203 @@
+"""Command line: argument parsing and printing only; the work happens in :mod:`kernbench.api`.
+
+Exit codes: 0 everything ran, 1 a case failed or timed out, 2 usage or configuration error,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernbench.errors import EXIT_USAGE, KernbenchError
+
+if TYPE_CHECKING:
+    from kernbench.model import CaseResult
+
+PRECISION_CHOICES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
+BACKEND_CHOICES = ("cpu", "cuda", "rocm")
+
+
+def comma_list(choices: Sequence[str] | None = None) -> Any:
+    """argparse type for `a,b,c`, checked against `choices` when given."""
+    def parse(text: str) -> tuple[str, ...]:
+        items = tuple(dict.fromkeys(i.strip() for i in text.split(",") if i.strip()))
+        if not items:
+            raise argparse.ArgumentTypeError("expected a comma-separated list")
+        bad = [i for i in items if choices is not None and i not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown value {bad[0]!r}; expected a comma list of {', '.join(choices or ())}")
+        return items
+    return parse
+
+
+def positive_int(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
+def _add_discovery_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=Path("."),
+                        help="repository whose discovery paths are scanned (default: .)")
+    parser.add_argument("--paths", type=comma_list(), default=None, metavar="DIR[,DIR]",
+                        help="replace the discovery paths (relative to --root)")
+    parser.add_argument("--filter", type=comma_list(), default=(), metavar="GLOB[,GLOB]",
+                        help="only kernels whose name matches one of these globs")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="explain discovery decisions and print more per case")
+    parser.add_argument("--json", action="store_true", help="(list) print the manifest as JSON")
+
+
+def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--iters", type=positive_int(1), default=30, metavar="N",
+                        help="timed samples per case (default: 30)")
+    parser.add_argument("--warmup", type=positive_int(0), default=3, metavar="N",
+                        help="untimed calls before calibration (default: 3)")
+    parser.add_argument("--precision", type=comma_list(PRECISION_CHOICES), default=None,
+                        metavar="P[,P]", help="precisions to run, e.g. fp32,fp16 "
+                        "(default: each kernel's bench.yaml precisions, else fp32)")
+    parser.add_argument("--backends", type=comma_list(BACKEND_CHOICES), default=None,
+                        metavar="B[,B]", help="device kinds, e.g. cpu,cuda "
+                        "(default: each kernel's declared backends)")
+    parser.add_argument("--output-dir", type=Path, default=Path("reports"), metavar="DIR",
+                        help="where reports are written (default: reports)")
+    parser.add_argument("--seed", type=int, default=1337, help="seed passed to kernels "
+                        "that take `seed` and used for global RNGs (default: 1337)")
+    parser.add_argument("--timeout", type=positive_float, default=300.0, metavar="SECONDS",
+                        help="per-case limit; the worker and its children are killed after it "
+                        "(default: 300; bench.yaml timeout_s overrides per kernel)")
+    parser.add_argument("--list", action="store_true",
+                        help="discover and print the manifest; run nothing")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument("--debug-fake-timer", type=positive_float, default=None, metavar="MS",
+                        help="testing aid: every kernel call takes exactly MS on a fake clock, "
+                        "so reports hold known numbers")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernbench", description="Discover compute kernels, measure them under one "
+        "protocol, and write JSON and Markdown reports.")
+    parser.add_argument("--version", action="version", version=_version())
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="discover and benchmark kernels, write reports")
+    _add_discovery_args(run)
+    _add_run_args(run)
+    listing = commands.add_parser("list", help="discover kernels and print the manifest")
+    _add_discovery_args(listing)
+    return parser
+
+
+def _version() -> str:
+    from kernbench import __version__
+
+    return f"kernbench {__version__}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list" or getattr(args, "list", False):
+            return cmd_list(args)
+        return cmd_run(args)
+    except KernbenchError as exc:
+        print(f"kernbench: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kernbench: interrupted; finished cases are saved", file=sys.stderr)
+        return 130
+
+
+def _log(enabled: bool) -> Any:
+    return (lambda message: print(message, file=sys.stderr)) if enabled else None
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import json
+
+    from kernbench.api import discover
+
+    specs, manifest = discover(args.root, args.paths, _log(args.verbose))
+    from kernbench.runner import select_kernels
+
+    specs = select_kernels(specs, args.filter)
+    if args.json:
+        names = {s.name for s in specs}
+        manifest["kernels"] = [k for k in manifest["kernels"] if k["name"] in names]
+        print(json.dumps(manifest, indent=2))
+    else:
+        print(render_manifest(specs, manifest["root"], manifest["paths"]))
+    return EXIT_USAGE if any(s.status == "invalid" for s in specs) else 0
+
+
+def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> str:
+    lines = [f"{len(specs)} kernels under {root} (paths: {', '.join(paths)})"]
+    width = max((len(s.name) for s in specs), default=4)
+    for spec in specs:
+        if spec.status == "invalid":
+            lines.append(f"  {spec.name:<{width}}  INVALID  {spec.error}")
+            continue
+        precisions = (",".join(spec.config.precisions) if spec.config and spec.config.precisions
+                      else ("fp32" if spec.takes_precision else "native"))
+        lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
+                     f"{precisions:<20} {spec.path}")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kernbench.api import run_suite
+    from kernbench.model import ProtocolSettings
+    from kernbench.runner import RunSettings
+
+    settings = RunSettings(
+        root=args.root.resolve(),
+        protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed),
+        backends=args.backends, precisions=args.precision, filters=args.filter,
+        timeout_s=args.timeout, fake_call_ms=args.debug_fake_timer)
+    on_result = None if args.quiet else _print_result
+    outcome = run_suite(settings, args.output_dir, args.paths,
+                        log=_log(args.verbose and not args.quiet), on_result=on_result)
+    if not args.quiet:
+        counts = {s: sum(1 for r in outcome.run.results if r.status == s)
+                  for s in ("ok", "failed", "timeout", "skipped", "invalid")}
+        tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        print(f"{len(outcome.run.results)} cases: {tally}. "
+              f"Reports in {outcome.output_dir}/ (summary.md, summary.json)", file=sys.stderr)
+    return outcome.exit_code
+
+
+def _print_result(result: CaseResult, index: int, total: int) -> None:
+    prefix = f"[{index}/{total}] {result.case_id}"
+    if result.status == "ok":
+        from kernbench.stats import percentile
+
+        p50 = percentile(result.samples_ms, 50)
+        print(f"{prefix}: p50 {p50:.4g} ms ({len(result.samples_ms)} samples x "
+              f"{result.inner_loops})", file=sys.stderr)
+    else:
+        print(f"{prefix}: {result.status.upper()}: {result.reason}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Reading configuration: bench.yaml files and ``[tool.kernbench]`` in pyproject.toml.
+
+A bench.yaml is data. It is parsed with ``yaml.safe_load``, validated against
+:data:`kernbench.schema.BENCH_YAML_SCHEMA`, and its ``skip_conditions[].check`` strings are
+parsed by the safe evaluator in :mod:`kernbench.conditions`; nothing in it is executed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kernbench.conditions import parse_condition
+from kernbench.errors import ConfigError
+from kernbench.model import HARNESS_ARGS, BenchConfig, SkipRule
+from kernbench.precision import canonical
+from kernbench.schema import validate_bench_yaml
+
+MAX_BENCH_YAML_BYTES = 1 << 20
+PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
+
+
+def parse_yaml(text: str, source: str) -> object:
+    """Parse YAML text safely; a syntax error names the file, line and column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(where, "", f"valid YAML ({problem})") from exc
+
+
+def load_bench_config(path: Path, source: str) -> BenchConfig:
+    """Read and validate one bench.yaml; `source` is how the file is named in errors."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BENCH_YAML_BYTES:
+            raise ConfigError(source, "", f"a file under {MAX_BENCH_YAML_BYTES} bytes",
+                              got=f"{size} bytes")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
+    data = parse_yaml(text, source)
+    return bench_config_from_data({} if data is None else data, source)
+
+
+def bench_config_from_data(data: object, source: str) -> BenchConfig:
+    """Validate parsed bench.yaml data and build the immutable config."""
+    validate_bench_yaml(data, source)
+    assert isinstance(data, dict)
+    problem_size = data.get("problem_size")
+    if isinstance(problem_size, dict):
+        clash = sorted(set(problem_size) & set(HARNESS_ARGS))
+        if clash:
+            raise ConfigError(source, f"problem_size.{clash[0]}",
+                              f"a kernel parameter; {', '.join(HARNESS_ARGS)} are set by the "
+                              "harness (use --precision/--backends/--seed)")
+    return BenchConfig(
+        source=source,
+        problem_size=problem_size,
+        precisions=tuple(dict.fromkeys(canonical(p) for p in data.get("precisions", ()))),
+        backends=tuple(data.get("backends", ())),
+        tolerances=data.get("tolerances", {}),
+        skip_conditions=_skip_rules(data.get("skip_conditions", []), source),
+        function_name=data.get("function_name"),
+        framework=data.get("framework"),
+        description=data.get("description"),
+        timeout_s=data.get("timeout_s"),
+        raw=data,
+    )
+
+
+def _skip_rules(entries: list[dict[str, Any]], source: str) -> tuple[SkipRule, ...]:
+    rules = []
+    for index, entry in enumerate(entries):
+        check = entry.get("check")
+        if check is not None:
+            parse_condition(check, source=source, key=f"skip_conditions[{index}].check")
+        precision = entry.get("precision")
+        rules.append(SkipRule(reason=entry["reason"], backend=entry.get("backend"),
+                              precision=canonical(precision) if precision else None, check=check))
+    return tuple(rules)
+
+
+def load_pyproject_settings(root: Path) -> dict[str, Any]:
+    """The validated ``[tool.kernbench]`` table of `root`/pyproject.toml ({} if absent)."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    source = str(path)
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(source, "", f"valid TOML ({exc})") from exc
+    table = document.get("tool", {}).get("kernbench", {})
+    if not isinstance(table, dict):
+        raise ConfigError(source, "tool.kernbench", "a table")
+    for key, value in table.items():
+        if key not in PYPROJECT_KEYS:
+            known = ", ".join(PYPROJECT_KEYS)
+            raise ConfigError(source, f"tool.kernbench.{key}", f"a known key: {known}",
+                              got=f"unknown key {key!r}")
+        if key == "paths" and not (isinstance(value, list)
+                                   and all(isinstance(v, str) for v in value)):
+            raise ConfigError(source, "tool.kernbench.paths", PYPROJECT_KEYS["paths"], got=value)
+    return table

@@ -1,0 +1,45 @@
+"""MetricsCollector: the seed's in-process measuring API, over the protocol and memory probes.
+
+The worker measures every case through it; kernel authors can also use it directly::
+
+    collector = MetricsCollector(ProtocolSettings(warmup=3, iterations=30))
+    with collector.measure_memory() as memory:
+        outcome = collector.time_execution(lambda: a @ b)
+    print(outcome.measurement.samples_ns, memory)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kernbench.backends.base import ResultSync
+from kernbench.memory import PeakMemory
+from kernbench.model import ProtocolSettings
+from kernbench.protocol import Outcome, PerfCounterTimer, Synchronizer, Timer, measure
+
+
+class MetricsCollector:
+    """Times a zero-argument call under the standard protocol and measures peak memory."""
+
+    def __init__(self, settings: ProtocolSettings | None = None, timer: Timer | None = None,
+                 sync: Synchronizer | None = None) -> None:
+        self.settings = settings or ProtocolSettings()
+        self.timer: Timer = timer or PerfCounterTimer()
+        self.sync: Synchronizer = sync or ResultSync()
+
+    def time_execution(self, call: Callable[[], object]) -> Outcome:
+        """Warmup, calibrated inner loop, timed samples; raw samples kept in the outcome."""
+        return measure(call, self.sync, self.timer, self.settings)
+
+    @contextmanager
+    def measure_memory(self) -> Iterator[dict[str, Any]]:
+        """Peak RSS of this process inside the block; the dict is filled when the block ends."""
+        probe = PeakMemory()
+        record: dict[str, Any] = {}
+        probe.start()
+        try:
+            yield record
+        finally:
+            record.update(probe.stop())

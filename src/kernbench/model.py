@@ -1,0 +1,172 @@
+"""Immutable result and specification objects.
+
+Everything the harness knows travels in these frozen dataclasses: what a kernel is
+(:class:`KernelSpec`), one thing to measure (:class:`Case`), what one measurement produced
+(:class:`CaseResult`, which keeps the raw samples) and a whole run (:class:`RunResult`).
+Summaries (percentiles, intervals) are derived from the raw samples by :mod:`kernbench.stats`,
+never stored instead of them. This module imports nothing else of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "failed", "skipped", "timeout", "invalid"]
+STATUSES: tuple[Status, ...] = ("ok", "failed", "skipped", "timeout", "invalid")
+NATIVE = "native"
+"""Precision label of a case whose kernel takes no `precision` parameter."""
+
+HARNESS_ARGS = ("precision", "backend", "device", "seed")
+"""Arguments the harness passes only to functions that declare them."""
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    """One `skip_conditions` entry: skip matching cases when `check` holds (always if None)."""
+
+    reason: str
+    backend: str | None = None
+    precision: str | None = None
+    check: str | None = None
+
+    def applies_to(self, backend: str, precision: str) -> bool:
+        return self.backend in (None, backend) and self.precision in (None, precision)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """A validated bench.yaml. `raw` keeps the mapping as read, for keys later versions add."""
+
+    source: str
+    problem_size: Any = None
+    precisions: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+    tolerances: Mapping[str, Any] = field(default_factory=dict)
+    skip_conditions: tuple[SkipRule, ...] = ()
+    function_name: str | None = None
+    framework: str | None = None
+    description: str | None = None
+    timeout_s: float | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A discovered kernel, read from its source with `ast` (never imported)."""
+
+    name: str
+    path: str
+    """Path of the kernel's file relative to the run's root, with forward slashes."""
+    function_name: str = "run_benchmark"
+    framework: str = "python"
+    frameworks: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ("cpu",)
+    dependencies: tuple[str, ...] = ()
+    parameters: tuple[str, ...] = ()
+    """Names the benchmark function declares (so the harness knows what to pass)."""
+    has_setup: bool = False
+    setup_parameters: tuple[str, ...] = ()
+    signature_known: bool = True
+    """False when the function is bound by assignment or import, so its parameters are unseen."""
+    config: BenchConfig | None = None
+    config_path: str | None = None
+    status: Literal["ok", "invalid"] = "ok"
+    error: str | None = None
+
+    @property
+    def takes_precision(self) -> bool:
+        """Whether `run_benchmark` or `setup` declares `precision` (else: one native case)."""
+        return "precision" in self.parameters or "precision" in self.setup_parameters
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement to make: a kernel on one backend at one precision and problem size."""
+
+    kernel: KernelSpec
+    backend: str
+    precision: str
+    problem_size: Any = None
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.kernel.name}[{self.backend},{self.precision}]"
+
+
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """How every case is measured."""
+
+    warmup: int = 3
+    iterations: int = 30
+    """Number of timed samples kept (the seed's `--iters`)."""
+    min_sample_overhead_ratio: float = 1000.0
+    """A sample lasts at least this many timer overheads (1000 -> overhead < 0.1% of a sample)."""
+    max_inner_loops: int = 1_000_000
+    calibration_budget_s: float = 2.0
+    seed: int = 1337
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What the protocol produced for one case: raw per-call times, in nanoseconds."""
+
+    samples_ns: tuple[float, ...]
+    """One entry per sample: the sample's duration divided by `inner_loops`."""
+    inner_loops: int
+    warmup_ns: tuple[float, ...]
+    timer_overhead_ns: float
+    timer: str
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The outcome of one case. Timing summaries are derived from `samples_ms`."""
+
+    kernel_name: str
+    kernel_path: str
+    framework: str
+    backend: str
+    precision: str
+    problem_size: Any
+    status: Status
+    reason: str | None = None
+    """The error (failed/timeout/invalid) or skip reason; None when ok."""
+    samples_ms: tuple[float, ...] = ()
+    inner_loops: int = 0
+    warmup_iterations: int = 0
+    timer: str | None = None
+    timer_overhead_ns: float | None = None
+    memory: Mapping[str, Any] = field(default_factory=dict)
+    energy: Mapping[str, Any] = field(default_factory=dict)
+    accuracy: Mapping[str, Any] = field(default_factory=dict)
+    output: Mapping[str, Any] = field(default_factory=dict)
+    """Description of the returned value (type, dtype, shape), never the value itself."""
+    device: str | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    worker: Mapping[str, Any] = field(default_factory=dict)
+    """Process facts: pid, exit code or signal, tails of stdout and stderr."""
+
+    @property
+    def success(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.kernel_name}[{self.backend},{self.precision}]"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A whole run: settings, environment, the manifest and every case's result."""
+
+    started_at: str
+    finished_at: str | None
+    complete: bool
+    settings: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    kernels: tuple[KernelSpec, ...]
+    results: tuple[CaseResult, ...]

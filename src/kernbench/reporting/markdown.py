@@ -1,0 +1,53 @@
+"""summary.md, rendered with jinja2 from the summary document (never from live objects)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+
+
+def fmt_num(value: object, digits: int = 4) -> str:
+    """A number with `digits` significant digits; "n/a" for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if value == 0:
+        return "0"
+    return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+
+
+def md_escape(value: object) -> str:
+    """Text safe inside a Markdown table cell."""
+    text = "" if value is None else str(value)
+    for char in ("\\", "|", "`", "*", "_", "<", ">", "[", "]"):
+        text = text.replace(char, "\\" + char)
+    return " ".join(text.split())
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("kernbench", "reporting/templates"),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters["num"] = fmt_num
+    env.filters["md"] = md_escape
+    return env
+
+
+def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Successful records, fastest median first."""
+    ok = [r for r in results if r["status"] == "ok" and r["timing"]["latency_ms_p50"] is not None]
+    return sorted(ok, key=lambda r: r["timing"]["latency_ms_p50"])
+
+
+def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any]) -> str:
+    results = list(document["results"])
+    template = _environment().get_template("summary.md.j2")
+    return template.render(
+        doc=document, env=environment, board=leaderboard(results),
+        problems=[r for r in results if r["status"] in ("failed", "timeout", "invalid")],
+        skipped=[r for r in results if r["status"] == "skipped"],
+        flagged=[r for r in results if r["warnings"]],
+    )

@@ -1,0 +1,206 @@
+"""BenchmarkRunner: plans cases (kernel x backend x precision) and runs each in a worker.
+
+The parent never imports a kernel or a framework. For each case it writes a job file, runs
+``python -m kernbench.worker`` isolated (:mod:`kernbench.isolation`), reads the result file and
+turns every outcome, including a crash, a timeout or a missing result, into a
+:class:`~kernbench.model.CaseResult`. Cases run one after another: benchmarks that share cores
+disturb each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
+from kernbench.isolation import WorkerExit, run_isolated
+from kernbench.model import NATIVE, Case, CaseResult, KernelSpec, ProtocolSettings
+
+DEFAULT_PRECISION = "fp32"
+NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None,
+                       "reason": "not measured: this version of kernbench reads no energy counter"}
+NOT_MEASURED_ACCURACY = {"rmse": None, "max_error": None, "passed": None,
+                         "reason": "not measured: this version of kernbench checks no reference"}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that selects and shapes the cases of a run."""
+
+    root: Path
+    protocol: ProtocolSettings = field(default_factory=ProtocolSettings)
+    backends: tuple[str, ...] | None = None
+    """Requested device kinds; None means each kernel's declared backends."""
+    precisions: tuple[str, ...] | None = None
+    """Requested precisions; None means each kernel's declared precisions."""
+    filters: tuple[str, ...] = ()
+    timeout_s: float = 300.0
+    fake_call_ms: float | None = None
+    """Debug mode: every kernel call takes exactly this long on a fake clock."""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def select_kernels(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[KernelSpec]:
+    """Kernels whose name matches any of the glob `filters` (all when there are none)."""
+    if not filters:
+        return list(specs)
+    return [s for s in specs if any(fnmatch.fnmatchcase(s.name, f) for f in filters)]
+
+
+def plan_backends(spec: KernelSpec, requested: tuple[str, ...] | None) -> list[str]:
+    if requested is None:
+        return list(spec.backends)
+    gpu_capable = spec.framework in GPU_CAPABLE_FRAMEWORKS and "cuda" in spec.backends
+    return [b for b in requested if b in spec.backends or (b == "rocm" and gpu_capable)]
+
+
+def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list[str]:
+    if not spec.takes_precision:
+        return [NATIVE]
+    declared = list(spec.config.precisions) if spec.config and spec.config.precisions else []
+    if requested is None:
+        return declared or [DEFAULT_PRECISION]
+    return [p for p in declared if p in requested] if declared else list(requested)
+
+
+def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
+    """The cases of one valid kernel under the run's backend and precision selection."""
+    problem_size = spec.config.problem_size if spec.config else None
+    return [Case(spec, backend, precision, problem_size)
+            for backend in plan_backends(spec, settings.backends)
+            for precision in plan_precisions(spec, settings.precisions)]
+
+
+def invalid_result(spec: KernelSpec) -> CaseResult:
+    """The single record an invalid kernel gets: it names the error, it measured nothing."""
+    return CaseResult(kernel_name=spec.name, kernel_path=spec.path, framework=spec.framework,
+                      backend="n/a", precision="n/a", problem_size=None, status="invalid",
+                      reason=spec.error, energy=NOT_MEASURED_ENERGY,
+                      accuracy=NOT_MEASURED_ACCURACY)
+
+
+class BenchmarkRunner:
+    """Runs cases in isolated worker processes, one at a time."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = settings
+
+    def plan(self, specs: Iterable[KernelSpec]) -> list[Case | KernelSpec]:
+        """Cases to run, plus invalid kernels (which become `invalid` records)."""
+        planned: list[Case | KernelSpec] = []
+        for spec in select_kernels(specs, self.settings.filters):
+            if spec.status == "invalid":
+                planned.append(spec)
+            else:
+                planned.extend(plan_cases(spec, self.settings))
+        return planned
+
+    def run(self, planned: Sequence[Case | KernelSpec],
+            on_result: Callable[[CaseResult, int, int], None] | None = None) -> list[CaseResult]:
+        results = []
+        for index, item in enumerate(planned, start=1):
+            result = invalid_result(item) if isinstance(item, KernelSpec) else self.run_case(item)
+            results.append(result)
+            if on_result is not None:
+                on_result(result, index, len(planned))
+        return results
+
+    def run_case(self, case: Case) -> CaseResult:
+        """Run one case in a fresh worker process and build its record."""
+        started = now_iso()
+        with tempfile.TemporaryDirectory(prefix="kernbench-") as tmp:
+            result_path = Path(tmp) / "result.json"
+            job_path = Path(tmp) / "job.json"
+            job_path.write_text(json.dumps(self._job(case, result_path)), encoding="utf-8")
+            timeout = case.kernel.config.timeout_s if case.kernel.config and \
+                case.kernel.config.timeout_s else self.settings.timeout_s
+            exit_info = run_isolated([sys.executable, "-m", "kernbench.worker", str(job_path)],
+                                     cwd=self.settings.root, env=_worker_env(), timeout_s=timeout)
+            payload = _read_result(result_path)
+        return build_result(case, payload, exit_info, started, timeout)
+
+    def _job(self, case: Case, result_path: Path) -> dict[str, Any]:
+        spec = case.kernel
+        rules = [dict(dataclasses.asdict(rule), source=spec.config.source)
+                 for rule in spec.config.skip_conditions] if spec.config else []
+        return {
+            "kernel_file": str(self.settings.root / spec.path), "root": str(self.settings.root),
+            "kernel_name": spec.name, "function_name": spec.function_name,
+            "framework": spec.framework, "backend": case.backend, "precision": case.precision,
+            "problem_size": case.problem_size, "skip_rules": rules,
+            "settings": dataclasses.asdict(self.settings.protocol),
+            "fake_call_ms": self.settings.fake_call_ms, "result_path": str(result_path),
+        }
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parent.parent)  # makes `kernbench` importable
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _worker_facts(exit_info: WorkerExit) -> dict[str, Any]:
+    return {"pid": exit_info.pid, "exit_code": exit_info.returncode,
+            "signal": exit_info.signal_name, "wall_s": exit_info.wall_s,
+            "stdout_tail": exit_info.stdout_tail, "stderr_tail": exit_info.stderr_tail,
+            "stdout_bytes": exit_info.stdout_bytes, "stderr_bytes": exit_info.stderr_bytes}
+
+
+def _died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
+    if exit_info.timed_out:
+        return "timeout", f"timed out after {timeout:g} s; the worker and its children were killed"
+    if exit_info.signal_name:
+        how = f"killed by {exit_info.signal_name}"
+    else:
+        how = f"exited with code {exit_info.returncode}"
+    last = exit_info.stderr_tail.strip().splitlines()[-1:] or [""]
+    detail = f": {last[0][:300]}" if last[0] else ""
+    return "failed", f"worker {how} before reporting a result{detail}"
+
+
+def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerExit,
+                 started: str, timeout: float) -> CaseResult:
+    """Turn the worker's result file (or its absence) into a record."""
+    spec = case.kernel
+    base: dict[str, Any] = dict(
+        kernel_name=spec.name, kernel_path=spec.path, framework=spec.framework,
+        backend=case.backend, precision=case.precision, problem_size=case.problem_size,
+        started_at=started, duration_s=exit_info.wall_s, worker=_worker_facts(exit_info),
+        energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY)
+    if payload is None or exit_info.timed_out:
+        status, reason = _died_reason(exit_info, timeout)
+        return CaseResult(status=status, reason=reason, **base)  # type: ignore[arg-type]
+    if payload.get("traceback"):
+        base["worker"] = {**base["worker"], "traceback": payload["traceback"]}
+    output = payload.get("output") or {}
+    if case.precision == NATIVE and output.get("precision"):
+        base["precision"] = output["precision"]
+    samples = payload.get("samples_ns") or []
+    return CaseResult(
+        status=payload["status"], reason=payload.get("reason"),
+        samples_ms=tuple(s / 1e6 for s in samples), inner_loops=payload.get("inner_loops", 0),
+        warmup_iterations=len(payload.get("warmup_ns") or []), timer=payload.get("timer"),
+        timer_overhead_ns=payload.get("timer_overhead_ns"), memory=payload.get("memory") or {},
+        output=output, device=(payload.get("device") or {}).get("device"), **base)

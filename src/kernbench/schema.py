@@ -1,0 +1,147 @@
+"""Schemas: bench.yaml's (validated with jsonschema) and the versioned result JSON.
+
+Result files carry ``schema_version``. Readers accept the current version and migrate older ones
+step by step through :data:`MIGRATIONS`; a newer version is refused with a clear message.
+This module imports nothing else of the package but :mod:`kernbench.errors`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kernbench.errors import ConfigError, KernbenchError
+
+SCHEMA_VERSION = 1
+"""Version of summary.json, kernels/<name>.json and kernel_manifest.json."""
+
+PRECISION_NAMES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
+BACKEND_NAMES = ("cpu", "cuda", "rocm")
+FRAMEWORK_NAMES = ("numpy", "pytorch", "jax", "cupy", "triton", "numba", "tensorflow", "python")
+IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
+
+_TOLERANCE_VALUES = {
+    "rmse": {"type": "number", "minimum": 0},
+    "relative_error": {"type": "number", "minimum": 0},
+    "max_error": {"type": "number", "minimum": 0},
+}
+_TOLERANCES = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **_TOLERANCE_VALUES,
+        **{p: {"type": "object", "additionalProperties": False, "properties": _TOLERANCE_VALUES}
+           for p in PRECISION_NAMES},
+    },
+}
+_SKIP_CONDITION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reason"],
+    "properties": {
+        "backend": {"enum": list(BACKEND_NAMES)},
+        "precision": {"enum": list(PRECISION_NAMES)},
+        "reason": {"type": "string", "minLength": 1},
+        "check": {"type": "string", "minLength": 1},
+    },
+}
+BENCH_YAML_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "bench.yaml",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "problem_size": {
+            "type": ["object", "integer", "number", "string", "array", "boolean"],
+            "propertyNames": {"pattern": IDENTIFIER},
+        },
+        "precisions": {"type": "array", "minItems": 1, "uniqueItems": True,
+                       "items": {"enum": list(PRECISION_NAMES)}},
+        "backends": {"type": "array", "minItems": 1, "uniqueItems": True,
+                     "items": {"enum": list(BACKEND_NAMES)}},
+        "tolerances": _TOLERANCES,
+        "skip_conditions": {"type": "array", "items": _SKIP_CONDITION},
+        "function_name": {"type": "string", "pattern": IDENTIFIER},
+        "framework": {"enum": list(FRAMEWORK_NAMES)},
+        "description": {"type": "string"},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+    },
+}
+
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
+               "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "null": "null"}
+
+
+def validate_bench_yaml(data: object, source: str) -> None:
+    """Raise ConfigError for the first problem in a parsed bench.yaml (file, key, expectation)."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(BENCH_YAML_SCHEMA)
+    errors = sorted(validator.iter_errors(data),
+                    key=lambda e: (len(e.path), [str(p) for p in e.path]))
+    if errors:
+        raise _config_error(errors[0], source)
+
+
+def key_path(parts: Iterable[object]) -> str:
+    """`skip_conditions[0].check` from ('skip_conditions', 0, 'check')."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _config_error(error: Any, source: str) -> ConfigError:
+    key = key_path(error.absolute_path)
+    kind, value, instance = error.validator, error.validator_value, error.instance
+    if kind == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(instance) - set(allowed))
+        name = unknown[0] if unknown else "?"
+        hint = difflib.get_close_matches(name, allowed, n=1)
+        expected = f"one of {', '.join(allowed)}"
+        if hint:
+            expected += f" (did you mean '{hint[0]}'?)"
+        return ConfigError(source, key_path([*error.absolute_path, name]),
+                           f"a known key: {expected}", got=f"unknown key {name!r}")
+    if kind == "required":
+        missing = [k for k in value if k not in instance]
+        return ConfigError(source, key_path([*error.absolute_path, missing[0]]),
+                           "this key to be present", got="missing")
+    if kind == "type":
+        types = [value] if isinstance(value, str) else value
+        expected = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+        return ConfigError(source, key, expected, got=instance)
+    if kind == "enum":
+        return ConfigError(source, key, f"one of {', '.join(map(str, value))}", got=instance)
+    if kind == "pattern":
+        return ConfigError(source, key, f"an identifier (letters, digits, _; pattern {value})",
+                           got=instance)
+    if kind == "propertyNames":
+        return ConfigError(source, key, "keys that are Python identifiers (they become keyword "
+                           "arguments)", got=instance)
+    return ConfigError(source, key, error.message)
+
+
+# --- versioned result JSON -------------------------------------------------------------
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+MIGRATIONS: dict[int, Migration] = {}
+"""`MIGRATIONS[n]` turns a version-n document into version n+1."""
+
+
+def migrate(document: dict[str, Any], source: str) -> dict[str, Any]:
+    """Bring a result document to :data:`SCHEMA_VERSION`, or explain why it cannot be read."""
+    version = document.get("schema_version")
+    if not isinstance(version, int) or version < 1:
+        raise KernbenchError(f"{source}: not a kernbench result file (no integer schema_version)")
+    if version > SCHEMA_VERSION:
+        raise KernbenchError(f"{source}: schema_version {version} is newer than this kernbench "
+                             f"reads ({SCHEMA_VERSION}); upgrade kernbench")
+    while version < SCHEMA_VERSION:
+        document = MIGRATIONS[version](document)
+        version += 1
+        document["schema_version"] = version
+    return document

@@ -1,0 +1,131 @@
+"""Model objects <-> the versioned JSON documents kernbench writes.
+
+Timing summaries in the JSON are derived from the raw samples here, at write time; readers
+rebuild :class:`~kernbench.model.CaseResult` from the raw samples and never trust the summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from kernbench import __version__
+from kernbench.model import BenchConfig, CaseResult, KernelSpec, RunResult
+from kernbench.schema import SCHEMA_VERSION, migrate
+from kernbench.stats import quality_warnings, summarize_ms
+
+
+def timing_dict(result: CaseResult) -> dict[str, Any]:
+    """The seed's `timing` fields, plus calibration facts and the raw samples."""
+    timing = summarize_ms(result.samples_ms)
+    timing.update(inner_loops=result.inner_loops, warmup_iterations=result.warmup_iterations,
+                  timer=result.timer, timer_overhead_ns=result.timer_overhead_ns,
+                  samples_ms=list(result.samples_ms))
+    return timing
+
+
+def record_dict(result: CaseResult) -> dict[str, Any]:
+    """One case's record, with the seed's field names first."""
+    memory = {"peak_mb": None, "allocated_mb": None, **result.memory}
+    if not result.memory:
+        memory["reason"] = "not measured: the case did not run"
+    return {
+        "kernel_name": result.kernel_name,
+        "case_id": result.case_id,
+        "backend": result.backend,
+        "precision": result.precision,
+        "problem_size": result.problem_size,
+        "timing": timing_dict(result),
+        "memory": memory,
+        "energy": dict(result.energy),
+        "accuracy": dict(result.accuracy),
+        "success": result.success,
+        "status": result.status,
+        "reason": result.reason,
+        "warnings": quality_warnings(result.samples_ms, result.timer_overhead_ns,
+                                     result.inner_loops),
+        "framework": result.framework,
+        "kernel_path": result.kernel_path,
+        "device": result.device,
+        "output": dict(result.output),
+        "started_at": result.started_at,
+        "duration_s": result.duration_s,
+        "worker": dict(result.worker),
+    }
+
+
+def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
+    """Rebuild a record from its JSON (the summary fields are recomputed from samples)."""
+    timing = data.get("timing") or {}
+    return CaseResult(
+        kernel_name=data["kernel_name"], kernel_path=data.get("kernel_path", ""),
+        framework=data.get("framework", "python"), backend=data["backend"],
+        precision=data["precision"], problem_size=data.get("problem_size"),
+        status=data["status"], reason=data.get("reason"),
+        samples_ms=tuple(timing.get("samples_ms") or ()),
+        inner_loops=timing.get("inner_loops") or 0,
+        warmup_iterations=timing.get("warmup_iterations") or 0, timer=timing.get("timer"),
+        timer_overhead_ns=timing.get("timer_overhead_ns"), memory=data.get("memory") or {},
+        energy=data.get("energy") or {}, accuracy=data.get("accuracy") or {},
+        output=data.get("output") or {}, device=data.get("device"),
+        started_at=data.get("started_at"), duration_s=data.get("duration_s"),
+        worker=data.get("worker") or {})
+
+
+def spec_dict(spec: KernelSpec) -> dict[str, Any]:
+    """A manifest entry."""
+    data = {
+        "name": spec.name, "path": spec.path, "function_name": spec.function_name,
+        "framework": spec.framework, "frameworks": list(spec.frameworks),
+        "backends": list(spec.backends), "dependencies": list(spec.dependencies),
+        "parameters": list(spec.parameters), "has_setup": spec.has_setup,
+        "setup_parameters": list(spec.setup_parameters),
+        "config_path": spec.config_path, "status": spec.status, "error": spec.error,
+        "config": _config_dict(spec.config),
+    }
+    return data
+
+
+def _config_dict(config: BenchConfig | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    data = dataclasses.asdict(config)
+    data.pop("raw", None)
+    return data
+
+
+def manifest_dict(root: str, paths: list[str], specs: list[KernelSpec]) -> dict[str, Any]:
+    invalid = sum(1 for s in specs if s.status == "invalid")
+    return {"schema_version": SCHEMA_VERSION, "kernbench_version": __version__, "root": root,
+            "paths": paths, "count": len(specs), "invalid": invalid,
+            "kernels": [spec_dict(s) for s in specs]}
+
+
+def counts(results: list[CaseResult] | tuple[CaseResult, ...]) -> dict[str, int]:
+    tally = {"total": len(results), "ok": 0, "failed": 0, "skipped": 0, "timeout": 0,
+             "invalid": 0}
+    for result in results:
+        tally[result.status] += 1
+    return tally
+
+
+def summary_dict(run: RunResult) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kernbench_version": __version__,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "complete": run.complete,
+        "settings": dict(run.settings),
+        "environment": {k: run.environment.get(k) for k in
+                        ("fingerprint", "hostname", "git", "python", "cpu", "gpus")},
+        "counts": counts(run.results),
+        "results": [record_dict(r) for r in run.results],
+    }
+
+
+def results_from_summary(document: dict[str, Any], source: str) -> list[CaseResult]:
+    """Records of a summary.json (migrated to the current schema first)."""
+    document = migrate(document, source)
+    return [result_from_dict(r) for r in document.get("results", [])]

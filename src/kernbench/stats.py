@@ -1,0 +1,110 @@
+"""Statistics as small pure functions over raw samples. No I/O, no printing.
+
+Percentiles use linear interpolation between order statistics (NumPy's default, "type 7").
+The median's confidence interval is distribution-free: the binomial order-statistic interval,
+which needs no assumption about the (usually skewed) latency distribution.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+HIGH_SPREAD_RATIO = 0.10
+"""IQR / median above this is flagged as high spread."""
+MIN_SAMPLES = 10
+"""Fewer timed samples than this is flagged: percentiles and intervals are then weak."""
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The `q`-th percentile (0..100) by linear interpolation."""
+    if not samples:
+        raise ValueError("percentile of no samples")
+    return float(np.percentile(np.asarray(samples, dtype=float), q))
+
+
+def stdev(samples: Sequence[float]) -> float:
+    """Sample standard deviation (n - 1 in the denominator); 0.0 for a single sample."""
+    if len(samples) < 2:
+        return 0.0
+    return float(np.std(np.asarray(samples, dtype=float), ddof=1))
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Distribution-free interval for the median from order statistics.
+
+    Picks ranks j < k with P(X_(j) <= median <= X_(k)) >= `confidence` under Binomial(n, 1/2).
+    Returns None when `n` is too small for any interval to reach the confidence.
+    """
+    n = len(samples)
+    alpha = 1.0 - confidence
+    if n < 2 or 2 * 0.5**n > alpha:
+        return None
+    from scipy.stats import binom
+
+    ordered = sorted(samples)
+    j = int(binom.ppf(alpha / 2, n, 0.5))  # number of samples that may fall below the interval
+    j = max(j, 1)
+    while j > 1 and 2 * binom.cdf(j - 1, n, 0.5) > alpha:
+        j -= 1
+    return float(ordered[j - 1]), float(ordered[n - j])
+
+
+def iqr(samples: Sequence[float]) -> float:
+    """Interquartile range."""
+    return percentile(samples, 75) - percentile(samples, 25)
+
+
+def summarize_ms(samples_ms: Sequence[float]) -> dict[str, Any]:
+    """The seed's `timing` fields (plus min, max, interval) from per-call samples in ms.
+
+    With no samples every figure is None and `iterations` is 0.
+    """
+    n = len(samples_ms)
+    if n == 0:
+        keys = ("p50", "p90", "p99", "mean", "std", "min", "max")
+        empty: dict[str, Any] = {f"latency_ms_{k}": None for k in keys}
+        empty.update(latency_ms_p50_ci95=None, throughput_ops_per_sec=None, iterations=0)
+        return empty
+    mean = math.fsum(samples_ms) / n
+    ci = median_ci(samples_ms)
+    return {
+        "latency_ms_p50": percentile(samples_ms, 50),
+        "latency_ms_p90": percentile(samples_ms, 90),
+        "latency_ms_p99": percentile(samples_ms, 99),
+        "latency_ms_mean": mean,
+        "latency_ms_std": stdev(samples_ms),
+        "latency_ms_min": float(min(samples_ms)),
+        "latency_ms_max": float(max(samples_ms)),
+        "latency_ms_p50_ci95": list(ci) if ci else None,
+        "throughput_ops_per_sec": 1000.0 / mean if mean > 0 else None,
+        "iterations": n,
+    }
+
+
+def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | None,
+                     inner_loops: int) -> list[dict[str, Any]]:
+    """Measurement-quality warnings, as data: each {code, message, value}."""
+    warnings: list[dict[str, Any]] = []
+    n = len(samples_ms)
+    if n == 0:
+        return warnings
+    if n < MIN_SAMPLES:
+        warnings.append({"code": "too_few_samples", "value": n,
+                         "message": f"only {n} samples; use --iters {MIN_SAMPLES} or more"})
+    median = percentile(samples_ms, 50)
+    if n >= 4 and median > 0:
+        spread = iqr(samples_ms) / median
+        if spread > HIGH_SPREAD_RATIO:
+            warnings.append({"code": "high_spread", "value": spread,
+                             "message": f"IQR is {spread:.0%} of the median; the machine is "
+                                        "noisy or the kernel unstable (more iterations, pinning)"})
+    if timer_overhead_ns and median > 0:
+        ratio = timer_overhead_ns / (median * 1e6 * max(inner_loops, 1))
+        if ratio > 0.001:
+            warnings.append({"code": "timer_overhead", "value": ratio,
+                             "message": f"timer overhead is {ratio:.2%} of a sample"})
+    return warnings

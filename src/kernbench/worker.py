@@ -1,0 +1,255 @@
+"""The per-case worker process: ``python -m kernbench.worker JOB.json``.
+
+It evaluates the case's skip conditions, checks the backend, imports the kernel, calls its
+optional ``setup``, runs the protocol and writes one JSON result file (atomically) to the path
+named in the job. The result never travels over stdout: whatever a kernel prints cannot be
+mistaken for it, and the parent only keeps a bounded tail of the output.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import random
+import re
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kernbench.backends import backend_for
+from kernbench.backends.base import iter_leaves
+from kernbench.conditions import parse_condition
+from kernbench.errors import SkipCase, UnsupportedPrecision
+from kernbench.metrics import MetricsCollector
+from kernbench.model import NATIVE, ProtocolSettings
+from kernbench.precision import precision_of_dtype
+from kernbench.protocol import Timer
+
+OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
+                    "numba", "ml_dtypes"}
+"""Missing imports of these mean "not installed here" (skipped), not a broken kernel (failed)."""
+
+
+class CaseSkipped(Exception):
+    """The case cannot run here; the message is the reason."""
+
+
+class ContractError(Exception):
+    """The kernel does not fit the calling contract (unknown parameter, bad setup return)."""
+
+
+class FakeClock:
+    """Deterministic time for ``--debug-fake-timer``: each kernel call costs a fixed step."""
+
+    name = "fake"
+
+    def __init__(self, step_ns: float) -> None:
+        self.now = 0.0
+        self.step_ns = step_ns
+
+    def start(self) -> object:
+        return self.now
+
+    def stop(self, token: object) -> float:
+        assert isinstance(token, float)
+        return self.now - token
+
+    def wrap(self, call: Callable[[], object]) -> Callable[[], object]:
+        def ticking() -> object:
+            self.now += self.step_ns
+            return call()
+        return ticking
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    result = run_job(job)
+    write_atomic(Path(job["result_path"]), json.dumps(result, allow_nan=True))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave at once: a kernel's non-daemon threads or atexit hooks must not hold the case.
+    os._exit(0)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one case; every outcome becomes a result dict, never an exception."""
+    try:
+        return {"status": "ok", **_run_case(job)}
+    except CaseSkipped as exc:
+        return {"status": "skipped", "reason": str(exc)}
+    except (SkipCase, UnsupportedPrecision) as exc:
+        return {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
+    except ModuleNotFoundError as exc:
+        root = (exc.name or "").split(".")[0]
+        if root in OPTIONAL_MODULES:
+            return {"status": "skipped", "reason": f"requires {root}, which is not installed"}
+        return _failure(exc)
+    except BaseException as exc:
+        return _failure(exc)
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:2000],
+            "traceback": text[-8000:]}
+
+
+def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
+    backend_name, precision = job["backend"], job["precision"]
+    _check_skip_rules(job.get("skip_rules", []), backend_name, precision)
+    backend = backend_for(job["framework"])
+    reason = backend.unavailable_reason(backend_name)
+    if reason:
+        raise CaseSkipped(reason)
+    module = _import_kernel(Path(job["kernel_file"]), Path(job["root"]), job["kernel_name"])
+    function = getattr(module, job["function_name"], None)
+    if not callable(function):
+        raise ContractError(f"{job['function_name']} is not a callable in {job['kernel_file']}")
+    settings = ProtocolSettings(**job["settings"])
+    _seed_everything(settings.seed)
+    harness = {"precision": precision, "backend": backend_name,
+               "device": backend.device(backend_name), "seed": settings.seed}
+    if precision == NATIVE:
+        del harness["precision"]
+    timer: Timer = backend.timer(backend_name)
+    collector = MetricsCollector(settings, timer, backend.synchronizer(backend_name))
+    with collector.measure_memory() as memory:
+        call = _bind_call(module, function, job.get("problem_size"), harness)
+        if job.get("fake_call_ms") is not None:
+            clock = FakeClock(float(job["fake_call_ms"]) * 1e6)
+            call, collector.timer = clock.wrap(call), clock
+        outcome = collector.time_execution(call)
+    m = outcome.measurement
+    return {"samples_ns": list(m.samples_ns), "inner_loops": m.inner_loops,
+            "warmup_ns": list(m.warmup_ns), "timer": m.timer,
+            "timer_overhead_ns": m.timer_overhead_ns, "memory": memory,
+            "output": describe_output(outcome.last_result),
+            "device": _safe_describe(backend, backend_name)}
+
+
+def _check_skip_rules(rules: list[Mapping[str, Any]], backend: str, precision: str) -> None:
+    for rule in rules:
+        if rule.get("backend") not in (None, backend):
+            continue
+        if rule.get("precision") not in (None, precision):
+            continue
+        check = rule.get("check")
+        if check is None or parse_condition(check, rule.get("source", "bench.yaml"),
+                                            "skip_conditions.check").evaluate():
+            suffix = f" ({check})" if check else ""
+            raise CaseSkipped(f"{rule['reason']}{suffix}")
+
+
+def _import_kernel(path: Path, root: Path, name: str) -> ModuleType:
+    module_name = "kernbench_kernel_" + re.sub(r"\W", "_", name)
+    for entry in (str(root), str(path.parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ContractError(f"cannot load {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    sys.argv = [str(path)]
+    spec.loader.exec_module(module)
+    return module
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(seed % 2**32)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+
+
+def bind_arguments(function: Callable[..., Any], offered: Mapping[str, Any],
+                   harness: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """Keyword arguments for `function`: every `offered` item (it must accept them) plus the
+    harness arguments it declares by name."""
+    parameters = inspect.signature(function).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    named = {n for n, p in parameters.items()
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    unknown = [key for key in offered if key not in named and not takes_any]
+    if unknown:
+        raise ContractError(f"{function.__name__}() has no parameter {unknown[0]!r} "
+                            f"(passed from {origin})")
+    kwargs = dict(offered)
+    kwargs.update({k: v for k, v in harness.items() if k in named})
+    return kwargs
+
+
+def _problem_kwargs(problem_size: Any) -> dict[str, Any]:
+    if problem_size is None:
+        return {}
+    if isinstance(problem_size, Mapping):
+        return dict(problem_size)
+    return {"problem_size": problem_size}
+
+
+def _bind_call(module: ModuleType, function: Callable[..., Any], problem_size: Any,
+               harness: Mapping[str, Any]) -> Callable[[], object]:
+    """A zero-argument call of the benchmark function, with `setup` (if any) already run."""
+    sizes = _problem_kwargs(problem_size)
+    setup = getattr(module, "setup", None)
+    if callable(setup):
+        prepared = setup(**bind_arguments(setup, sizes, harness, "bench.yaml problem_size"))
+        if not isinstance(prepared, Mapping):
+            raise ContractError(f"setup() must return a dict of keyword arguments for "
+                                f"{function.__name__}(), got {type(prepared).__name__}")
+        named = inspect.signature(function).parameters
+        extra = {k: v for k, v in sizes.items() if k in named and k not in prepared}
+        kwargs = bind_arguments(function, {**prepared, **extra}, harness, "setup()'s result")
+    else:
+        kwargs = bind_arguments(function, sizes, harness, "bench.yaml problem_size")
+    return lambda: function(**kwargs)
+
+
+def describe_output(value: object) -> dict[str, Any]:
+    """Type, dtype, shape and precision of a result (of its first leaves), never its data."""
+    leaves = iter_leaves(value)
+    described = [_describe_leaf(leaf) for leaf in leaves[:8]]
+    first = next((d for d in described if d.get("precision")), None)
+    return {"type": type(value).__name__, "leaves": len(leaves), "items": described,
+            "precision": first["precision"] if first else None}
+
+
+def _describe_leaf(leaf: object) -> dict[str, Any]:
+    dtype = getattr(leaf, "dtype", None)
+    shape = getattr(leaf, "shape", None)
+    info: dict[str, Any] = {"type": type(leaf).__name__}
+    if dtype is not None:
+        info["dtype"] = str(dtype)
+        info["precision"] = precision_of_dtype(dtype)
+    elif isinstance(leaf, float):
+        info["precision"] = "fp64"
+    if shape is not None:
+        try:
+            info["shape"] = [int(s) for s in shape]
+        except (TypeError, ValueError):
+            info["shape"] = str(shape)
+    return info
+
+
+def _safe_describe(backend: Any, backend_name: str) -> dict[str, Any]:
+    try:
+        return dict(backend.describe(backend_name))
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+if __name__ == "__main__":
+    main()
