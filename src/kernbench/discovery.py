@@ -67,6 +67,7 @@ class KernelDiscovery:
         self._explicit_paths = tuple(paths) if paths is not None else None
         self._log = log or (lambda message: None)
         self._configs: dict[Path, BenchConfig | ConfigError | None] = {}
+        self._listings: dict[Path, frozenset[str]] = {}
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -103,6 +104,7 @@ class KernelDiscovery:
     def _walk(self, base: Path) -> Iterator[Path]:
         for folder, dirs, files in os.walk(base):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+            self._listings[Path(folder)] = frozenset(files)  # spares a stat per config lookup
             for name in sorted(files):
                 if not name.endswith(".py"):
                     continue
@@ -158,9 +160,11 @@ class KernelDiscovery:
             return path.as_posix()
 
     def _config_file(self, path: Path) -> Path | None:
-        for candidate in (path.with_name(f"{path.stem}.bench.yaml"), path.with_name("bench.yaml")):
-            if candidate.is_file():
-                return candidate
+        listing = self._listings.get(path.parent)
+        for name in (f"{path.stem}.bench.yaml", "bench.yaml"):
+            exists = name in listing if listing is not None else (path.parent / name).is_file()
+            if exists:
+                return path.parent / name
         return None
 
     def _config_path_text(self, path: Path) -> str | None:

@@ -8,6 +8,7 @@ This module imports nothing else of the package but :mod:`kernbench.errors`.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -74,12 +75,16 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "null": "null"}
 
 
-def validate_bench_yaml(data: object, source: str) -> None:
-    """Raise ConfigError for the first problem in a parsed bench.yaml (file, key, expectation)."""
+@functools.cache
+def _bench_yaml_validator() -> Any:
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(BENCH_YAML_SCHEMA)
-    errors = sorted(validator.iter_errors(data),
+    return Draft202012Validator(BENCH_YAML_SCHEMA)
+
+
+def validate_bench_yaml(data: object, source: str) -> None:
+    """Raise ConfigError for the first problem in a parsed bench.yaml (file, key, expectation)."""
+    errors = sorted(_bench_yaml_validator().iter_errors(data),
                     key=lambda e: (len(e.path), [str(p) for p in e.path]))
     if errors:
         raise _config_error(errors[0], source)

@@ -113,12 +113,13 @@ def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
     reason = backend.unavailable_reason(backend_name)
     if reason:
         raise CaseSkipped(reason)
+    settings = ProtocolSettings(**job["settings"])
+    _seed_everything(settings.seed)
     module = _import_kernel(Path(job["kernel_file"]), Path(job["root"]), job["kernel_name"])
+    _seed_everything(settings.seed)  # again: the kernel may have imported numpy or torch
     function = getattr(module, job["function_name"], None)
     if not callable(function):
         raise ContractError(f"{job['function_name']} is not a callable in {job['kernel_file']}")
-    settings = ProtocolSettings(**job["settings"])
-    _seed_everything(settings.seed)
     harness = {"precision": precision, "backend": backend_name,
                "device": backend.device(backend_name), "seed": settings.seed}
     if precision == NATIVE:
