@@ -17,7 +17,7 @@ from kernbench.conditions import parse_condition
 from kernbench.errors import ConfigError
 from kernbench.model import HARNESS_ARGS, BenchConfig, SkipRule
 from kernbench.precision import canonical
-from kernbench.schema import validate_bench_yaml
+from kernbench.schema import key_path, validate_bench_yaml
 
 MAX_BENCH_YAML_BYTES = 1 << 20
 PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
@@ -32,6 +32,24 @@ def parse_yaml(text: str, source: str) -> object:
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(where, "", f"valid YAML ({problem})") from exc
+    except RecursionError as exc:
+        raise ConfigError(source, "", "YAML nested less deeply") from exc
+    except (ValueError, TypeError, LookupError, AttributeError) as exc:
+        # PyYAML's constructors raise plain exceptions for values such as `!!int x`.
+        raise ConfigError(source, "", f"valid YAML values ({type(exc).__name__}: {exc})") from exc
+
+
+def _check_keys(value: object, source: str, path: tuple[object, ...] = ()) -> None:
+    """Every mapping key must be a string: YAML also allows 1:, true: and null: as keys."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(source, key_path(path) or "(top level)",
+                                  "string keys in every mapping", got=key)
+            _check_keys(item, source, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_keys(item, source, (*path, index))
 
 
 def load_bench_config(path: Path, source: str) -> BenchConfig:
@@ -50,6 +68,7 @@ def load_bench_config(path: Path, source: str) -> BenchConfig:
 
 def bench_config_from_data(data: object, source: str) -> BenchConfig:
     """Validate parsed bench.yaml data and build the immutable config."""
+    _check_keys(data, source)
     validate_bench_yaml(data, source)
     assert isinstance(data, dict)
     problem_size = data.get("problem_size")
@@ -100,7 +119,10 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(source, "", f"valid TOML ({exc})") from exc
-    table = document.get("tool", {}).get("kernbench", {})
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(source, "tool", "a table", got=tool)
+    table = tool.get("kernbench", {})
     if not isinstance(table, dict):
         raise ConfigError(source, "tool.kernbench", "a table")
     for key, value in table.items():

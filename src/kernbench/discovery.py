@@ -201,8 +201,10 @@ def _function_name(config: BenchConfig | ConfigError | None, path: Path) -> str:
 
 
 def _syntax_message(rel: str, exc: SyntaxError | ValueError) -> str:
+    if isinstance(exc, SyntaxError) and exc.lineno is not None:
+        return f"{rel}:{exc.lineno}:{exc.offset or 0}: syntax error: {exc.msg}"
     if isinstance(exc, SyntaxError):
-        return f"{rel}:{exc.lineno}:{exc.offset}: syntax error: {exc.msg}"
+        return f"{rel}: syntax error: {exc.msg}"
     return f"{rel}: cannot parse: {exc}"
 
 
@@ -314,9 +316,14 @@ def _base_name(rel: str) -> str:
 
 
 def _assign_names(specs: list[KernelSpec]) -> list[KernelSpec]:
-    """Keep each kernel's short name unless two collide; then both take their full path."""
-    counts: dict[str, int] = {}
-    for spec in specs:
-        counts[spec.name] = counts.get(spec.name, 0) + 1
-    return [spec if counts[spec.name] == 1 else replace(spec, name=_base_name(spec.path))
-            for spec in specs]
+    """Keep each kernel's short name unless it collides; colliding kernels take their dotted
+    full path, and in the rare case that still collides, their path itself (always unique)."""
+    for rename in (lambda s: _base_name(s.path), lambda s: s.path):
+        counts: dict[str, int] = {}
+        for spec in specs:
+            counts[spec.name] = counts.get(spec.name, 0) + 1
+        if all(n == 1 for n in counts.values()):
+            break
+        specs = [spec if counts[spec.name] == 1 else replace(spec, name=rename(spec))
+                 for spec in specs]
+    return specs

@@ -103,7 +103,7 @@ def _config_error(error: Any, source: str) -> ConfigError:
     kind, value, instance = error.validator, error.validator_value, error.instance
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
-        unknown = sorted(set(instance) - set(allowed))
+        unknown = sorted(str(k) for k in instance if k not in allowed)
         name = unknown[0] if unknown else "?"
         hint = difflib.get_close_matches(name, allowed, n=1)
         expected = f"one of {', '.join(allowed)}"
@@ -124,6 +124,9 @@ def _config_error(error: Any, source: str) -> ConfigError:
     if kind == "pattern":
         return ConfigError(source, key, f"an identifier (letters, digits, _; pattern {value})",
                            got=instance)
+    if kind in ("minimum", "exclusiveMinimum"):
+        relation = ">=" if kind == "minimum" else ">"
+        return ConfigError(source, key, f"a number {relation} {value}", got=instance)
     if kind == "propertyNames":
         return ConfigError(source, key, "keys that are Python identifiers (they become keyword "
                            "arguments)", got=instance)
@@ -140,7 +143,7 @@ MIGRATIONS: dict[int, Migration] = {}
 def migrate(document: dict[str, Any], source: str) -> dict[str, Any]:
     """Bring a result document to :data:`SCHEMA_VERSION`, or explain why it cannot be read."""
     version = document.get("schema_version")
-    if not isinstance(version, int) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise KernbenchError(f"{source}: not a kernbench result file (no integer schema_version)")
     if version > SCHEMA_VERSION:
         raise KernbenchError(f"{source}: schema_version {version} is newer than this kernbench "
