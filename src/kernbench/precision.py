@@ -83,7 +83,8 @@ def _enable_jax_x64() -> None:  # pragma: no cover - needs jax
 
 def precision_of_dtype(dtype: object) -> str | None:
     """The precision name of a dtype of any framework (``torch.float16`` -> ``"fp16"``), or None."""
-    text = str(dtype).rsplit(".", 1)[-1].strip("'<>").lower()
+    name = getattr(dtype, "name", None)  # NumPy dtypes: ">f4" prints oddly but is named float32
+    text = (name if isinstance(name, str) else str(dtype)).rsplit(".", 1)[-1].strip("'<>").lower()
     if text.startswith("complex"):
         bits = int(text.removeprefix("complex") or 128) // 2
         return {64: "fp64", 32: "fp32", 16: "fp16"}.get(bits)

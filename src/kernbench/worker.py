@@ -93,7 +93,7 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
         return {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
     except ModuleNotFoundError as exc:
         root = (exc.name or "").split(".")[0]
-        if root in OPTIONAL_MODULES:
+        if root in OPTIONAL_MODULES and importlib.util.find_spec(root) is None:
             return {"status": "skipped", "reason": f"requires {root}, which is not installed"}
         return _failure(exc)
     except BaseException as exc:
