@@ -254,6 +254,7 @@ def test_torch_describe_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert backend.describe("cuda") == {
         "framework": "pytorch", "device": "cuda", "torch_version": "9.9.9", "num_threads": 8,
         "device_name": "Fake GPU 9000", "total_memory_mb": 80 * 1024.0,
+        "l2_cache_mb": 0.0, "multiprocessors": None,
         "cuda_version": "12.4", "hip_version": None}
 
 

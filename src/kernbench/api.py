@@ -61,12 +61,17 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
         what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
         raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
+    runner = BenchmarkRunner(settings)
+    planned = runner.plan(selected)
+    if not planned:
+        raise KernbenchError(
+            f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
+            f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
+            f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
     environment = collect_environment(settings.root)
     reports = ReportGenerator(output_dir)
     reports.write_environment(environment)
     reports.write_manifest(manifest)
-    runner = BenchmarkRunner(settings)
-    planned = runner.plan(selected)
     by_kernel: dict[str, list[CaseResult]] = {}
     entries = {s.name: spec_dict(s) for s in selected}
     results: list[CaseResult] = []

@@ -140,12 +140,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     specs, manifest = discover(args.root, args.paths, _log(args.verbose))
     from kernbench.runner import select_kernels
+    from kernbench.serialize import manifest_dict
 
     specs = select_kernels(specs, args.filter)
     if args.json:
-        names = {s.name for s in specs}
-        manifest["kernels"] = [k for k in manifest["kernels"] if k["name"] in names]
-        print(json.dumps(manifest, indent=2))
+        print(json.dumps(manifest_dict(manifest["root"], manifest["paths"], specs), indent=2))
     else:
         print(render_manifest(specs, manifest["root"], manifest["paths"]))
     return EXIT_USAGE if any(s.status == "invalid" for s in specs) else 0

@@ -21,6 +21,10 @@ NATIVE = "native"
 HARNESS_ARGS = ("precision", "backend", "device", "seed")
 """Arguments the harness passes only to functions that declare them."""
 
+WORKER_KEYS = ("pid", "exit_code", "signal", "wall_s", "stdout_tail", "stderr_tail",
+               "stdout_bytes", "stderr_bytes")
+"""Keys of a record's `worker` facts (all None for a kernel that never ran)."""
+
 
 @dataclass(frozen=True)
 class SkipRule:

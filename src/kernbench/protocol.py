@@ -102,8 +102,13 @@ def calibrate(call: Callable[[], object], sync: Synchronizer, timer: Timer,
 
 
 def measure(call: Callable[[], object], sync: Synchronizer, timer: Timer,
-            settings: ProtocolSettings) -> Outcome:
-    """Run the whole protocol on a zero-argument `call`."""
+            settings: ProtocolSettings,
+            between_samples: Callable[[], object] | None = None) -> Outcome:
+    """Run the whole protocol on a zero-argument `call`.
+
+    `between_samples`, when given, runs before every sample outside the timed region (the GPU
+    L2 flush uses it, so each sample starts with a cold cache).
+    """
     overhead = timer_overhead_ns(timer)
     result: object = None
     warmup_ns: list[float] = []
@@ -113,6 +118,8 @@ def measure(call: Callable[[], object], sync: Synchronizer, timer: Timer,
     loops = calibrate(call, sync, timer, overhead * settings.min_sample_overhead_ratio, settings)
     samples: list[float] = []
     for _ in range(settings.iterations):
+        if between_samples is not None:
+            between_samples()
         elapsed, result = run_timed(call, sync, timer, loops)
         samples.append(elapsed / loops)
     measurement = Measurement(samples_ns=tuple(samples), inner_loops=loops,

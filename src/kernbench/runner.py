@@ -23,7 +23,8 @@ from typing import Any
 
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
 from kernbench.isolation import WorkerExit, run_isolated
-from kernbench.model import NATIVE, Case, CaseResult, KernelSpec, ProtocolSettings
+from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
+from kernbench.precision import canonical
 
 DEFAULT_PRECISION = "fp32"
 NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None,
@@ -72,7 +73,8 @@ def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list
     declared = list(spec.config.precisions) if spec.config and spec.config.precisions else []
     if requested is None:
         return declared or [DEFAULT_PRECISION]
-    return [p for p in declared if p in requested] if declared else list(requested)
+    wanted = [canonical(p) for p in requested]  # "fp8" asks for what bench.yaml calls fp8_e4m3
+    return [p for p in declared if p in wanted] if declared else list(dict.fromkeys(wanted))
 
 
 def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
@@ -88,7 +90,7 @@ def invalid_result(spec: KernelSpec) -> CaseResult:
     return CaseResult(kernel_name=spec.name, kernel_path=spec.path, framework=spec.framework,
                       backend="n/a", precision="n/a", problem_size=None, status="invalid",
                       reason=spec.error, energy=NOT_MEASURED_ENERGY,
-                      accuracy=NOT_MEASURED_ACCURACY)
+                      accuracy=NOT_MEASURED_ACCURACY, worker=dict.fromkeys(WORKER_KEYS))
 
 
 class BenchmarkRunner:

@@ -27,9 +27,10 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
 
 def record_dict(result: CaseResult) -> dict[str, Any]:
     """One case's record, with the seed's field names first."""
-    memory = {"peak_mb": None, "allocated_mb": None, **result.memory}
+    memory = {"peak_mb": None, "allocated_mb": None, "source": None, **result.memory}
     if not result.memory:
-        memory["reason"] = "not measured: the case did not run"
+        memory["reason"] = f"not measured: the case did not run ({result.status})"
+
     return {
         "kernel_name": result.kernel_name,
         "case_id": result.case_id,

@@ -9,21 +9,19 @@ mistaken for it, and the parent only keeps a bounded tail of the output.
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import json
 import os
 import random
-import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from kernbench.backends import backend_for
 from kernbench.backends.base import iter_leaves
 from kernbench.conditions import parse_condition
+from kernbench.contract import ContractError, bind_kernel, import_kernel
 from kernbench.errors import SkipCase, UnsupportedPrecision
 from kernbench.metrics import MetricsCollector
 from kernbench.model import NATIVE, ProtocolSettings
@@ -37,10 +35,6 @@ OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton"
 
 class CaseSkipped(Exception):
     """The case cannot run here; the message is the reason."""
-
-
-class ContractError(Exception):
-    """The kernel does not fit the calling contract (unknown parameter, bad setup return)."""
 
 
 class FakeClock:
@@ -115,7 +109,7 @@ def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
         raise CaseSkipped(reason)
     settings = ProtocolSettings(**job["settings"])
     _seed_everything(settings.seed)
-    module = _import_kernel(Path(job["kernel_file"]), Path(job["root"]), job["kernel_name"])
+    module = import_kernel(Path(job["kernel_file"]), Path(job["root"]), job["kernel_name"])
     _seed_everything(settings.seed)  # again: the kernel may have imported numpy or torch
     function = getattr(module, job["function_name"], None)
     if not callable(function):
@@ -127,7 +121,8 @@ def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
     timer: Timer = backend.timer(backend_name)
     collector = MetricsCollector(settings, timer, backend.synchronizer(backend_name))
     with collector.measure_memory() as memory:
-        call = _bind_call(module, function, job.get("problem_size"), harness)
+        kernel = bind_kernel(module, function, job.get("problem_size"), harness)
+        call = kernel.call
         if job.get("fake_call_ms") is not None:
             clock = FakeClock(float(job["fake_call_ms"]) * 1e6)
             call, collector.timer = clock.wrap(call), clock
@@ -153,70 +148,12 @@ def _check_skip_rules(rules: list[Mapping[str, Any]], backend: str, precision: s
             raise CaseSkipped(f"{rule['reason']}{suffix}")
 
 
-def _import_kernel(path: Path, root: Path, name: str) -> ModuleType:
-    module_name = "kernbench_kernel_" + re.sub(r"\W", "_", name)
-    for entry in (str(root), str(path.parent)):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ContractError(f"cannot load {path} as a module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    sys.argv = [str(path)]
-    spec.loader.exec_module(module)
-    return module
-
-
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed(seed % 2**32)
     if "torch" in sys.modules:
         sys.modules["torch"].manual_seed(seed)
-
-
-def bind_arguments(function: Callable[..., Any], offered: Mapping[str, Any],
-                   harness: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    """Keyword arguments for `function`: every `offered` item (it must accept them) plus the
-    harness arguments it declares by name."""
-    parameters = inspect.signature(function).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    named = {n for n, p in parameters.items()
-             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
-    unknown = [key for key in offered if key not in named and not takes_any]
-    if unknown:
-        raise ContractError(f"{function.__name__}() has no parameter {unknown[0]!r} "
-                            f"(passed from {origin})")
-    kwargs = dict(offered)
-    kwargs.update({k: v for k, v in harness.items() if k in named})
-    return kwargs
-
-
-def _problem_kwargs(problem_size: Any) -> dict[str, Any]:
-    if problem_size is None:
-        return {}
-    if isinstance(problem_size, Mapping):
-        return dict(problem_size)
-    return {"problem_size": problem_size}
-
-
-def _bind_call(module: ModuleType, function: Callable[..., Any], problem_size: Any,
-               harness: Mapping[str, Any]) -> Callable[[], object]:
-    """A zero-argument call of the benchmark function, with `setup` (if any) already run."""
-    sizes = _problem_kwargs(problem_size)
-    setup = getattr(module, "setup", None)
-    if callable(setup):
-        prepared = setup(**bind_arguments(setup, sizes, harness, "bench.yaml problem_size"))
-        if not isinstance(prepared, Mapping):
-            raise ContractError(f"setup() must return a dict of keyword arguments for "
-                                f"{function.__name__}(), got {type(prepared).__name__}")
-        named = inspect.signature(function).parameters
-        extra = {k: v for k, v in sizes.items() if k in named and k not in prepared}
-        kwargs = bind_arguments(function, {**prepared, **extra}, harness, "setup()'s result")
-    else:
-        kwargs = bind_arguments(function, sizes, harness, "bench.yaml problem_size")
-    return lambda: function(**kwargs)
 
 
 def describe_output(value: object) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kernbench.protocol import PerfCounterTimer, Synchronizer, Timer
@@ -63,6 +63,18 @@ class Backend:
     def describe(self, backend: str) -> dict[str, Any]:
         """Facts about the device for the record (name, versions)."""
         return {"framework": self.framework, "device": self.device(backend)}
+
+    def reset_device_memory(self, backend: str) -> None:
+        """Reset the device allocator's peak counters before a case (GPU backends)."""
+        return None
+
+    def device_memory(self, backend: str) -> dict[str, Any] | None:
+        """Device allocator figures after a case: {peak_mb, allocated_mb, source}, or None."""
+        return None
+
+    def l2_flusher(self, backend: str) -> Callable[[], object] | None:
+        """A call that evicts the device's L2 cache, or None where that does not apply."""
+        return None
 
 
 class CpuOnlyBackend(Backend):

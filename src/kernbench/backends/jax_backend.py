@@ -40,6 +40,18 @@ class JaxBackend(Backend):
     def device(self, backend: str) -> str:
         return "cpu" if backend == "cpu" else "gpu"
 
+    def device_memory(self, backend: str) -> dict[str, Any] | None:
+        if backend == "cpu":
+            return None
+        import jax
+
+        stats = jax.devices("gpu")[0].memory_stats() or {}
+        if "peak_bytes_in_use" not in stats:
+            return None
+        return {"peak_mb": stats["peak_bytes_in_use"] / 2**20,
+                "allocated_mb": stats.get("bytes_in_use", 0) / 2**20,
+                "source": "jax Device.memory_stats() peak_bytes_in_use (since the worker started)"}
+
     def describe(self, backend: str) -> dict[str, Any]:
         import jax
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kernbench.backends.base import Backend, ResultSync, label
@@ -77,6 +78,34 @@ class TorchBackend(Backend):
             return super().timer(backend)
         return CudaEventTimer(self._torch())
 
+    def reset_device_memory(self, backend: str) -> None:
+        if backend != "cpu":
+            self._torch().cuda.reset_peak_memory_stats()
+
+    def device_memory(self, backend: str) -> dict[str, Any] | None:
+        if backend == "cpu":
+            return None
+        cuda = self._torch().cuda
+        return {"peak_mb": cuda.max_memory_reserved() / 2**20,
+                "allocated_mb": cuda.max_memory_allocated() / 2**20,
+                "source": "torch.cuda.max_memory_reserved / max_memory_allocated during the case"}
+
+    def l2_flusher(self, backend: str) -> Callable[[], object] | None:
+        if backend == "cpu":
+            return None
+        torch = self._torch()
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        size = int(getattr(props, "L2_cache_size", 0) or 0)
+        if size <= 0:
+            return None
+        buffer = torch.empty(2 * size, dtype=torch.uint8, device="cuda")
+
+        def flush() -> object:
+            buffer.zero_()  # writing twice the L2 size evicts what the last sample left there
+            torch.cuda.synchronize()
+            return None
+        return flush
+
     def describe(self, backend: str) -> dict[str, Any]:
         torch = self._torch()
         info: dict[str, Any] = {"framework": "pytorch", "device": self.device(backend),
@@ -85,6 +114,8 @@ class TorchBackend(Backend):
         if backend != "cpu":
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             info.update(device_name=props.name, total_memory_mb=props.total_memory / 2**20,
+                        l2_cache_mb=getattr(props, "L2_cache_size", 0) / 2**20,
+                        multiprocessors=getattr(props, "multi_processor_count", None),
                         cuda_version=torch.version.cuda,
                         hip_version=getattr(torch.version, "hip", None))
         return info

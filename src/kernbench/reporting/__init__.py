@@ -8,6 +8,7 @@ into place, so a run killed half-way leaves valid files for everything that fini
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -23,9 +24,15 @@ __all__ = ["ReportGenerator", "safe_filename", "write_json_atomic", "write_text_
 
 
 def safe_filename(name: str) -> str:
-    """A kernel name as a file name: only [A-Za-z0-9._-], no leading dot, never empty."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
-    return cleaned or "_"
+    """A kernel name as a file name: only [A-Za-z0-9._-], no leading dot, never empty.
+
+    A name that had to change gets a short hash of the original, so two names that clean up
+    alike ("a b" and "a_b") still get different files."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:120]
+    if cleaned and cleaned == name:
+        return cleaned
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned or '_'}-{digest}"
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

@@ -16,7 +16,8 @@ def fmt_num(value: object, digits: int = 4) -> str:
         return str(value)
     if value == 0:
         return "0"
-    return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+    text = f"{value:.{digits}g}"
+    return f"{value:,.0f}" if "e+" in text else text  # 9999.5 rounds up to "1e+04": use digits
 
 
 def md_escape(value: object) -> str:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kernbench.backends.base import ResultSync
-from kernbench.memory import PeakMemory
+from kernbench.metrics.memory import PeakMemory
 from kernbench.model import ProtocolSettings
 from kernbench.protocol import Outcome, PerfCounterTimer, Synchronizer, Timer, measure
 
@@ -29,14 +29,17 @@ class MetricsCollector:
         self.timer: Timer = timer or PerfCounterTimer()
         self.sync: Synchronizer = sync or ResultSync()
 
-    def time_execution(self, call: Callable[[], object]) -> Outcome:
+    def time_execution(self, call: Callable[[], object],
+                       between_samples: Callable[[], object] | None = None) -> Outcome:
         """Warmup, calibrated inner loop, timed samples; raw samples kept in the outcome."""
-        return measure(call, self.sync, self.timer, self.settings)
+        return measure(call, self.sync, self.timer, self.settings, between_samples)
 
     @contextmanager
-    def measure_memory(self) -> Iterator[dict[str, Any]]:
-        """Peak RSS of this process inside the block; the dict is filled when the block ends."""
-        probe = PeakMemory()
+    def measure_memory(self, trace_python: bool = False) -> Iterator[dict[str, Any]]:
+        """Peak RSS of this process inside the block; the dict is filled when the block ends.
+
+        `trace_python` adds tracemalloc's peak of Python allocations (slower code inside)."""
+        probe = PeakMemory(trace_python)
         record: dict[str, Any] = {}
         probe.start()
         try:

@@ -1,0 +1,134 @@
+"""GPU hygiene facts through NVML for records: clocks, temperature, power, throttle reasons.
+
+``gpu_state(device_index)`` reads each fact with its own NVML query, so one query that fails
+(unsupported on the board, permission) leaves that field ``None`` and keeps the others. Without
+NVML (no ``pynvml``, no driver, no device) it returns ``{"source": None, "reason": ...}``.
+
+``throttled`` is True when any clocks-event ("throttle") reason other than GpuIdle or
+ApplicationsClocksSetting is set: those two mean the clocks are low because the GPU is idle or
+pinned on purpose, not because power or heat held it back. Unknown bits count as throttling and
+are named ``Unknown(0x...)`` so nothing is lost.
+
+``pynvml`` is imported lazily; pass ``nvml=`` a stand-in module to test without a GPU.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+# (name, pynvml constant, value from nvml.h for when pynvml is absent or lacks the constant)
+THROTTLE_REASONS: tuple[tuple[str, str, int], ...] = (
+    ("GpuIdle", "nvmlClocksThrottleReasonGpuIdle", 0x1),
+    ("ApplicationsClocksSetting", "nvmlClocksThrottleReasonApplicationsClocksSetting", 0x2),
+    ("SwPowerCap", "nvmlClocksThrottleReasonSwPowerCap", 0x4),
+    ("HwSlowdown", "nvmlClocksThrottleReasonHwSlowdown", 0x8),
+    ("SyncBoost", "nvmlClocksThrottleReasonSyncBoost", 0x10),
+    ("SwThermalSlowdown", "nvmlClocksThrottleReasonSwThermalSlowdown", 0x20),
+    ("HwThermalSlowdown", "nvmlClocksThrottleReasonHwThermalSlowdown", 0x40),
+    ("HwPowerBrakeSlowdown", "nvmlClocksThrottleReasonHwPowerBrakeSlowdown", 0x80),
+    ("DisplayClockSetting", "nvmlClocksThrottleReasonDisplayClockSetting", 0x100),
+    ("BoardLimit", "nvmlClocksThrottleReasonBoardLimit", 0x200),
+    ("Reliability", "nvmlClocksThrottleReasonReliability", 0x400),
+)
+BENIGN_REASONS = frozenset({"GpuIdle", "ApplicationsClocksSetting"})
+_CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0  # nvml.h values, used if pynvml lacks them
+
+
+def _load_nvml(nvml: Any | None) -> Any:
+    return nvml if nvml is not None else importlib.import_module("pynvml")
+
+
+def _reason_table(nvml: Any | None) -> list[tuple[str, int]]:
+    if nvml is None:
+        try:
+            nvml = _load_nvml(None)
+        except Exception:
+            nvml = None
+    return [(name, int(getattr(nvml, const, value))) for name, const, value in THROTTLE_REASONS]
+
+
+def throttle_flags(reasons_bitmask: int, nvml: Any | None = None) -> list[str]:
+    """Names of the clocks-event reasons set in ``reasons_bitmask`` (pynvml's constants)."""
+    names: list[str] = []
+    known = 0
+    for name, bit in _reason_table(nvml):
+        known |= bit
+        if reasons_bitmask & bit:
+            names.append(name)
+    unknown = reasons_bitmask & ~known
+    bit = 1
+    while unknown:
+        if unknown & bit:
+            names.append(f"Unknown({bit:#x})")
+            unknown &= ~bit
+        bit <<= 1
+    return names
+
+
+def _query(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except Exception:
+        return None
+
+
+def _watts(milliwatts: Any) -> float | None:
+    return float(milliwatts) / 1000.0 if milliwatts is not None else None
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value) if value is not None else None
+
+
+def _reasons_bitmask(nvml: Any, handle: Any) -> int | None:
+    """Newer NVML calls it clocks-event reasons; older releases only have the throttle name."""
+    for getter in ("nvmlDeviceGetCurrentClocksEventReasons",
+                   "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        try:
+            return int(getattr(nvml, getter)(handle))
+        except Exception:
+            continue
+    return None
+
+
+def _read_state(nvml: Any, handle: Any) -> dict[str, Any]:
+    sm = getattr(nvml, "NVML_CLOCK_SM", _CLOCK_SM)
+    mem = getattr(nvml, "NVML_CLOCK_MEM", _CLOCK_MEM)
+    temp = getattr(nvml, "NVML_TEMPERATURE_GPU", _TEMPERATURE_GPU)
+    state: dict[str, Any] = {
+        "name": _text(_query(lambda: nvml.nvmlDeviceGetName(handle))),
+        "sm_clock_mhz": _query(lambda: nvml.nvmlDeviceGetClockInfo(handle, sm)),
+        "mem_clock_mhz": _query(lambda: nvml.nvmlDeviceGetClockInfo(handle, mem)),
+        "max_sm_clock_mhz": _query(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, sm)),
+        "temperature_c": _query(lambda: nvml.nvmlDeviceGetTemperature(handle, temp)),
+        "power_w": _watts(_query(lambda: nvml.nvmlDeviceGetPowerUsage(handle))),
+        "power_limit_w": _watts(_query(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))),
+    }
+    bitmask = _reasons_bitmask(nvml, handle)
+    reasons = throttle_flags(bitmask, nvml) if bitmask is not None else None
+    state["throttle_reasons"] = reasons
+    state["throttled"] = (any(r not in BENIGN_REASONS for r in reasons)
+                          if reasons is not None else None)
+    state["source"] = "nvml"
+    return state
+
+
+def gpu_state(device_index: int = 0, nvml: Any | None = None) -> dict[str, Any]:
+    """Clocks, temperature, power and throttle reasons of one GPU; never raises."""
+    try:
+        module = _load_nvml(nvml)
+        module.nvmlInit()
+    except Exception as exc:
+        return {"source": None, "reason": f"NVML not available: {type(exc).__name__}: {exc}"}
+    try:
+        handle = module.nvmlDeviceGetHandleByIndex(device_index)
+        return _read_state(module, handle)
+    except Exception as exc:
+        return {"source": None, "reason": f"NVML device {device_index}: {type(exc).__name__}: "
+                                          f"{exc}"}
+    finally:
+        _query(lambda: module.nvmlShutdown())
