@@ -409,3 +409,16 @@ def test_measure_memory_fills_the_record_even_when_the_block_raises() -> None:
         raise RuntimeError("kernel broke")
     assert memory["peak_mb"] > 0
     assert "source" in memory
+
+
+def test_one_slow_call_during_calibration_does_not_shorten_the_loop() -> None:
+    # Calls take 10 us, except the first calibration call, which a preemption stretches to
+    # 150 us (beyond the 100 us target). The fastest warmup call sets the first guess, so the
+    # loop still lasts the target instead of stopping at one call.
+    clock = FakeClock(read_cost=100.0, record=False)
+    durations = [10 * US] * 3 + [150 * US] + [10 * US] * 10_000
+    kernel = FakeKernel(clock, durations)
+    settings = ProtocolSettings(warmup=3, iterations=5)
+    outcome = measure(kernel, NoSync(), clock, settings)
+    assert outcome.measurement.inner_loops >= 10
+    assert outcome.measurement.inner_loops * 10 * US >= 100 * US

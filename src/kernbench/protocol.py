@@ -87,9 +87,16 @@ def run_timed(call: Callable[[], object], sync: Synchronizer, timer: Timer,
 
 
 def calibrate(call: Callable[[], object], sync: Synchronizer, timer: Timer,
-              target_ns: float, settings: ProtocolSettings) -> int:
-    """Smallest inner loop count (grown geometrically) whose sample lasts `target_ns`."""
+              target_ns: float, settings: ProtocolSettings,
+              estimate_ns: float | None = None) -> int:
+    """Smallest inner loop count (grown geometrically) whose sample lasts `target_ns`.
+
+    `estimate_ns` (the fastest warmup call) sets the first guess, so one slow call during
+    calibration cannot end it early with too short a loop.
+    """
     loops = 1
+    if estimate_ns and estimate_ns > 0:
+        loops = min(max(1, math.ceil(target_ns / estimate_ns)), settings.max_inner_loops)
     deadline = time.monotonic() + settings.calibration_budget_s
     while loops < settings.max_inner_loops:
         elapsed, _ = run_timed(call, sync, timer, loops)
@@ -115,7 +122,8 @@ def measure(call: Callable[[], object], sync: Synchronizer, timer: Timer,
     for _ in range(settings.warmup):
         elapsed, result = run_timed(call, sync, timer, 1)
         warmup_ns.append(elapsed)
-    loops = calibrate(call, sync, timer, overhead * settings.min_sample_overhead_ratio, settings)
+    loops = calibrate(call, sync, timer, overhead * settings.min_sample_overhead_ratio, settings,
+                      min(warmup_ns[1:] or warmup_ns, default=None))
     samples: list[float] = []
     for _ in range(settings.iterations):
         if between_samples is not None:
