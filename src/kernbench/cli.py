@@ -87,6 +87,15 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive_float, default=300.0, metavar="SECONDS",
                         help="per-case limit; the worker and its children are killed after it "
                         "(default: 300; bench.yaml timeout_s overrides per kernel)")
+    parser.add_argument("--trace-memory", action="store_true",
+                        help="also record Python allocations with tracemalloc (slows Python code)")
+    parser.add_argument("--no-l2-flush", action="store_true",
+                        help="GPU cases: do not evict the L2 cache before each sample")
+    parser.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                        help="machine-level cache, e.g. the CPU peak probe "
+                        "(default: $XDG_CACHE_HOME/kernbench or ~/.cache/kernbench)")
+    parser.add_argument("--no-cpu-peak", action="store_true",
+                        help="do not probe (or read) this CPU's peak; %% of peak stays empty")
     parser.add_argument("--list", action="store_true",
                         help="discover and print the manifest; run nothing")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
@@ -173,7 +182,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         root=args.root.resolve(),
         protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed),
         backends=args.backends, precisions=args.precision, filters=args.filter,
-        timeout_s=args.timeout, fake_call_ms=args.debug_fake_timer)
+        timeout_s=args.timeout, trace_python=args.trace_memory, flush_l2=not args.no_l2_flush,
+        cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
+        fake_call_ms=args.debug_fake_timer)
     on_result = None if args.quiet else _print_result
     outcome = run_suite(settings, args.output_dir, args.paths,
                         log=_log(args.verbose and not args.quiet), on_result=on_result)
@@ -184,6 +195,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(outcome.run.results)} cases: {tally}. "
               f"Reports in {outcome.output_dir}/ (summary.md, summary.json)", file=sys.stderr)
     return outcome.exit_code
+
+
+def default_cache_dir() -> Path:
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernbench"
 
 
 def _print_result(result: CaseResult, index: int, total: int) -> None:

@@ -15,6 +15,7 @@ import yaml
 
 from kernbench.conditions import parse_condition
 from kernbench.errors import ConfigError
+from kernbench.formulas import parse_formula
 from kernbench.model import HARNESS_ARGS, BenchConfig, SkipRule
 from kernbench.precision import canonical
 from kernbench.schema import key_path, validate_bench_yaml
@@ -89,8 +90,26 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         framework=data.get("framework"),
         description=data.get("description"),
         timeout_s=data.get("timeout_s"),
+        reference=_reference(data.get("reference")),
+        work=_work(data.get("work"), source),
         raw=data,
     )
+
+
+def _reference(entry: dict[str, str] | None) -> dict[str, str] | None:
+    if entry is None:
+        return None
+    return {k: canonical(v) if k == "precision" else v for k, v in entry.items()}
+
+
+def _work(entry: dict[str, str | float] | None, source: str) -> dict[str, str | float] | None:
+    """Work formulas are parsed now (a bad one is a config error before anything runs)."""
+    if entry is None:
+        return None
+    for key, value in entry.items():
+        if isinstance(value, str):
+            parse_formula(value, source=source, key=f"work.{key}")
+    return dict(entry)
 
 
 def _skip_rules(entries: list[dict[str, Any]], source: str) -> tuple[SkipRule, ...]:

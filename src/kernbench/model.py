@@ -53,6 +53,10 @@ class BenchConfig:
     framework: str | None = None
     description: str | None = None
     timeout_s: float | None = None
+    reference: Mapping[str, str] | None = None
+    """The case whose output is the reference for the others: {backend?, precision?}."""
+    work: Mapping[str, str | float] | None = None
+    """Formulas (or numbers) for `flops` and `bytes` over problem-size variables."""
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -141,14 +145,22 @@ class CaseResult:
     samples_ms: tuple[float, ...] = ()
     inner_loops: int = 0
     warmup_iterations: int = 0
+    warmup_ms: tuple[float, ...] = ()
     timer: str | None = None
     timer_overhead_ns: float | None = None
+    timer_resolution_ns: float | None = None
     memory: Mapping[str, Any] = field(default_factory=dict)
     energy: Mapping[str, Any] = field(default_factory=dict)
     accuracy: Mapping[str, Any] = field(default_factory=dict)
     output: Mapping[str, Any] = field(default_factory=dict)
     """Description of the returned value (type, dtype, shape), never the value itself."""
     device: str | None = None
+    device_info: Mapping[str, Any] = field(default_factory=dict)
+    work: Mapping[str, Any] | None = None
+    """flops/bytes counts and what they give: GFLOP/s, GB/s, intensity, % of peak."""
+    gpu_state: Mapping[str, Any] | None = None
+    """NVML clocks, temperature and throttle reasons before and after the samples."""
+    l2_flush: bool | None = None
     started_at: str | None = None
     duration_s: float | None = None
     worker: Mapping[str, Any] = field(default_factory=dict)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -110,11 +111,13 @@ def calibrate(call: Callable[[], object], sync: Synchronizer, timer: Timer,
 
 def measure(call: Callable[[], object], sync: Synchronizer, timer: Timer,
             settings: ProtocolSettings,
-            between_samples: Callable[[], object] | None = None) -> Outcome:
+            between_samples: Callable[[], object] | None = None,
+            sampling_region: AbstractContextManager[object] | None = None) -> Outcome:
     """Run the whole protocol on a zero-argument `call`.
 
     `between_samples`, when given, runs before every sample outside the timed region (the GPU
-    L2 flush uses it, so each sample starts with a cold cache).
+    L2 flush uses it, so each sample starts with a cold cache). `sampling_region` is entered
+    around the timed samples only (energy meters use it; warmup and calibration stay out).
     """
     overhead = timer_overhead_ns(timer)
     result: object = None
@@ -125,11 +128,12 @@ def measure(call: Callable[[], object], sync: Synchronizer, timer: Timer,
     loops = calibrate(call, sync, timer, overhead * settings.min_sample_overhead_ratio, settings,
                       min(warmup_ns[1:] or warmup_ns, default=None))
     samples: list[float] = []
-    for _ in range(settings.iterations):
-        if between_samples is not None:
-            between_samples()
-        elapsed, result = run_timed(call, sync, timer, loops)
-        samples.append(elapsed / loops)
+    with sampling_region if sampling_region is not None else nullcontext():
+        for _ in range(settings.iterations):
+            if between_samples is not None:
+                between_samples()
+            elapsed, result = run_timed(call, sync, timer, loops)
+            samples.append(elapsed / loops)
     measurement = Measurement(samples_ns=tuple(samples), inner_loops=loops,
                               warmup_ns=tuple(warmup_ns), timer_overhead_ns=overhead,
                               timer=timer.name)

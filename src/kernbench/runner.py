@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,8 +23,11 @@ from typing import Any
 
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
 from kernbench.isolation import WorkerExit, run_isolated
+from kernbench.metrics.peaks import cpu_peak, gpu_peak
+from kernbench.metrics.roofline import work_figures
 from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
 from kernbench.precision import canonical
+from kernbench.stats import percentile
 
 DEFAULT_PRECISION = "fp32"
 NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None,
@@ -45,6 +48,12 @@ class RunSettings:
     """Requested precisions; None means each kernel's declared precisions."""
     filters: tuple[str, ...] = ()
     timeout_s: float = 300.0
+    trace_python: bool = False
+    """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
+    flush_l2: bool = True
+    """Evict the GPU's L2 cache before every sample (GPU cases only)."""
+    cache_dir: Path | None = None
+    """Where machine-level measurements (the CPU peak probe) are cached; None: no CPU peak."""
     fake_call_ms: float | None = None
     """Debug mode: every kernel call takes exactly this long on a fake clock."""
 
@@ -78,11 +87,14 @@ def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list
 
 
 def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
-    """The cases of one valid kernel under the run's backend and precision selection."""
+    """The cases of one valid kernel under the run's backend and precision selection; the
+    bench.yaml `reference` case, when selected, comes first so the others can compare to it."""
     problem_size = spec.config.problem_size if spec.config else None
-    return [Case(spec, backend, precision, problem_size)
-            for backend in plan_backends(spec, settings.backends)
-            for precision in plan_precisions(spec, settings.precisions)]
+    cases = [Case(spec, backend, precision, problem_size)
+             for backend in plan_backends(spec, settings.backends)
+             for precision in plan_precisions(spec, settings.precisions)]
+    return sorted(cases, key=lambda c: _reference_key(c) is None or
+                  (c.backend, c.precision) != _reference_key(c)[1:])  # type: ignore[index]
 
 
 def invalid_result(spec: KernelSpec) -> CaseResult:
@@ -98,6 +110,10 @@ class BenchmarkRunner:
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
+        self._references: dict[tuple[str, str, str], str | None] = {}
+        """(kernel, backend, precision) -> None when the saved output exists, else why not."""
+        self._scratch: Path | None = None
+        self._cpu_peak: dict[str, Any] | None = None
 
     def plan(self, specs: Iterable[KernelSpec]) -> list[Case | KernelSpec]:
         """Cases to run, plus invalid kernels (which become `invalid` records)."""
@@ -112,39 +128,124 @@ class BenchmarkRunner:
     def run(self, planned: Sequence[Case | KernelSpec],
             on_result: Callable[[CaseResult, int, int], None] | None = None) -> list[CaseResult]:
         results = []
-        for index, item in enumerate(planned, start=1):
-            result = invalid_result(item) if isinstance(item, KernelSpec) else self.run_case(item)
-            results.append(result)
-            if on_result is not None:
-                on_result(result, index, len(planned))
+        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch:
+            self._scratch = Path(scratch)
+            for index, item in enumerate(planned, start=1):
+                result = (invalid_result(item) if isinstance(item, KernelSpec)
+                          else self.run_case(item))
+                results.append(result)
+                if on_result is not None:
+                    on_result(result, index, len(planned))
+            self._scratch = None
         return results
 
     def run_case(self, case: Case) -> CaseResult:
         """Run one case in a fresh worker process and build its record."""
         started = now_iso()
+        extra = self._reference_fields(case)
+        timeout = _timeout_for(case, self.settings.timeout_s)
+        payload, exit_info = self._launch(self._job(case), extra, timeout)
+        key = _reference_key(case)
+        if extra.get("save_output_path") and key is not None:
+            saved = Path(extra["save_output_path"]).is_file()
+            self._references[key] = None if saved else _reference_failure(payload, exit_info,
+                                                                           timeout)
+        return build_result(case, payload, exit_info, started, timeout,
+                            self._peak_for(case, payload))
+
+    def _peak_for(self, case: Case, payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The device's peak, for % of peak: the GPU table, or this CPU's probe (measured once
+        per machine and cached). Only looked up for cases that declare work."""
+        if not payload or not payload.get("work") or self.settings.fake_call_ms is not None:
+            return None
+        if case.backend != "cpu":
+            name = (payload.get("device") or {}).get("device_name")
+            return gpu_peak(str(name)) if name else None
+        if self.settings.cache_dir is None:
+            return None
+        if self._cpu_peak is None:
+            from kernbench.environment import collect_environment, machine_fingerprint
+
+            fingerprint = machine_fingerprint(collect_environment(self.settings.root,
+                                                                  run_git=False))
+            self._cpu_peak = cpu_peak(self.settings.cache_dir, fingerprint)
+        return self._cpu_peak
+
+    def _launch(self, job: dict[str, Any], extra: dict[str, Any],
+                timeout: float) -> tuple[dict[str, Any] | None, WorkerExit]:
         with tempfile.TemporaryDirectory(prefix="kernbench-") as tmp:
             result_path = Path(tmp) / "result.json"
             job_path = Path(tmp) / "job.json"
-            job_path.write_text(json.dumps(self._job(case, result_path)), encoding="utf-8")
-            timeout = case.kernel.config.timeout_s if case.kernel.config and \
-                case.kernel.config.timeout_s else self.settings.timeout_s
+            job = {**job, **extra, "result_path": str(result_path)}
+            job_path.write_text(json.dumps(job), encoding="utf-8")
             exit_info = run_isolated([sys.executable, "-m", "kernbench.worker", str(job_path)],
                                      cwd=self.settings.root, env=_worker_env(), timeout_s=timeout)
-            payload = _read_result(result_path)
-        return build_result(case, payload, exit_info, started, timeout)
+            return _read_result(result_path), exit_info
 
-    def _job(self, case: Case, result_path: Path) -> dict[str, Any]:
+    def _reference_fields(self, case: Case) -> dict[str, Any]:
+        """Job fields that save (for the reference case) or load (for the others) a reference
+        output named by bench.yaml `reference`. The reference is computed on demand when the
+        run does not include its case."""
+        if self._scratch is None or _reference_key(case) is None:
+            return {}
+        key = _reference_key(case)
+        assert key is not None
+        path = self._scratch / f"ref-{abs(hash(key))}.npz"
+        if (case.backend, case.precision) == key[1:]:
+            return {"save_output_path": str(path), "is_reference": True}
+        if key not in self._references:
+            self._references[key] = self._compute_reference(case, key, path)
+        error = self._references[key]
+        label = f"reference case [{key[1]},{key[2]}]"
+        if error is not None:
+            return {"reference_error": f"{label}: {error}"}
+        return {"reference_output_path": str(path), "reference_label": label}
+
+    def _compute_reference(self, case: Case, key: tuple[str, str, str], path: Path) -> str | None:
+        reference_case = dataclasses.replace(case, backend=key[1], precision=key[2])
+        timeout = _timeout_for(case, self.settings.timeout_s)
+        payload, exit_info = self._launch(
+            self._job(reference_case), {"reference_only": True, "save_output_path": str(path)},
+            timeout)
+        return None if path.is_file() else _reference_failure(payload, exit_info, timeout)
+
+    def _job(self, case: Case) -> dict[str, Any]:
         spec = case.kernel
-        rules = [dict(dataclasses.asdict(rule), source=spec.config.source)
-                 for rule in spec.config.skip_conditions] if spec.config else []
+        config = spec.config
+        rules = [dict(dataclasses.asdict(rule), source=config.source)
+                 for rule in config.skip_conditions] if config else []
         return {
             "kernel_file": str(self.settings.root / spec.path), "root": str(self.settings.root),
             "kernel_name": spec.name, "function_name": spec.function_name,
             "framework": spec.framework, "backend": case.backend, "precision": case.precision,
             "problem_size": case.problem_size, "skip_rules": rules,
             "settings": dataclasses.asdict(self.settings.protocol),
-            "fake_call_ms": self.settings.fake_call_ms, "result_path": str(result_path),
+            "tolerances": dict(config.tolerances) if config else {},
+            "work": dict(config.work) if config and config.work else None,
+            "config_source": config.source if config else None,
+            "trace_python": self.settings.trace_python, "flush_l2": self.settings.flush_l2,
+            "fake_call_ms": self.settings.fake_call_ms,
         }
+
+
+def _timeout_for(case: Case, default: float) -> float:
+    config = case.kernel.config
+    return config.timeout_s if config and config.timeout_s else default
+
+
+def _reference_key(case: Case) -> tuple[str, str, str] | None:
+    config = case.kernel.config
+    if config is None or not config.reference:
+        return None
+    return (case.kernel.name, config.reference.get("backend", case.backend),
+            config.reference.get("precision", case.precision))
+
+
+def _reference_failure(payload: dict[str, Any] | None, exit_info: WorkerExit,
+                       timeout: float) -> str:
+    if payload is None or exit_info.timed_out:
+        return _died_reason(exit_info, timeout)[1]
+    return f"{payload.get('status', 'failed')}: {payload.get('reason') or 'no output saved'}"
 
 
 def _worker_env() -> dict[str, str]:
@@ -183,7 +284,8 @@ def _died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
 
 
 def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerExit,
-                 started: str, timeout: float) -> CaseResult:
+                 started: str, timeout: float,
+                 peak: Mapping[str, Any] | None = None) -> CaseResult:
     """Turn the worker's result file (or its absence) into a record."""
     spec = case.kernel
     base: dict[str, Any] = dict(
@@ -199,10 +301,32 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
     output = payload.get("output") or {}
     if case.precision == NATIVE and output.get("precision"):
         base["precision"] = output["precision"]
-    samples = payload.get("samples_ns") or []
+    samples_ms = tuple(s / 1e6 for s in payload.get("samples_ns") or [])
+    warmup_ms = tuple(s / 1e6 for s in payload.get("warmup_ns") or [])
+    for key in ("energy", "accuracy"):
+        if payload.get(key):
+            base[key] = payload[key]
+    device_info = payload.get("device") or {}
     return CaseResult(
-        status=payload["status"], reason=payload.get("reason"),
-        samples_ms=tuple(s / 1e6 for s in samples), inner_loops=payload.get("inner_loops", 0),
-        warmup_iterations=len(payload.get("warmup_ns") or []), timer=payload.get("timer"),
-        timer_overhead_ns=payload.get("timer_overhead_ns"), memory=payload.get("memory") or {},
-        output=output, device=(payload.get("device") or {}).get("device"), **base)
+        status=payload["status"], reason=payload.get("reason"), samples_ms=samples_ms,
+        inner_loops=payload.get("inner_loops", 0), warmup_iterations=len(warmup_ms),
+        warmup_ms=warmup_ms, timer=payload.get("timer"),
+        timer_overhead_ns=payload.get("timer_overhead_ns"),
+        timer_resolution_ns=payload.get("timer_resolution_ns"),
+        memory=payload.get("memory") or {}, output=output, device=device_info.get("device"),
+        device_info=device_info, work=_work(payload.get("work"), samples_ms, peak, base),
+        gpu_state=payload.get("gpu_state"), l2_flush=payload.get("l2_flush"), **base)
+
+
+def _work(counts: Mapping[str, Any] | None, samples_ms: tuple[float, ...],
+          peak: Mapping[str, Any] | None, base: Mapping[str, Any]) -> dict[str, Any] | None:
+    """GFLOP/s, GB/s, intensity and % of peak at the median latency, when work is declared."""
+    if not counts:
+        return None
+    latency = percentile(samples_ms, 50) if samples_ms else None
+    figures = work_figures(latency, counts.get("flops"), counts.get("bytes"), peak,
+                           base["precision"])
+    sources = {k: v for k, v in counts.items() if k.endswith("_source")}
+    if peak is None:
+        sources["peak_reason"] = "no known peak for this device: % of peak left out"
+    return {**figures, **sources}

@@ -67,6 +67,16 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
         "framework": {"enum": list(FRAMEWORK_NAMES)},
         "description": {"type": "string"},
         "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "reference": {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {"backend": {"enum": list(BACKEND_NAMES)},
+                           "precision": {"enum": list(PRECISION_NAMES)}},
+        },
+        "work": {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {"flops": {"type": ["string", "number"]},
+                           "bytes": {"type": ["string", "number"]}},
+        },
     },
 }
 

@@ -21,8 +21,24 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
     timing = summarize_ms(result.samples_ms)
     timing.update(inner_loops=result.inner_loops, warmup_iterations=result.warmup_iterations,
                   timer=result.timer, timer_overhead_ns=result.timer_overhead_ns,
-                  samples_ms=list(result.samples_ms))
+                  timer_resolution_ns=result.timer_resolution_ns,
+                  warmup_ms=list(result.warmup_ms), samples_ms=list(result.samples_ms))
     return timing
+
+
+def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
+    """Statistical warnings from the samples, plus those the case's facts call for."""
+    warnings = quality_warnings(result.samples_ms, result.timer_overhead_ns,
+                                result.inner_loops, result.timer_resolution_ns)
+    after = (result.gpu_state or {}).get("after") or {}
+    if after.get("throttled"):
+        reasons = ", ".join(after.get("throttle_reasons") or []) or "unknown"
+        warnings.append({"code": "gpu_throttled", "value": reasons,
+                         "message": f"the GPU was throttling at the end of sampling ({reasons})"})
+    if result.memory.get("python_source"):
+        warnings.append({"code": "tracemalloc", "value": True,
+                         "message": "tracemalloc was on: Python code ran slower than usual"})
+    return warnings
 
 
 def record_dict(result: CaseResult) -> dict[str, Any]:
@@ -44,11 +60,14 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
         "success": result.success,
         "status": result.status,
         "reason": result.reason,
-        "warnings": quality_warnings(result.samples_ms, result.timer_overhead_ns,
-                                     result.inner_loops),
+        "warnings": record_warnings(result),
         "framework": result.framework,
         "kernel_path": result.kernel_path,
         "device": result.device,
+        "device_info": dict(result.device_info),
+        "work": dict(result.work) if result.work else None,
+        "gpu_state": dict(result.gpu_state) if result.gpu_state else None,
+        "l2_flush": result.l2_flush,
         "output": dict(result.output),
         "started_at": result.started_at,
         "duration_s": result.duration_s,
@@ -66,10 +85,14 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         status=data["status"], reason=data.get("reason"),
         samples_ms=tuple(timing.get("samples_ms") or ()),
         inner_loops=timing.get("inner_loops") or 0,
-        warmup_iterations=timing.get("warmup_iterations") or 0, timer=timing.get("timer"),
-        timer_overhead_ns=timing.get("timer_overhead_ns"), memory=data.get("memory") or {},
+        warmup_iterations=timing.get("warmup_iterations") or 0,
+        warmup_ms=tuple(timing.get("warmup_ms") or ()), timer=timing.get("timer"),
+        timer_overhead_ns=timing.get("timer_overhead_ns"),
+        timer_resolution_ns=timing.get("timer_resolution_ns"), memory=data.get("memory") or {},
         energy=data.get("energy") or {}, accuracy=data.get("accuracy") or {},
         output=data.get("output") or {}, device=data.get("device"),
+        device_info=data.get("device_info") or {}, work=data.get("work"),
+        gpu_state=data.get("gpu_state"), l2_flush=data.get("l2_flush"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
         worker=data.get("worker") or {})
 

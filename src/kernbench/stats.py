@@ -85,17 +85,32 @@ def summarize_ms(samples_ms: Sequence[float]) -> dict[str, Any]:
     }
 
 
+SLOW_FIRST_RATIO = 1.5
+"""A first timed sample this many times the median suggests too little warmup."""
+
+
 def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | None,
-                     inner_loops: int) -> list[dict[str, Any]]:
+                     inner_loops: int,
+                     timer_resolution_ns: float | None = None) -> list[dict[str, Any]]:
     """Measurement-quality warnings, as data: each {code, message, value}."""
     warnings: list[dict[str, Any]] = []
     n = len(samples_ms)
     if n == 0:
         return warnings
+    median = percentile(samples_ms, 50)
+    if n >= 5 and median > 0 and samples_ms[0] > SLOW_FIRST_RATIO * median:
+        ratio = samples_ms[0] / median
+        warnings.append({"code": "slow_first_sample", "value": ratio,
+                         "message": f"the first sample took {ratio:.1f}x the median; "
+                                    "more --warmup calls would absorb it"})
+    if timer_resolution_ns and median > 0:
+        share = timer_resolution_ns / (median * 1e6 * max(inner_loops, 1))
+        if share > 0.001:
+            warnings.append({"code": "timer_resolution", "value": share,
+                             "message": f"the timer's resolution is {share:.2%} of a sample"})
     if n < MIN_SAMPLES:
         warnings.append({"code": "too_few_samples", "value": n,
                          "message": f"only {n} samples; use --iters {MIN_SAMPLES} or more"})
-    median = percentile(samples_ms, 50)
     if n >= 4 and median > 0:
         spread = iqr(samples_ms) / median
         if spread > HIGH_SPREAD_RATIO:

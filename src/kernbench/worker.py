@@ -13,24 +13,35 @@ import json
 import os
 import random
 import sys
+import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kernbench.backends import backend_for
-from kernbench.backends.base import iter_leaves
+from kernbench.backends.base import Backend, iter_leaves
 from kernbench.conditions import parse_condition
-from kernbench.contract import ContractError, bind_kernel, import_kernel
+from kernbench.contract import BoundKernel, ContractError, bind_kernel, import_kernel
 from kernbench.errors import SkipCase, UnsupportedPrecision
+from kernbench.formulas import parse_formula
 from kernbench.metrics import MetricsCollector
+from kernbench.metrics.accuracy import compute_accuracy
+from kernbench.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
+from kernbench.metrics.gpu_state import gpu_state
+from kernbench.metrics.memory import merge_device_memory
+from kernbench.metrics.outputs import load_output, save_output
 from kernbench.model import NATIVE, ProtocolSettings
 from kernbench.precision import precision_of_dtype
-from kernbench.protocol import Timer
 
 OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
                     "numba", "ml_dtypes"}
 """Missing imports of these mean "not installed here" (skipped), not a broken kernel (failed)."""
+
+
+NO_ACCURACY = {"rmse": None, "max_error": None, "relative_error": None, "passed": None}
 
 
 class CaseSkipped(Exception):
@@ -118,21 +129,140 @@ def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
                "device": backend.device(backend_name), "seed": settings.seed}
     if precision == NATIVE:
         del harness["precision"]
-    timer: Timer = backend.timer(backend_name)
-    collector = MetricsCollector(settings, timer, backend.synchronizer(backend_name))
-    with collector.measure_memory() as memory:
+    if job.get("reference_only"):
+        return _reference_only(job, backend, bind_kernel(module, function,
+                                                         job.get("problem_size"), harness))
+    return _measure_case(job, settings, backend, module, function, harness)
+
+
+def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: Backend,
+                  module: ModuleType, function: Callable[..., Any],
+                  harness: Mapping[str, Any]) -> dict[str, Any]:
+    """Setup, the protocol with memory, energy and GPU state around it, then the checks."""
+    backend_name = job["backend"]
+    collector = MetricsCollector(settings, backend.timer(backend_name),
+                                 backend.synchronizer(backend_name))
+    fake = job.get("fake_call_ms") is not None
+    meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
+        else energy_meter_for(backend_name)
+    region: dict[str, Any] = {}
+    gpu_before = gpu_state() if backend_name == "cuda" and not fake else None
+    backend.reset_device_memory(backend_name)
+    with collector.measure_memory(bool(job.get("trace_python"))) as host_memory:
         kernel = bind_kernel(module, function, job.get("problem_size"), harness)
         call = kernel.call
-        if job.get("fake_call_ms") is not None:
+        if fake:
             clock = FakeClock(float(job["fake_call_ms"]) * 1e6)
             call, collector.timer = clock.wrap(call), clock
-        outcome = collector.time_execution(call)
+        flush = backend.l2_flusher(backend_name) if job.get("flush_l2", True) else None
+        outcome = collector.time_execution(call, flush, _metered(meter, region))
     m = outcome.measurement
-    return {"samples_ns": list(m.samples_ns), "inner_loops": m.inner_loops,
-            "warmup_ns": list(m.warmup_ns), "timer": m.timer,
-            "timer_overhead_ns": m.timer_overhead_ns, "memory": memory,
-            "output": describe_output(outcome.last_result),
-            "device": _safe_describe(backend, backend_name)}
+    output = describe_output(outcome.last_result)
+    result: dict[str, Any] = {
+        "samples_ns": list(m.samples_ns), "inner_loops": m.inner_loops,
+        "warmup_ns": list(m.warmup_ns), "timer": m.timer,
+        "timer_overhead_ns": m.timer_overhead_ns, "timer_resolution_ns": _resolution_ns(m.timer),
+        "memory": merge_device_memory(host_memory, backend.device_memory(backend_name)),
+        "energy": energy_record(region, m.inner_loops * len(m.samples_ns)),
+        "output": output, "device": _safe_describe(backend, backend_name),
+        "l2_flush": flush is not None, "work": _work_counts(job, kernel, output),
+    }
+    if gpu_before is not None:
+        result["gpu_state"] = {"before": gpu_before, "after": gpu_state()}
+    if job.get("save_output_path"):
+        save_output(outcome.last_result, Path(job["save_output_path"]))
+    result["accuracy"] = _accuracy(job, kernel, outcome.last_result,
+                                   output.get("precision") or job["precision"])
+    if result["accuracy"].get("passed") is False:
+        result.update(status="failed", reason=_accuracy_failure(result["accuracy"]))
+    return result
+
+
+@contextmanager
+def _metered(meter: EnergyMeter, sink: dict[str, Any]) -> Iterator[None]:
+    """Energy over the timed samples only (warmup and calibration excluded)."""
+    meter.start()
+    try:
+        yield
+    finally:
+        sink.update(meter.stop())
+
+
+def _resolution_ns(timer: str) -> float | None:
+    if timer != "perf_counter_ns":
+        return None
+    return time.get_clock_info("perf_counter").resolution * 1e9
+
+
+def _reference_only(job: Mapping[str, Any], backend: Backend,
+                    kernel: BoundKernel) -> dict[str, Any]:
+    """Compute the bench.yaml reference case's output once (untimed) and save it."""
+    value = kernel.call()
+    backend.synchronizer(job["backend"]).synchronize(value)
+    save_output(value, Path(job["save_output_path"]))
+    return {"reference_only": True, "output": describe_output(value)}
+
+
+def _accuracy(job: Mapping[str, Any], kernel: BoundKernel, value: object,
+              precision: str) -> dict[str, Any]:
+    """Compare with the bench.yaml reference case's saved output, else the kernel's
+    reference(); computed once, after timing."""
+    tolerances = job.get("tolerances") or None
+    if job.get("reference_error"):
+        return {**NO_ACCURACY, "reason": f"not checked: {job['reference_error']}"}
+    if job.get("reference_output_path"):
+        reference = load_output(Path(job["reference_output_path"]))
+        source = str(job.get("reference_label", "reference case"))
+    elif job.get("is_reference"):
+        return {**NO_ACCURACY, "reason": "this case is the reference for the kernel's others"}
+    elif kernel.reference_function() is not None:
+        reference = kernel.reference()
+        source = f"{kernel.reference_function().__name__}()"  # type: ignore[union-attr]
+    else:
+        return {**NO_ACCURACY, "reason": "not checked: the kernel has no reference() and its "
+                                         "bench.yaml names no reference case"}
+    return {**compute_accuracy(value, reference, precision, tolerances),
+            "reference_source": source}
+
+
+def _accuracy_failure(accuracy: Mapping[str, Any]) -> str:
+    if accuracy.get("mismatch"):
+        return f"accuracy check failed: {accuracy['mismatch']}"
+    parts = [f"{name} {_num(accuracy.get(name))} > {_num(accuracy['tolerances'].get(name))}"
+             for name in accuracy.get("exceeded", [])]
+    if accuracy.get("nan_count"):
+        parts.insert(0, f"{accuracy['nan_count']} NaN/inf values where the reference is finite")
+    return "accuracy check failed: " + ("; ".join(parts) or "see accuracy")
+
+
+def _num(value: object) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
+
+
+def _work_counts(job: Mapping[str, Any], kernel: BoundKernel,
+                 output: Mapping[str, Any]) -> dict[str, Any] | None:
+    """flops and bytes moved: bench.yaml `work` formulas, else the kernel's flops() and
+    bytes_moved() functions; None when the kernel declares neither."""
+    formulas = job.get("work") or {}
+    precision = job["precision"] if job["precision"] != NATIVE else output.get("precision")
+    variables = {**kernel.sizes, "itemsize": ITEMSIZE.get(str(precision), 0)}
+    counts: dict[str, Any] = {}
+    for key, function_name in (("flops", "flops"), ("bytes", "bytes_moved")):
+        formula = formulas.get(key)
+        if isinstance(formula, str):
+            counts[key] = parse_formula(formula, str(job.get("config_source")),
+                                        f"work.{key}").evaluate(variables)
+            counts[f"{key}_source"] = f"bench.yaml work.{key}: {formula}"
+        elif isinstance(formula, (int, float)):
+            counts[key], counts[f"{key}_source"] = float(formula), f"bench.yaml work.{key}"
+        else:
+            value = kernel.work(function_name)
+            if value is not None:
+                counts[key], counts[f"{key}_source"] = value, f"{function_name}()"
+    return counts or None
 
 
 def _check_skip_rules(rules: list[Mapping[str, Any]], backend: str, precision: str) -> None:

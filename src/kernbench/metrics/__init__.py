@@ -11,7 +11,7 @@ The worker measures every case through it; kernel authors can also use it direct
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from kernbench.backends.base import ResultSync
@@ -30,9 +30,11 @@ class MetricsCollector:
         self.sync: Synchronizer = sync or ResultSync()
 
     def time_execution(self, call: Callable[[], object],
-                       between_samples: Callable[[], object] | None = None) -> Outcome:
+                       between_samples: Callable[[], object] | None = None,
+                       sampling_region: AbstractContextManager[object] | None = None) -> Outcome:
         """Warmup, calibrated inner loop, timed samples; raw samples kept in the outcome."""
-        return measure(call, self.sync, self.timer, self.settings, between_samples)
+        return measure(call, self.sync, self.timer, self.settings, between_samples,
+                       sampling_region)
 
     @contextmanager
     def measure_memory(self, trace_python: bool = False) -> Iterator[dict[str, Any]]:
