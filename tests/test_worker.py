@@ -621,3 +621,15 @@ def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Pa
     assert result["output"]["items"][0]["shape"] == [2, 3]
     assert "HELLO" not in text
     assert not list(tmp_path.glob("result.json.tmp*"))
+
+
+def test_a_framework_without_a_kernel_for_the_dtype_skips_the_case() -> None:
+    from kernbench.worker import _unsupported_precision
+
+    error = RuntimeError('"addmm_impl_cpu_" not implemented for \'Half\'')
+    assert _unsupported_precision(error, "fp16") is not None
+    assert "fp16 cannot run here" in str(_unsupported_precision(error, "fp16"))
+    # The same words about another dtype, or an unrelated error, are a real failure.
+    assert _unsupported_precision(error, "bf16") is None
+    assert _unsupported_precision(RuntimeError("shape mismatch"), "fp16") is None
+    assert _unsupported_precision(KeyError("not implemented for half"), "fp16") is None

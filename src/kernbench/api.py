@@ -90,11 +90,23 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
         runner.run(planned, on_result=record)
         complete = True
     finally:
+        environment = {**environment, "devices": _devices(results)}
+        reports.write_environment(environment)
         run = RunResult(started_at=started, finished_at=now_iso(), complete=complete,
                         settings=run_settings, environment=environment,
                         kernels=tuple(selected), results=tuple(results))
         reports.write_summary(run)
     return RunOutcome(run, output_dir, exit_code_for(results))
+
+
+def _devices(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
+    """What each backend reported about its device, once per distinct description."""
+    devices: list[dict[str, Any]] = []
+    for result in results:
+        info = dict(result.device_info)
+        if info and "error" not in info and info not in devices:
+            devices.append(info)
+    return devices
 
 
 def _settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -> dict[str, Any]:

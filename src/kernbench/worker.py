@@ -105,6 +105,25 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
         return _failure(exc)
 
 
+DTYPE_WORDS = {"fp64": ("double", "float64"), "fp16": ("half", "float16"),
+               "bf16": ("bfloat16",), "fp8_e4m3": ("float8_e4m3",), "fp8_e5m2": ("float8_e5m2",),
+               "int8": ("'char'", "int8")}
+UNSUPPORTED_WORDS = ("not implemented for", "not supported", "unsupported dtype",
+                     "does not support")
+
+
+def _unsupported_precision(exc: BaseException, precision: str) -> str | None:
+    """A framework's own "no kernel for this dtype here" error means the precision cannot run
+    on this device (skipped), not that the kernel is broken (failed)."""
+    if not isinstance(exc, (RuntimeError, TypeError, NotImplementedError, ValueError)):
+        return None
+    text = str(exc).lower()
+    words = DTYPE_WORDS.get(precision, ())
+    if any(w in text for w in UNSUPPORTED_WORDS) and any(w in text for w in words):
+        return f"{precision} cannot run here: {type(exc).__name__}: {str(exc)[:300]}"
+    return None
+
+
 def _failure(exc: BaseException) -> dict[str, Any]:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:2000],

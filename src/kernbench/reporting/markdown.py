@@ -51,4 +51,8 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any]) 
         problems=[r for r in results if r["status"] in ("failed", "timeout", "invalid")],
         skipped=[r for r in results if r["status"] == "skipped"],
         flagged=[r for r in results if r["warnings"]],
+        checked=[r for r in results if (r.get("accuracy") or {}).get("passed") is not None],
+        unchecked=[r for r in results if r["status"] == "ok"
+                   and (r.get("accuracy") or {}).get("passed") is None],
+        worked=[r for r in results if r["status"] == "ok" and r.get("work")],
     )
