@@ -190,8 +190,9 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
         result["gpu_state"] = {"before": gpu_before, "after": gpu_state()}
     if job.get("save_output_path"):
         save_output(outcome.last_result, Path(job["save_output_path"]))
-    result["accuracy"] = _accuracy(job, kernel, outcome.last_result,
-                                   output.get("precision") or job["precision"])
+    # The case's precision sets the tolerance; the output's dtype only labels native kernels.
+    label = job["precision"] if job["precision"] != NATIVE else output.get("precision")
+    result["accuracy"] = _accuracy(job, kernel, outcome.last_result, str(label or NATIVE))
     if result["accuracy"].get("passed") is False:
         result.update(status="failed", reason=_accuracy_failure(result["accuracy"]))
     return result
