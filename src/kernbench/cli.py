@@ -80,6 +80,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backends", type=comma_list(BACKEND_CHOICES), default=None,
                         metavar="B[,B]", help="device kinds, e.g. cpu,cuda "
                         "(default: each kernel's declared backends)")
+    parser.add_argument("--processes", type=positive_int(1), default=1, metavar="N",
+                        help="worker processes per case, each taking --iters samples; the "
+                        "process is the unit of replication for comparisons (default: 1)")
     parser.add_argument("--output-dir", type=Path, default=Path("reports"), metavar="DIR",
                         help="where reports are written (default: reports)")
     parser.add_argument("--seed", type=int, default=1337, help="seed passed to kernels "
@@ -182,7 +185,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         root=args.root.resolve(),
         protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed),
         backends=args.backends, precisions=args.precision, filters=args.filter,
-        timeout_s=args.timeout, trace_python=args.trace_memory, flush_l2=not args.no_l2_flush,
+        timeout_s=args.timeout, processes=args.processes, trace_python=args.trace_memory,
+        flush_l2=not args.no_l2_flush,
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
         fake_call_ms=args.debug_fake_timer)
     on_result = None if args.quiet else _print_result

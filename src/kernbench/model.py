@@ -143,6 +143,8 @@ class CaseResult:
     reason: str | None = None
     """The error (failed/timeout/invalid) or skip reason; None when ok."""
     samples_ms: tuple[float, ...] = ()
+    process_sample_counts: tuple[int, ...] = ()
+    """How many of `samples_ms` each worker process took, in order (empty: all from one)."""
     inner_loops: int = 0
     warmup_iterations: int = 0
     warmup_ms: tuple[float, ...] = ()

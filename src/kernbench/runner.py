@@ -27,6 +27,7 @@ from kernbench.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.metrics.roofline import work_figures
 from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
 from kernbench.precision import canonical
+from kernbench.replicates import merge_replicates
 from kernbench.stats import percentile
 
 DEFAULT_PRECISION = "fp32"
@@ -48,6 +49,8 @@ class RunSettings:
     """Requested precisions; None means each kernel's declared precisions."""
     filters: tuple[str, ...] = ()
     timeout_s: float = 300.0
+    processes: int = 1
+    """Worker processes per case; their samples are kept as groups (see kernbench.replicates)."""
     trace_python: bool = False
     """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
     flush_l2: bool = True
@@ -140,9 +143,17 @@ class BenchmarkRunner:
         return results
 
     def run_case(self, case: Case) -> CaseResult:
-        """Run one case in a fresh worker process and build its record."""
+        """Run one case in `processes` fresh worker processes and build its record."""
+        first = self._run_once(case, first=True)
+        if self.settings.processes <= 1 or first.status != "ok":
+            return first
+        others = [self._run_once(case, first=False) for _ in range(self.settings.processes - 1)]
+        return merge_replicates([first, *others])
+
+    def _run_once(self, case: Case, first: bool) -> CaseResult:
         started = now_iso()
-        extra = self._reference_fields(case)
+        extra: dict[str, Any] = (self._reference_fields(case) if first
+                                 else {"skip_accuracy": True})
         timeout = _timeout_for(case, self.settings.timeout_s)
         payload, exit_info = self._launch(self._job(case), extra, timeout)
         key = _reference_key(case)

@@ -22,7 +22,8 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
     timing.update(inner_loops=result.inner_loops, warmup_iterations=result.warmup_iterations,
                   timer=result.timer, timer_overhead_ns=result.timer_overhead_ns,
                   timer_resolution_ns=result.timer_resolution_ns,
-                  warmup_ms=list(result.warmup_ms), samples_ms=list(result.samples_ms))
+                  warmup_ms=list(result.warmup_ms), samples_ms=list(result.samples_ms),
+                  process_sample_counts=list(result.process_sample_counts))
     return timing
 
 
@@ -84,6 +85,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         precision=data["precision"], problem_size=data.get("problem_size"),
         status=data["status"], reason=data.get("reason"),
         samples_ms=tuple(timing.get("samples_ms") or ()),
+        process_sample_counts=tuple(timing.get("process_sample_counts") or ()),
         inner_loops=timing.get("inner_loops") or 0,
         warmup_iterations=timing.get("warmup_iterations") or 0,
         warmup_ms=tuple(timing.get("warmup_ms") or ()), timer=timing.get("timer"),
