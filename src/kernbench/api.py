@@ -11,9 +11,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kernbench.compare import (
+    DEFAULT_ACCURACY_DRIFT,
+    DEFAULT_ALPHA,
+    DEFAULT_THRESHOLD,
+    Thresholds,
+    compare_results,
+    skipped_on_both_sides,
+)
 from kernbench.discovery import KernelDiscovery
 from kernbench.environment import collect_environment
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
+from kernbench.inputs import LoadedRun, load_run
 from kernbench.model import CaseResult, KernelSpec, RunResult
 from kernbench.reporting import ReportGenerator
 from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
@@ -97,6 +106,50 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                         kernels=tuple(selected), results=tuple(results))
         reports.write_summary(run)
     return RunOutcome(run, output_dir, exit_code_for(results))
+
+
+def compare_files(baseline: Path, candidate: Path, output_dir: Path,
+                  threshold: float = DEFAULT_THRESHOLD,
+                  accuracy_drift: float = DEFAULT_ACCURACY_DRIFT,
+                  alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
+    """Compare two result files; write comparison.json and regressions.md; return the
+    comparison document."""
+    base, cand = load_run(baseline), load_run(candidate)
+    per_kernel = _thresholds_of(candidate)
+    return write_run_comparison(base, cand, output_dir,
+                                Thresholds(threshold, accuracy_drift, per_kernel), alpha)
+
+
+def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
+                         thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
+                         note: str | None = None) -> dict[str, Any]:
+    from kernbench.reporting.regressions import comparison_document, write_comparison
+
+    cases = compare_results(base.results, cand.results, thresholds, alpha)
+    settings = {"threshold": thresholds.latency, "accuracy_drift": thresholds.accuracy_drift,
+                "alpha": alpha, "per_kernel": dict(thresholds.per_kernel)}
+    document = comparison_document(cases, base.meta, cand.meta, settings, note,
+                                   skipped_on_both_sides(base.results, cand.results))
+    prints = (base.meta.get("fingerprint"), cand.meta.get("fingerprint"))
+    if all(prints) and prints[0] != prints[1]:
+        document["warnings"] = [f"baseline and candidate ran on different machines "
+                                f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware"]
+    write_comparison(output_dir, document)
+    return document
+
+
+def _thresholds_of(path: Path) -> dict[str, dict[str, float]]:
+    import json
+
+    target = path / "summary.json" if path.is_dir() else path
+    if target.suffix != ".json":
+        return {}
+    try:
+        document = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = document.get("regression_thresholds") if isinstance(document, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def _devices(results: Sequence[CaseResult]) -> list[dict[str, Any]]:

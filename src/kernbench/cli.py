@@ -118,7 +118,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(run)
     listing = commands.add_parser("list", help="discover kernels and print the manifest")
     _add_discovery_args(listing)
+    compare = commands.add_parser(
+        "compare", help="compare two result files; write regressions.md and comparison.json")
+    compare.add_argument("baseline", type=Path, help="summary.json, report dir or history record")
+    compare.add_argument("candidate", type=Path, help="summary.json, report dir or history record")
+    compare.add_argument("--output-dir", type=Path, default=Path("reports"), metavar="DIR")
+    _add_comparison_args(compare)
     return parser
+
+
+def _add_comparison_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fail-on-regression", action="store_true",
+                        help="exit 1 when a regression is found (default: warn only)")
+    parser.add_argument("--threshold", type=positive_float, default=0.10, metavar="FRACTION",
+                        help="practical threshold for latency changes, e.g. 0.05 for 5%% "
+                        "(default: 0.10; bench.yaml regression.latency overrides per kernel)")
+    parser.add_argument("--accuracy-drift", type=positive_float, default=1e-3, metavar="X",
+                        help="flag a change of relative error larger than this (default: 1e-3)")
+    parser.add_argument("--alpha", type=positive_float, default=0.05,
+                        help="false discovery rate across all cases (default: 0.05)")
 
 
 def _version() -> str:
@@ -130,6 +148,8 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "compare":
+            return cmd_compare(args)
         if args.command == "list" or getattr(args, "list", False):
             return cmd_list(args)
         return cmd_run(args)
@@ -174,6 +194,22 @@ def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> st
         lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
                      f"{precisions:<20} {spec.path}")
     return "\n".join(lines)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from kernbench.api import compare_files
+
+    document = compare_files(args.baseline, args.candidate, args.output_dir, args.threshold,
+                             args.accuracy_drift, args.alpha)
+    return report_comparison(document, args.output_dir, args.fail_on_regression)
+
+
+def report_comparison(document: dict[str, Any], output_dir: Path, fail: bool) -> int:
+    """Print the verdict and counts; the exit code the comparison asks for."""
+    counts = ", ".join(f"{n} {v}" for v, n in document["counts"].items() if n)
+    print(f"{document['verdict']} ({counts or 'no cases'}). "
+          f"See {output_dir}/regressions.md", file=sys.stderr)
+    return 1 if fail and document["regression"] else 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:

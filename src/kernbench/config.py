@@ -92,6 +92,7 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         timeout_s=data.get("timeout_s"),
         reference=_reference(data.get("reference")),
         work=_work(data.get("work"), source),
+        regression=data.get("regression"),
         raw=data,
     )
 

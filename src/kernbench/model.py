@@ -55,6 +55,8 @@ class BenchConfig:
     timeout_s: float | None = None
     reference: Mapping[str, str] | None = None
     """The case whose output is the reference for the others: {backend?, precision?}."""
+    regression: Mapping[str, float] | None = None
+    """Per-kernel practical thresholds for comparisons: {latency, accuracy_drift}."""
     work: Mapping[str, str | float] | None = None
     """Formulas (or numbers) for `flops` and `bytes` over problem-size variables."""
     raw: Mapping[str, Any] = field(default_factory=dict)

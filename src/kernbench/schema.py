@@ -72,6 +72,11 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
             "properties": {"backend": {"enum": list(BACKEND_NAMES)},
                            "precision": {"enum": list(PRECISION_NAMES)}},
         },
+        "regression": {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {"latency": {"type": "number", "exclusiveMinimum": 0},
+                           "accuracy_drift": {"type": "number", "minimum": 0}},
+        },
         "work": {
             "type": "object", "additionalProperties": False, "minProperties": 1,
             "properties": {"flops": {"type": ["string", "number"]},

@@ -147,6 +147,8 @@ def summary_dict(run: RunResult) -> dict[str, Any]:
         "environment": {k: run.environment.get(k) for k in
                         ("fingerprint", "hostname", "git", "python", "cpu", "gpus")},
         "counts": counts(run.results),
+        "regression_thresholds": {k.name: dict(k.config.regression) for k in run.kernels
+                                  if k.config is not None and k.config.regression},
         "results": [record_dict(r) for r in run.results],
     }
 

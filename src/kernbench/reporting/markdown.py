@@ -28,7 +28,7 @@ def md_escape(value: object) -> str:
     return " ".join(text.split())
 
 
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("kernbench", "reporting/templates"),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
@@ -45,7 +45,7 @@ def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any]) -> str:
     results = list(document["results"])
-    template = _environment().get_template("summary.md.j2")
+    template = template_environment().get_template("summary.md.j2")
     return template.render(
         doc=document, env=environment, board=leaderboard(results),
         problems=[r for r in results if r["status"] in ("failed", "timeout", "invalid")],

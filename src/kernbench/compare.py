@@ -1,0 +1,197 @@
+"""Baseline vs candidate: a verdict per case from the raw samples.
+
+Cases are matched on (kernel, backend, precision, problem size). For each pair the samples are
+split into their worker-process groups and compared with :func:`kernbench.stats_compare.
+compare_groups`; the p-values of all compared cases go through Benjamini-Hochberg together, and
+:func:`kernbench.stats_compare.verdict` claims a change only when it is both significant and
+beyond the practical threshold (global, per kernel in bench.yaml, per metric). Accuracy drift
+between the two runs is flagged separately.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernbench.model import CaseResult
+from kernbench.stats import percentile
+from kernbench.stats_compare import Comparison, benjamini_hochberg, compare_groups, verdict
+
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
+DEFAULT_THRESHOLD = 0.10
+DEFAULT_ACCURACY_DRIFT = 1e-3
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Practical thresholds: `latency` is a relative change of the median (0.10 = 10%),
+    `accuracy_drift` an absolute change of the relative error; `per_kernel` overrides both."""
+
+    latency: float = DEFAULT_THRESHOLD
+    accuracy_drift: float = DEFAULT_ACCURACY_DRIFT
+    per_kernel: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def for_kernel(self, kernel: str) -> tuple[float, float]:
+        own = self.per_kernel.get(kernel, {})
+        return (float(own.get("latency", self.latency)),
+                float(own.get("accuracy_drift", self.accuracy_drift)))
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    """One case's verdict with the figures behind it."""
+
+    key: str
+    """Matching key: the case id plus its problem size."""
+    kernel_name: str
+    backend: str
+    precision: str
+    verdict: str
+    threshold: float
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    method: str | None = None
+    baseline_p50_ms: float | None = None
+    candidate_p50_ms: float | None = None
+    processes: tuple[int, int] = (0, 0)
+    accuracy_drift: Mapping[str, Any] | None = None
+    note: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel_name}[{self.backend},{self.precision}]"
+
+    @property
+    def impact(self) -> float:
+        """How big the change is, for sorting: |log ratio|."""
+        return abs(math.log(self.ratio)) if self.ratio and self.ratio > 0 else 0.0
+
+
+def case_key(result: CaseResult) -> str:
+    size = "" if result.problem_size is None else json.dumps(result.problem_size,
+                                                             sort_keys=True)
+    return f"{result.kernel_name}[{result.backend},{result.precision}]{size}"
+
+
+def process_groups(result: CaseResult) -> list[list[float]]:
+    """The samples split by the worker process that took them."""
+    counts = result.process_sample_counts or (len(result.samples_ms),)
+    groups, start = [], 0
+    for count in counts:
+        groups.append(list(result.samples_ms[start:start + count]))
+        start += count
+    return [g for g in groups if g]
+
+
+def _p50(result: CaseResult) -> float | None:
+    return percentile(result.samples_ms, 50) if result.samples_ms else None
+
+
+def _drift(base: CaseResult, cand: CaseResult, limit: float) -> dict[str, Any] | None:
+    """Change of the relative error against the reference; a newly failing check too."""
+    before, after = base.accuracy.get("relative_error"), cand.accuracy.get("relative_error")
+    newly_failing = base.accuracy.get("passed") is True and cand.accuracy.get("passed") is False
+    if not isinstance(before, (int, float)) or not isinstance(after, (int, float)):
+        return {"metric": "accuracy.passed", "flagged": True} if newly_failing else None
+    delta = float(after) - float(before)
+    return {"metric": "relative_error", "baseline": before, "candidate": after, "delta": delta,
+            "threshold": limit, "flagged": newly_failing or abs(delta) > limit}
+
+
+def _unpaired(key: str, result: CaseResult, verdict_name: str, threshold: float,
+              note: str | None = None) -> CaseComparison:
+    p50 = _p50(result) if result.status == "ok" else None
+    side = {"baseline_p50_ms": p50} if verdict_name == "missing" else {"candidate_p50_ms": p50}
+    return CaseComparison(key=key, kernel_name=result.kernel_name, backend=result.backend,
+                          precision=result.precision, verdict=verdict_name, threshold=threshold,
+                          note=note, **side)  # type: ignore[arg-type]
+
+
+def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
+                    threshold: float) -> CaseComparison | None:
+    """Verdicts that need no statistics: a case that stopped or started running."""
+    if base.status == "ok" and cand.status == "ok":
+        return None
+    if base.status == "ok":
+        return _unpaired(key, cand, "regressed", threshold,
+                         f"the candidate no longer runs: {cand.status}: {cand.reason}")
+    if cand.status == "ok":
+        return _unpaired(key, cand, "new", threshold,
+                         f"the baseline did not run ({base.status}): nothing to compare with")
+    return _unpaired(key, cand, "inconclusive", threshold,
+                     f"neither side ran (baseline {base.status}: {base.reason}; "
+                     f"candidate {cand.status}: {cand.reason})")
+
+
+def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResult],
+                    thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
+                    confidence: float = 0.95) -> list[CaseComparison]:
+    """A verdict for every case present on either side."""
+    thresholds = thresholds or Thresholds()
+    base_by_key = {case_key(r): r for r in baseline if r.status != "invalid"}
+    cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
+    for key in skipped_on_both_sides(baseline, candidate):
+        del base_by_key[key], cand_by_key[key]
+    decided: list[CaseComparison] = []
+    pending: list[tuple[str, CaseResult, CaseResult, Comparison]] = []
+    for key in sorted(set(base_by_key) | set(cand_by_key)):
+        base, cand = base_by_key.get(key), cand_by_key.get(key)
+        if base is None or cand is None:
+            only = cand or base
+            assert only is not None
+            limit = thresholds.for_kernel(only.kernel_name)[0]
+            decided.append(_unpaired(key, only, "new" if base is None else "missing", limit))
+            continue
+        status = _status_verdict(key, base, cand, thresholds.for_kernel(cand.kernel_name)[0])
+        if status is not None:
+            decided.append(status)
+            continue
+        pending.append((key, base, cand, compare_groups(process_groups(base),
+                                                        process_groups(cand), confidence)))
+    q_values = benjamini_hochberg([c.p_value for *_, c in pending])
+    for (key, base, cand, comparison), q_value in zip(pending, q_values, strict=True):
+        latency, drift_limit = thresholds.for_kernel(cand.kernel_name)
+        decided.append(CaseComparison(
+            key=key, kernel_name=cand.kernel_name, backend=cand.backend,
+            precision=cand.precision, verdict=verdict(comparison, q_value, latency, alpha),
+            threshold=latency, ratio=comparison.ratio, ci_low=comparison.ci_low,
+            ci_high=comparison.ci_high, p_value=comparison.p_value, q_value=q_value,
+            method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
+            processes=(comparison.n_baseline, comparison.n_candidate),
+            accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note))
+    return sorted(decided, key=lambda c: c.key)
+
+
+def skipped_on_both_sides(baseline: Sequence[CaseResult],
+                          candidate: Sequence[CaseResult]) -> list[str]:
+    """Cases neither run measured (e.g. CUDA cases on a CPU machine): nothing to judge."""
+    skipped_before = {case_key(r) for r in baseline if r.status == "skipped"}
+    return sorted(case_key(r) for r in candidate
+                  if r.status == "skipped" and case_key(r) in skipped_before)
+
+
+def tally(cases: Sequence[CaseComparison]) -> dict[str, int]:
+    counts = dict.fromkeys(VERDICTS, 0)
+    for case in cases:
+        counts[case.verdict] += 1
+    return counts
+
+
+def regressions_found(cases: Sequence[CaseComparison]) -> bool:
+    """A latency regression, or a flagged accuracy drift."""
+    return any(c.verdict == "regressed" or (c.accuracy_drift or {}).get("flagged")
+               for c in cases)
+
+
+def case_dict(case: CaseComparison) -> dict[str, Any]:
+    data = asdict(case)
+    data["label"] = case.label
+    data["processes"] = {"baseline": case.processes[0], "candidate": case.processes[1]}
+    return data

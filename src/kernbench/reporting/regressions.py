@@ -1,0 +1,67 @@
+"""regressions.md and comparison.json from a list of case comparisons."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernbench.compare import CaseComparison, case_dict, regressions_found, tally
+from kernbench.reporting import write_json_atomic, write_text_atomic
+from kernbench.reporting.markdown import template_environment
+from kernbench.schema import SCHEMA_VERSION
+
+
+def headline(cases: Sequence[CaseComparison], baseline_note: str | None) -> str:
+    """The verdict line."""
+    if baseline_note is not None:
+        return f"No comparison: {baseline_note}"
+    counts = tally(cases)
+    drifted = sum(1 for c in cases if (c.accuracy_drift or {}).get("flagged"))
+    if regressions_found(cases):
+        parts = []
+        if counts["regressed"]:
+            parts.append(f"{counts['regressed']} regressed")
+        if drifted:
+            parts.append(f"{drifted} with accuracy drift")
+        return "Regression: " + ", ".join(parts)
+    if counts["improved"]:
+        return f"No regression; {counts['improved']} improved"
+    return "No regression"
+
+
+def comparison_document(cases: Sequence[CaseComparison], baseline: Mapping[str, Any],
+                        candidate: Mapping[str, Any], settings: Mapping[str, Any],
+                        baseline_note: str | None = None,
+                        skipped_both: Sequence[str] = ()) -> dict[str, Any]:
+    return {
+        "skipped_both": list(skipped_both),
+        "schema_version": SCHEMA_VERSION, "kind": "kernbench-comparison",
+        "verdict": headline(cases, baseline_note), "regression": regressions_found(cases),
+        "baseline_note": baseline_note, "baseline": dict(baseline),
+        "candidate": dict(candidate), "settings": dict(settings), "counts": tally(cases),
+        "cases": [case_dict(c) for c in cases],
+    }
+
+
+def render_regressions(document: Mapping[str, Any]) -> str:
+    cases = list(document["cases"])
+    significant = sorted((c for c in cases if c["verdict"] in ("regressed", "improved")
+                          or (c.get("accuracy_drift") or {}).get("flagged")),
+                         key=_impact, reverse=True)
+    rest = [c for c in cases if c not in significant]
+    template = template_environment().get_template("regressions.md.j2")
+    return template.render(doc=document, significant=significant, rest=rest)
+
+
+def _impact(case: Mapping[str, Any]) -> float:
+    import math
+
+    ratio = case.get("ratio")
+    return abs(math.log(ratio)) if isinstance(ratio, (int, float)) and ratio > 0 else float("inf")
+
+
+def write_comparison(output_dir: Path, document: Mapping[str, Any]) -> list[Path]:
+    """comparison.json and regressions.md under `output_dir`."""
+    return [write_json_atomic(output_dir / "comparison.json", dict(document)),
+            write_text_atomic(output_dir / "regressions.md", render_regressions(document))]
