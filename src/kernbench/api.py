@@ -7,7 +7,7 @@ every finished result on disk as it goes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,11 @@ from kernbench.compare import (
 from kernbench.discovery import KernelDiscovery
 from kernbench.environment import collect_environment
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
-from kernbench.inputs import LoadedRun, load_run
+from kernbench.inputs import LoadedRun, load_run, run_from_document
 from kernbench.model import CaseResult, KernelSpec, RunResult
 from kernbench.reporting import ReportGenerator
 from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
-from kernbench.serialize import manifest_dict, spec_dict
+from kernbench.serialize import manifest_dict, spec_dict, summary_dict
 
 Log = Callable[[str], None]
 OnResult = Callable[[CaseResult, int, int], None]
@@ -108,6 +108,63 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     return RunOutcome(run, output_dir, exit_code_for(results))
 
 
+def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any]) -> None:
+    """Every report file of a finished run at once (A/B sides; the normal run writes as it
+    goes)."""
+    reports = ReportGenerator(output_dir)
+    reports.write_environment(run.environment)
+    reports.write_manifest(manifest)
+    entries = {s.name: spec_dict(s) for s in run.kernels}
+    by_kernel: dict[str, list[CaseResult]] = {}
+    for result in run.results:
+        by_kernel.setdefault(result.kernel_name, []).append(result)
+    for name, results in by_kernel.items():
+        reports.write_kernel(name, entries.get(name), results)
+    reports.write_summary(run)
+
+
+def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
+           thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
+           paths: Sequence[str] | None = None, log: Log | None = None,
+           progress: Callable[[str], None] | None = None) -> tuple[RunOutcome, dict[str, Any]]:
+    """Interleaved A/B of REF (baseline, in a temporary worktree) against this tree.
+
+    The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
+    and the comparison (regressions.md, comparison.json) to `output_dir`."""
+    from kernbench.ab import interleave, make_side, worktree
+
+    started = now_iso()
+    environment = collect_environment(settings.root)
+    with worktree(settings.root, ref) as (base_root, sha):
+        base_specs, base_manifest = discover(base_root, paths, log)
+        cand_specs, cand_manifest = discover(settings.root, paths, log)
+        # An injected slowdown (a testing aid) is the candidate's change: not the baseline's.
+        baseline = make_side("A", base_root, replace(settings, inject_slowdown=()),
+                             select_kernels(base_specs, settings.filters))
+        candidate = make_side("B", settings.root, settings,
+                              select_kernels(cand_specs, settings.filters))
+        if not baseline.planned and not candidate.planned:
+            raise KernbenchError("--ab: no cases to run on either side")
+        base_results, cand_results = interleave(baseline, candidate, rounds, progress)
+    record = {**_settings_record(settings, output_dir, cand_manifest["paths"]),
+              "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
+    finished = now_iso()
+    cand_run = RunResult(started, finished, True, record, environment,
+                         tuple(select_kernels(cand_specs, settings.filters)),
+                         tuple(cand_results))
+    git = {**(environment.get("git") or {}), "commit": sha, "short_commit": sha[:12],
+           "branch": None, "dirty": False, "ref": ref}
+    base_run = RunResult(started, finished, True, record, {**environment, "git": git},
+                         tuple(select_kernels(base_specs, settings.filters)),
+                         tuple(base_results))
+    write_report_set(output_dir, cand_run, cand_manifest)
+    write_report_set(output_dir / "baseline", base_run, base_manifest)
+    base = run_from_document(summary_dict(base_run), f"{ref} ({sha[:12]}), interleaved")
+    cand = run_from_document(summary_dict(cand_run), "this tree, interleaved")
+    document = write_run_comparison(base, cand, output_dir, thresholds, alpha)
+    return RunOutcome(cand_run, output_dir, exit_code_for(cand_results)), document
+
+
 def compare_files(baseline: Path, candidate: Path, output_dir: Path,
                   threshold: float = DEFAULT_THRESHOLD,
                   accuracy_drift: float = DEFAULT_ACCURACY_DRIFT,
@@ -136,6 +193,43 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
                                 f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware"]
     write_comparison(output_dir, document)
     return document
+
+
+def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
+    """Join shard outputs (each a report directory) into one report set under `output_dir`."""
+    import json
+
+    from kernbench.reporting import write_json_atomic, write_text_atomic
+    from kernbench.reporting.markdown import render_summary
+    from kernbench.sharding import merge_summaries
+
+    documents = []
+    for directory in shard_dirs:
+        path = directory / "summary.json"
+        try:
+            documents.append((str(directory), json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as exc:
+            raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
+    merged = merge_summaries(documents)
+    environment = _read_json(shard_dirs[0] / "env.json") or merged.get("environment") or {}
+    write_json_atomic(output_dir / "summary.json", merged)
+    write_json_atomic(output_dir / "env.json", environment)
+    write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
+    for directory in shard_dirs:
+        for kernel_file in sorted((directory / "kernels").glob("*.json")):
+            write_text_atomic(output_dir / "kernels" / kernel_file.name,
+                              kernel_file.read_text(encoding="utf-8"))
+    return merged
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _thresholds_of(path: Path) -> dict[str, dict[str, float]]:

@@ -47,6 +47,29 @@ def positive_int(minimum: int) -> Any:
     return parse
 
 
+def _slowdowns(text: str) -> tuple[tuple[str, float], ...]:
+    rules = []
+    for item in text.split(","):
+        pattern, _, factor = item.partition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = 0.0
+        if not pattern or value < 1.0:
+            raise argparse.ArgumentTypeError(f"expected GLOB=FACTOR with FACTOR >= 1, got {item!r}")
+        rules.append((pattern.strip(), value))
+    return tuple(rules)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    from kernbench.sharding import parse_shard
+
+    try:
+        return parse_shard(text)
+    except KernbenchError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -101,6 +124,26 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         help="do not probe (or read) this CPU's peak; %% of peak stays empty")
     parser.add_argument("--list", action="store_true",
                         help="discover and print the manifest; run nothing")
+    parser.add_argument("--sku", default=None,
+                        help="SKU for bench.yaml golden values (default: detected from the GPU)")
+    parser.add_argument("--shard", type=_shard, default=None, metavar="K/N",
+                        help="run only shard K of N (stable by kernel); join with `kernbench "
+                        "merge`")
+    parser.add_argument("--save-history", action="store_true",
+                        help="append this run's record under ROOT/benchmarks/history/")
+    parser.add_argument("--compare-to", default=None, metavar="REF",
+                        help="compare with the newest history record at git ref REF for this "
+                        "machine; writes regressions.md")
+    parser.add_argument("--ab", default=None, metavar="REF",
+                        help="interleaved A/B on this machine: REF (in a temporary worktree) "
+                        "against this tree, in alternating rounds; writes regressions.md")
+    parser.add_argument("--rounds", type=positive_int(2), default=5, metavar="N",
+                        help="--ab rounds: worker processes per case and side (default: 5)")
+    parser.add_argument("--debug-inject-slowdown", type=_slowdowns, default=(),
+                        metavar="GLOB=FACTOR[,...]",
+                        help="testing aid: matching kernels' calls take FACTOR times as long "
+                        "(with --ab: on this tree's side only)")
+    _add_comparison_args(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     parser.add_argument("--debug-fake-timer", type=positive_float, default=None, metavar="MS",
                         help="testing aid: every kernel call takes exactly MS on a fake clock, "
@@ -118,6 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(run)
     listing = commands.add_parser("list", help="discover kernels and print the manifest")
     _add_discovery_args(listing)
+    history = commands.add_parser("history", help="list benchmark history records")
+    history.add_argument("--root", type=Path, default=Path("."))
+    history.add_argument("--kernel", default=None, metavar="GLOB", help="kernel name glob")
+    history.add_argument("--machine", default=None, metavar="FINGERPRINT")
+    history.add_argument("--branch", default=None)
+    history.add_argument("--since", default=None, metavar="DATE", help="ISO date prefix")
+    history.add_argument("--limit", type=positive_int(1), default=None, metavar="N")
+    history.add_argument("--json", action="store_true", help="print the records as JSON")
+    merge = commands.add_parser("merge", help="join shard outputs into one report set")
+    merge.add_argument("output_dir", type=Path, help="where the merged report set goes")
+    merge.add_argument("shards", type=Path, nargs="+", help="shard output directories")
     compare = commands.add_parser(
         "compare", help="compare two result files; write regressions.md and comparison.json")
     compare.add_argument("baseline", type=Path, help="summary.json, report dir or history record")
@@ -150,6 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "compare":
             return cmd_compare(args)
+        if args.command == "history":
+            return cmd_history(args)
+        if args.command == "merge":
+            return cmd_merge(args)
         if args.command == "list" or getattr(args, "list", False):
             return cmd_list(args)
         return cmd_run(args)
@@ -207,8 +265,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def report_comparison(document: dict[str, Any], output_dir: Path, fail: bool) -> int:
     """Print the verdict and counts; the exit code the comparison asks for."""
     counts = ", ".join(f"{n} {v}" for v, n in document["counts"].items() if n)
-    print(f"{document['verdict']} ({counts or 'no cases'}). "
-          f"See {output_dir}/regressions.md", file=sys.stderr)
+    detail = "" if document.get("baseline_note") else f" ({counts or 'no cases'})"
+    print(f"{document['verdict']}{detail}. See {output_dir}/regressions.md", file=sys.stderr)
     return 1 if fail and document["regression"] else 0
 
 
@@ -221,11 +279,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         root=args.root.resolve(),
         protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed),
         backends=args.backends, precisions=args.precision, filters=args.filter,
-        timeout_s=args.timeout, processes=args.processes, trace_python=args.trace_memory,
+        timeout_s=args.timeout, processes=args.processes, shard=args.shard, sku=args.sku,
+        trace_python=args.trace_memory,
         flush_l2=not args.no_l2_flush,
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
-        fake_call_ms=args.debug_fake_timer)
+        inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer)
     on_result = None if args.quiet else _print_result
+    if args.ab:
+        return _run_ab(args, settings)
     outcome = run_suite(settings, args.output_dir, args.paths,
                         log=_log(args.verbose and not args.quiet), on_result=on_result)
     if not args.quiet:
@@ -234,7 +295,74 @@ def cmd_run(args: argparse.Namespace) -> int:
         tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
         print(f"{len(outcome.run.results)} cases: {tally}. "
               f"Reports in {outcome.output_dir}/ (summary.md, summary.json)", file=sys.stderr)
-    return outcome.exit_code
+    return max(outcome.exit_code, _after_run(args, outcome.run))
+
+
+def _run_ab(args: argparse.Namespace, settings: Any) -> int:
+    from kernbench.api import run_ab
+    from kernbench.compare import Thresholds
+
+    thresholds = Thresholds(args.threshold, args.accuracy_drift)
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    outcome, document = run_ab(settings, args.ab, args.output_dir, args.rounds, thresholds,
+                               args.alpha, args.paths, _log(args.verbose and not args.quiet),
+                               progress)
+    return max(outcome.exit_code, report_comparison(document, args.output_dir,
+                                                    args.fail_on_regression))
+
+
+def _after_run(args: argparse.Namespace, run: Any) -> int:
+    """--save-history and --compare-to; returns the comparison's exit code (0 or 1)."""
+    from kernbench.baselines import compare_to_ref, save_history
+    from kernbench.compare import Thresholds
+
+    if args.save_history:
+        path = save_history(args.root.resolve(), run)
+        print(f"History record: {path}", file=sys.stderr)
+    if not args.compare_to:
+        return 0
+    thresholds = Thresholds(args.threshold, args.accuracy_drift,
+                            _per_kernel_thresholds(run))
+    document = compare_to_ref(args.root.resolve(), args.compare_to, run, args.output_dir,
+                              thresholds, args.alpha)
+    return report_comparison(document, args.output_dir, args.fail_on_regression)
+
+
+def _per_kernel_thresholds(run: Any) -> dict[str, dict[str, float]]:
+    return {k.name: dict(k.config.regression) for k in run.kernels
+            if k.config is not None and k.config.regression}
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    import json
+
+    from kernbench.history import load_records_with_errors
+
+    records, errors = load_records_with_errors(
+        args.root.resolve(), kernel=args.kernel, fingerprint=args.machine, branch=args.branch,
+        since=args.since, limit=args.limit)
+    for error in errors:
+        print(f"kernbench: warning: {error}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return 0
+    print(f"{len(records)} history records under {args.root}/benchmarks/history")
+    for record in records:
+        git = record.get("git") or {}
+        print(f"  {record.get('created_at')}  {git.get('short_commit') or 'nogit':<12} "
+              f"{(git.get('branch') or '-'):<16} {record.get('fingerprint')}  "
+              f"{len(record.get('results', []))} cases")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from kernbench.api import merge_shards
+
+    document = merge_shards(args.shards, args.output_dir)
+    counts = document["counts"]
+    print(f"Merged {len(args.shards)} shards: {counts['total']} cases into "
+          f"{args.output_dir}/", file=sys.stderr)
+    return 0
 
 
 def default_cache_dir() -> Path:

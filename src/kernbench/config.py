@@ -93,6 +93,8 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         reference=_reference(data.get("reference")),
         work=_work(data.get("work"), source),
         regression=data.get("regression"),
+        golden=data.get("golden"),
+        ignore_skus=tuple(data.get("ignore_skus", ())),
         raw=data,
     )
 

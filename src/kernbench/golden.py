@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernbench.errors import KernbenchError
+from kernbench.schema import GOLDEN_SCHEMA, IGNORE_SKUS_SCHEMA
 
 __all__ = [
     "DEFAULT_TOLERANCE_MULTIPLIER",
@@ -50,30 +51,6 @@ __all__ = [
 
 DEFAULT_TOLERANCE_MULTIPLIER = 1.1
 """Multiplier used when a golden entry gives none: the limit is 10% above the golden time."""
-
-GOLDEN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "minProperties": 1,
-    "additionalProperties": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["time_ms"],
-        "properties": {
-            "time_ms": {"type": "number", "exclusiveMinimum": 0},
-            "tolerance_multiplier": {"type": "number", "minimum": 1},
-            "size_bytes": {"type": "integer", "minimum": 0},
-        },
-    },
-}
-"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms, tolerance_multiplier?,
-size_bytes?}."""
-
-IGNORE_SKUS_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "uniqueItems": True,
-    "items": {"type": "string", "minLength": 1},
-}
-"""JSON-schema fragment for bench.yaml's ``ignore_skus``: a list of SKU names."""
 
 _PCT_DIGITS = 6
 """``ratio`` and ``exceeded_by_pct`` are rounded to this many decimals (float noise)."""

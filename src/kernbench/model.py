@@ -55,6 +55,9 @@ class BenchConfig:
     timeout_s: float | None = None
     reference: Mapping[str, str] | None = None
     """The case whose output is the reference for the others: {backend?, precision?}."""
+    golden: Mapping[str, Mapping[str, float]] | None = None
+    """Golden median latency per GPU SKU: {sku: {time_ms, tolerance_multiplier?, size_bytes?}}."""
+    ignore_skus: tuple[str, ...] = ()
     regression: Mapping[str, float] | None = None
     """Per-kernel practical thresholds for comparisons: {latency, accuracy_drift}."""
     work: Mapping[str, str | float] | None = None
@@ -165,6 +168,8 @@ class CaseResult:
     gpu_state: Mapping[str, Any] | None = None
     """NVML clocks, temperature and throttle reasons before and after the samples."""
     l2_flush: bool | None = None
+    golden: Mapping[str, Any] | None = None
+    """The golden-value check for this machine's SKU, when the kernel has a golden table."""
     started_at: str | None = None
     duration_s: float | None = None
     worker: Mapping[str, Any] = field(default_factory=dict)

@@ -15,19 +15,22 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
+from kernbench.golden import detect_sku, golden_check
 from kernbench.isolation import WorkerExit, run_isolated
 from kernbench.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.metrics.roofline import work_figures
 from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
 from kernbench.precision import canonical
 from kernbench.replicates import merge_replicates
+from kernbench.sharding import select_shard
 from kernbench.stats import percentile
 
 DEFAULT_PRECISION = "fp32"
@@ -50,6 +53,10 @@ class RunSettings:
     filters: tuple[str, ...] = ()
     timeout_s: float = 300.0
     processes: int = 1
+    shard: tuple[int, int] | None = None
+    """Run only shard K of N (1-based) of the planned cases, split stably by kernel."""
+    sku: str | None = None
+    """The SKU golden values are looked up for; None: detected from the GPU's name."""
     """Worker processes per case; their samples are kept as groups (see kernbench.replicates)."""
     trace_python: bool = False
     """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
@@ -57,6 +64,9 @@ class RunSettings:
     """Evict the GPU's L2 cache before every sample (GPU cases only)."""
     cache_dir: Path | None = None
     """Where machine-level measurements (the CPU peak probe) are cached; None: no CPU peak."""
+    inject_slowdown: tuple[tuple[str, float], ...] = ()
+    """Testing aid: (kernel glob, factor) pairs; matching kernels' calls take factor x as long
+    (a busy wait after each call), to measure how well comparisons detect a known slowdown."""
     fake_call_ms: float | None = None
     """Debug mode: every kernel call takes exactly this long on a fake clock."""
 
@@ -119,36 +129,47 @@ class BenchmarkRunner:
         self._cpu_peak: dict[str, Any] | None = None
 
     def plan(self, specs: Iterable[KernelSpec]) -> list[Case | KernelSpec]:
-        """Cases to run, plus invalid kernels (which become `invalid` records)."""
+        """Cases to run, plus invalid kernels (which become `invalid` records); with
+        `shard`, only this shard's stable share of them."""
         planned: list[Case | KernelSpec] = []
         for spec in select_kernels(specs, self.settings.filters):
             if spec.status == "invalid":
                 planned.append(spec)
             else:
                 planned.extend(plan_cases(spec, self.settings))
-        return planned
+        if self.settings.shard is None:
+            return planned
+        return select_shard(planned, _plan_key, self.settings.shard)
 
     def run(self, planned: Sequence[Case | KernelSpec],
             on_result: Callable[[CaseResult, int, int], None] | None = None) -> list[CaseResult]:
         results = []
-        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch:
-            self._scratch = Path(scratch)
+        with self.session():
             for index, item in enumerate(planned, start=1):
                 result = (invalid_result(item) if isinstance(item, KernelSpec)
                           else self.run_case(item))
                 results.append(result)
                 if on_result is not None:
                     on_result(result, index, len(planned))
-            self._scratch = None
         return results
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Scratch space for one run's saved reference outputs (removed at the end)."""
+        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch:
+            self._scratch = Path(scratch)
+            try:
+                yield
+            finally:
+                self._scratch = None
 
     def run_case(self, case: Case) -> CaseResult:
         """Run one case in `processes` fresh worker processes and build its record."""
         first = self._run_once(case, first=True)
         if self.settings.processes <= 1 or first.status != "ok":
-            return first
+            return apply_golden(first, case, self.settings.sku)
         others = [self._run_once(case, first=False) for _ in range(self.settings.processes - 1)]
-        return merge_replicates([first, *others])
+        return apply_golden(merge_replicates([first, *others]), case, self.settings.sku)
 
     def _run_once(self, case: Case, first: bool) -> CaseResult:
         started = now_iso()
@@ -236,7 +257,37 @@ class BenchmarkRunner:
             "config_source": config.source if config else None,
             "trace_python": self.settings.trace_python, "flush_l2": self.settings.flush_l2,
             "fake_call_ms": self.settings.fake_call_ms,
+            "slowdown": _slowdown_for(spec.name, self.settings.inject_slowdown),
         }
+
+
+def _slowdown_for(name: str, rules: Sequence[tuple[str, float]]) -> float | None:
+    for pattern, factor in rules:
+        if fnmatch.fnmatchcase(name, pattern):
+            return factor
+    return None
+
+
+def _plan_key(item: Case | KernelSpec) -> str:
+    # A kernel's cases share its shard, so a bench.yaml reference case stays beside the others.
+    return item.kernel.name if isinstance(item, Case) else item.name
+
+
+def apply_golden(result: CaseResult, case: Case, sku: str | None) -> CaseResult:
+    """Check the median against the kernel's golden value for this SKU; slower fails."""
+    config = case.kernel.config
+    if config is None or not config.golden or result.status != "ok":
+        return result
+    found = sku or detect_sku(result.device_info.get("device_name"), case.backend)
+    latency = percentile(result.samples_ms, 50) if result.samples_ms else None
+    check = golden_check(config.golden, config.ignore_skus, found, latency,
+                         result.output.get("nbytes"))
+    if check is None:
+        return result
+    if check.get("passed") is False:
+        return dataclasses.replace(result, golden=check, status="failed",
+                                   reason=f"golden check failed: {check.get('reason')}")
+    return dataclasses.replace(result, golden=check)
 
 
 def _timeout_for(case: Case, default: float) -> float:

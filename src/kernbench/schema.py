@@ -47,6 +47,30 @@ _SKIP_CONDITION = {
         "check": {"type": "string", "minLength": 1},
     },
 }
+GOLDEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "additionalProperties": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["time_ms"],
+        "properties": {
+            "time_ms": {"type": "number", "exclusiveMinimum": 0},
+            "tolerance_multiplier": {"type": "number", "minimum": 1},
+            "size_bytes": {"type": "integer", "minimum": 0},
+        },
+    },
+}
+"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms, tolerance_multiplier?,
+size_bytes?}."""
+
+IGNORE_SKUS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "uniqueItems": True,
+    "items": {"type": "string", "minLength": 1},
+}
+"""JSON-schema fragment for bench.yaml's ``ignore_skus``: a list of SKU names."""
+
 BENCH_YAML_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "bench.yaml",
@@ -72,6 +96,8 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
             "properties": {"backend": {"enum": list(BACKEND_NAMES)},
                            "precision": {"enum": list(PRECISION_NAMES)}},
         },
+        "golden": GOLDEN_SCHEMA,
+        "ignore_skus": IGNORE_SKUS_SCHEMA,
         "regression": {
             "type": "object", "additionalProperties": False, "minProperties": 1,
             "properties": {"latency": {"type": "number", "exclusiveMinimum": 0},

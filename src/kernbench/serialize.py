@@ -69,6 +69,7 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
         "work": dict(result.work) if result.work else None,
         "gpu_state": dict(result.gpu_state) if result.gpu_state else None,
         "l2_flush": result.l2_flush,
+        "golden": dict(result.golden) if result.golden else None,
         "output": dict(result.output),
         "started_at": result.started_at,
         "duration_s": result.duration_s,
@@ -95,6 +96,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         output=data.get("output") or {}, device=data.get("device"),
         device_info=data.get("device_info") or {}, work=data.get("work"),
         gpu_state=data.get("gpu_state"), l2_flush=data.get("l2_flush"),
+        golden=data.get("golden"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
         worker=data.get("worker") or {})
 

@@ -173,6 +173,8 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
         if fake:
             clock = FakeClock(float(job["fake_call_ms"]) * 1e6)
             call, collector.timer = clock.wrap(call), clock
+        if job.get("slowdown"):
+            call = slowed(call, float(job["slowdown"]))
         flush = backend.l2_flusher(backend_name) if job.get("flush_l2", True) else None
         outcome = collector.time_execution(call, flush, _metered(meter, region))
     m = outcome.measurement
@@ -199,6 +201,19 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
     if result["accuracy"].get("passed") is False:
         result.update(status="failed", reason=_accuracy_failure(result["accuracy"]))
     return result
+
+
+def slowed(call: Callable[[], object], factor: float) -> Callable[[], object]:
+    """Testing aid (--debug-inject-slowdown): each call takes `factor` times as long, by a busy
+    wait after it, so detection rates can be measured against a known, real slowdown."""
+    def slow_call() -> object:
+        start = time.perf_counter_ns()
+        result = call()
+        until = start + (time.perf_counter_ns() - start) * factor
+        while time.perf_counter_ns() < until:
+            pass
+        return result
+    return slow_call
 
 
 @contextmanager
@@ -314,8 +329,11 @@ def describe_output(value: object) -> dict[str, Any]:
     leaves = iter_leaves(value)
     described = [_describe_leaf(leaf) for leaf in leaves[:8]]
     first = next((d for d in described if d.get("precision")), None)
+    sizes = [getattr(leaf, "nbytes", None) for leaf in leaves]
+    ints = [s for s in sizes if isinstance(s, int)]
+    nbytes = sum(ints) if len(ints) == len(sizes) else None
     return {"type": type(value).__name__, "leaves": len(leaves), "items": described,
-            "precision": first["precision"] if first else None}
+            "precision": first["precision"] if first else None, "nbytes": nbytes}
 
 
 def _describe_leaf(leaf: object) -> dict[str, Any]:
