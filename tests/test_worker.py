@@ -97,7 +97,7 @@ def test_ok_case_has_samples_and_a_description(tmp_path: Path) -> None:
     assert result["memory"]["peak_mb"] > 0
     assert result["device"] == {"framework": "numpy", "device": "cpu"}
     assert result["output"] == {
-        "type": "ndarray", "leaves": 1, "precision": "fp32",
+        "type": "ndarray", "leaves": 1, "precision": "fp32", "nbytes": 3 * 4 * 4,
         "items": [{"type": "ndarray", "dtype": "float32", "precision": "fp32", "shape": [3, 4]}],
     }
     json.dumps(result, allow_nan=False)  # the result must be plain JSON
@@ -495,7 +495,7 @@ def test_jax_kernel_output_is_described(tmp_path: Path) -> None:
 
 def test_describe_numpy_array() -> None:
     assert describe_output(np.zeros((3, 4), dtype=np.float32)) == {
-        "type": "ndarray", "leaves": 1, "precision": "fp32",
+        "type": "ndarray", "leaves": 1, "precision": "fp32", "nbytes": 3 * 4 * 4,
         "items": [{"type": "ndarray", "dtype": "float32", "precision": "fp32", "shape": [3, 4]}],
     }
 
