@@ -564,7 +564,7 @@ def test_describe_keeps_eight_items_but_counts_every_leaf() -> None:
 def test_describe_plain_python_values() -> None:
     assert describe_output(2.5)["precision"] == "fp64"
     assert describe_output(None) == {"type": "NoneType", "leaves": 1, "precision": None,
-                                     "items": [{"type": "NoneType"}]}
+                                     "items": [{"type": "NoneType"}], "nbytes": None}
 
 
 def test_describe_output_never_includes_data() -> None:
