@@ -405,3 +405,27 @@ def test_compare_groups_never_raises_on_latencies(a: list[list[float]], b: list[
 def test_compare_groups_never_raises_on_extreme_values(a: list[list[float]],
                                                        b: list[list[float]]) -> None:
     check_comparison(compare_groups(a, b))
+
+
+def test_paired_rounds_cancel_drift_that_hides_a_change_from_welch() -> None:
+    from kernbench.stats_compare import PAIRED, compare_paired
+
+    rng = np.random.default_rng(7)
+    drift = [1.0, 1.5, 0.8, 1.3, 1.1, 0.9]  # the machine's speed, round by round
+    base = [list(d * rng.lognormal(0.0, 0.003, 20)) for d in drift]
+    cand = [list(1.05 * d * rng.lognormal(0.0, 0.003, 20)) for d in drift]
+    paired = compare_paired(base, cand)
+    assert paired.method == PAIRED
+    assert paired.ratio == pytest.approx(1.05, rel=0.01)
+    assert paired.p_value is not None and paired.p_value < 1e-4
+    assert paired.ci_low is not None and paired.ci_low > 1.0
+    unpaired = compare_groups(base, cand)
+    assert unpaired.p_value is not None and unpaired.p_value > 0.3  # drift swamps Welch
+
+
+def test_paired_falls_back_when_rounds_do_not_pair() -> None:
+    from kernbench.stats_compare import compare_paired
+
+    base = [[1.0, 1.1], [1.0, 1.2], [1.1, 1.0]]
+    cand = [[1.0, 1.1], [1.0, 1.2]]
+    assert compare_paired(base, cand).method == compare_groups(base, cand).method

@@ -161,7 +161,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     write_report_set(output_dir / "baseline", base_run, base_manifest)
     base = run_from_document(summary_dict(base_run), f"{ref} ({sha[:12]}), interleaved")
     cand = run_from_document(summary_dict(cand_run), "this tree, interleaved")
-    document = write_run_comparison(base, cand, output_dir, thresholds, alpha)
+    document = write_run_comparison(base, cand, output_dir, thresholds, alpha, paired=True)
     return RunOutcome(cand_run, output_dir, exit_code_for(cand_results)), document
 
 
@@ -179,12 +179,12 @@ def compare_files(baseline: Path, candidate: Path, output_dir: Path,
 
 def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
                          thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
-                         note: str | None = None) -> dict[str, Any]:
+                         note: str | None = None, paired: bool = False) -> dict[str, Any]:
     from kernbench.reporting.regressions import comparison_document, write_comparison
 
-    cases = compare_results(base.results, cand.results, thresholds, alpha)
+    cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
     settings = {"threshold": thresholds.latency, "accuracy_drift": thresholds.accuracy_drift,
-                "alpha": alpha, "per_kernel": dict(thresholds.per_kernel)}
+                "alpha": alpha, "per_kernel": dict(thresholds.per_kernel), "paired": paired}
     document = comparison_document(cases, base.meta, cand.meta, settings, note,
                                    skipped_on_both_sides(base.results, cand.results))
     prints = (base.meta.get("fingerprint"), cand.meta.get("fingerprint"))

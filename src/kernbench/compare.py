@@ -18,7 +18,13 @@ from typing import Any
 
 from kernbench.model import CaseResult
 from kernbench.stats import percentile
-from kernbench.stats_compare import Comparison, benjamini_hochberg, compare_groups, verdict
+from kernbench.stats_compare import (
+    Comparison,
+    benjamini_hochberg,
+    compare_groups,
+    compare_paired,
+    verdict,
+)
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
 DEFAULT_THRESHOLD = 0.10
@@ -132,8 +138,10 @@ def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
 
 def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResult],
                     thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
-                    confidence: float = 0.95) -> list[CaseComparison]:
-    """A verdict for every case present on either side."""
+                    confidence: float = 0.95, paired: bool = False) -> list[CaseComparison]:
+    """A verdict for every case present on either side. `paired`: the k-th process of each
+    side ran in the same interleaved round (``--ab``), so rounds are compared pairwise."""
+    compare = compare_paired if paired else compare_groups
     thresholds = thresholds or Thresholds()
     base_by_key = {case_key(r): r for r in baseline if r.status != "invalid"}
     cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
@@ -153,8 +161,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
         if status is not None:
             decided.append(status)
             continue
-        pending.append((key, base, cand, compare_groups(process_groups(base),
-                                                        process_groups(cand), confidence)))
+        pending.append((key, base, cand, compare(process_groups(base), process_groups(cand),
+                                                 confidence)))
     q_values = benjamini_hochberg([c.p_value for *_, c in pending])
     for (key, base, cand, comparison), q_value in zip(pending, q_values, strict=True):
         latency, drift_limit = thresholds.for_kernel(cand.kernel_name)

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 WELCH = "welch-log-process-medians"
+PAIRED = "paired-t-log-round-medians"
 MANN_WHITNEY = "mann-whitney-samples"
 INSUFFICIENT = "insufficient"
 
@@ -114,6 +115,40 @@ def compare_groups(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     if n_a >= needed and n_b >= needed:
         return _welch(groups_a, groups_b, confidence)
     return _mann_whitney(groups_a, groups_b, confidence, needed)
+
+
+def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequence[float]],
+                   confidence: float = 0.95, min_pairs: int = 3) -> Comparison:
+    """Compare groups that come in time-adjacent pairs (interleaved A/B rounds).
+
+    Round r ran baseline process r and candidate process r back to back, so whatever the machine
+    did during that round (frequency, a neighbour's load) hit both. The per-round differences of
+    log process medians cancel it: a one-sample t-test on them, ratio = exp(mean difference),
+    and its t interval. Unpaired data, or fewer than `min_pairs` rounds, falls back to
+    :func:`compare_groups`.
+    """
+    _check_confidence(confidence)
+    pairs = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+             for a, b in zip(baseline, candidate, strict=False) if len(a) and len(b)]
+    usable = len(pairs) == len(baseline) == len(candidate) and len(pairs) >= max(min_pairs, 2)
+    if not usable or not all(np.all(np.isfinite(g)) and np.all(g > 0) for p in pairs for g in p):
+        return compare_groups(baseline, candidate, confidence)
+    from scipy import stats as sps
+
+    diffs = np.array([math.log(_median(b)) - math.log(_median(a)) for a, b in pairs])
+    n = len(diffs)
+    mean = float(np.mean(diffs))
+    ratio = _finite_positive_or_none(_exp(mean))
+    if ratio is None:
+        return _insufficient(n, n, "the ratio of medians is not representable")
+    if np.ptp(diffs) == 0.0:
+        return Comparison(ratio, ratio, ratio, 1.0 if mean == 0.0 else 0.0, PAIRED, n, n,
+                          "every round shows the same difference (zero variance); the p-value "
+                          "and interval are degenerate")
+    se = float(np.std(diffs, ddof=1)) / math.sqrt(n)
+    p_value = float(sps.ttest_1samp(diffs, 0.0).pvalue)
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * se
+    return Comparison(ratio, _exp(mean - half), _exp(mean + half), p_value, PAIRED, n, n)
 
 
 def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
@@ -284,6 +319,6 @@ def verdict(comparison: Comparison, q_value: float | None, threshold: float,
         return "improved"
     if low is not None and high is not None and lower <= low and high <= upper:
         return "unchanged"
-    if not significant and lower <= ratio <= upper and comparison.method == WELCH:
+    if not significant and lower <= ratio <= upper and comparison.method in (WELCH, PAIRED):
         return "unchanged"
     return "inconclusive"

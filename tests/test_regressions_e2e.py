@@ -1,0 +1,654 @@
+"""End-to-end tests of the regression features through `kernbench.cli.main([...])`.
+
+Small NumPy kernels in temporary trees (git repositories where a ref is needed), run in real
+worker processes. `--debug-fake-timer` makes exact figures wherever the test needs them; the
+A/B tests time real work. Covered: `kernbench compare`, `--save-history` and `kernbench
+history`, `--compare-to REF`, `--ab REF` (also with `--debug-inject-slowdown`), golden values
+with `--sku`, `--shard K/N` and `kernbench merge`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.cli import main
+from kernbench.history import append_record
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
+
+FAST = ("--iters", "5", "--warmup", "1", "--no-cpu-peak", "-q")
+
+GOOD = """
+import numpy as np
+
+def run_benchmark():
+    return np.ones(4, dtype=np.float32) * 2
+"""
+
+# Pure-Python work, so the time is the interpreter's and not the allocator's; `work()` is
+# repeated to make a kernel slower for real.
+LOOP = """
+import numpy as np
+
+
+def work():
+    total = 0
+    for i in range(30000):
+        total += i
+    return total
+
+
+def run_benchmark():
+    {body}
+    return np.float64(work())
+"""
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+    }  # fmt: skip
+    done = subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True,
+                          text=True, check=True)
+    return done.stdout.strip()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+def loop_kernel(repeats: int = 1) -> str:
+    body = "; ".join(["work()"] * (repeats - 1)) if repeats > 1 else "pass"
+    return LOOP.replace("{body}", body)
+
+
+def init_repo(path: Path, kernels: dict[str, str]) -> str:
+    """A git repository on `main` with kernels/<name>.py committed; returns the commit sha."""
+    path.mkdir(parents=True)
+    for name, source in kernels.items():
+        write(path / "kernels" / f"{name}.py", source)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "kernels")
+    return git(path, "rev-parse", "HEAD")
+
+
+def cli(*args: Any) -> tuple[int, str, str]:
+    """`kernbench ARGS` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def run(root: Path, out: Path, *extra: Any) -> tuple[int, str]:
+    code, _, err = cli("run", "--root", root, "--output-dir", out, *FAST, *extra)
+    return code, err
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def statuses(summary_dir: Path) -> dict[str, str]:
+    return {r["kernel_name"]: r["status"] for r in load(summary_dir / "summary.json")["results"]}
+
+
+def verdicts(comparison_dir: Path) -> dict[str, str]:
+    return {c["kernel_name"]: c["verdict"] for c in load(comparison_dir / "comparison.json")["cases"]}
+
+
+def section(markdown: str, title: str) -> str:
+    """The text of a `## title` section, up to the next section or details block."""
+    start = markdown.index(f"## {title}")
+    ends = [i for i in (markdown.find("\n## ", start + 1), markdown.find("<details>", start))
+            if i != -1]
+    return markdown[start:min(ends) if ends else len(markdown)]
+
+
+def table_row(markdown: str, label: str) -> list[str]:
+    for line in markdown.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == label:
+            return cells[1:]
+    raise AssertionError(f"no table row {label!r} in:\n{markdown}")
+
+
+def history_files(root: Path) -> list[Path]:
+    return sorted((root / "benchmarks" / "history").rglob("*.jsonl.gz"))
+
+
+# --- two fake-timer runs and one unchanged run, shared by the compare tests ---------------
+
+
+@dataclass(frozen=True)
+class FakeRuns:
+    repo: Path
+    base: Path
+    """--debug-fake-timer 1, at commit `base_sha`."""
+    slow: Path
+    """--debug-fake-timer 1.5 --save-history, at commit `slow_sha`."""
+    same: Path
+    """--debug-fake-timer 1 again, at commit `slow_sha`."""
+    base_sha: str
+    slow_sha: str
+    record: Path
+    """The history record the slow run saved."""
+
+
+@pytest.fixture(scope="module")
+def fake_runs(tmp_path_factory: pytest.TempPathFactory) -> FakeRuns:
+    top = tmp_path_factory.mktemp("fake")
+    repo = top / "repo"
+    base_sha = init_repo(repo, {"alpha": GOOD, "beta": GOOD})
+    code, err = run(repo, top / "base", "--debug-fake-timer", "1", "--processes", "3")
+    assert code == 0, err
+    write(repo / "README", "a second commit\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-q", "-m", "second")
+    slow_sha = git(repo, "rev-parse", "HEAD")
+    code, err = run(repo, top / "slow", "--debug-fake-timer", "1.5", "--processes", "3",
+                    "--save-history")
+    assert code == 0, err
+    code, err = run(repo, top / "same", "--debug-fake-timer", "1", "--processes", "3")
+    assert code == 0, err
+    records = history_files(repo)
+    assert len(records) == 1, records
+    return FakeRuns(repo, top / "base", top / "slow", top / "same", base_sha, slow_sha,
+                    records[0])
+
+
+# --- kernbench compare -----------------------------------------------------------------------
+
+
+def test_compare_of_a_fifty_percent_slowdown_reports_a_regression(
+        fake_runs: FakeRuns, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    code, _, err = cli("compare", fake_runs.base, fake_runs.slow, "--output-dir", out)
+    assert code == 0, err  # warn only, without --fail-on-regression
+    assert "Regression" in err
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    assert "**Regression: 2 regressed**" in markdown
+    significant = section(markdown, "Significant changes")
+    assert "alpha" in significant and "beta" in significant
+    assert "**regressed**" in significant
+    runs = section(markdown, "Runs")
+    commits = table_row(runs, "Commit")
+    assert commits == [fake_runs.base_sha[:12], fake_runs.slow_sha[:12]]
+    machines = table_row(runs, "Machine")
+    assert len(machines) == 2 and all(m and m != "n/a" for m in machines)
+
+    document = load(out / "comparison.json")
+    assert document["regression"] is True
+    assert document["counts"]["regressed"] == 2
+    assert sorted(c["kernel_name"] for c in document["cases"]) == ["alpha", "beta"]
+    for case in document["cases"]:
+        assert case["verdict"] == "regressed"
+        assert case["ratio"] == pytest.approx(1.5)
+        # Identical fake samples: zero variance on each side, a degenerate but decided result.
+        assert case["ci_low"] == pytest.approx(1.5) and case["ci_high"] == pytest.approx(1.5)
+        assert case["baseline_p50_ms"] == pytest.approx(1.0)
+        assert case["candidate_p50_ms"] == pytest.approx(1.5)
+        assert case["processes"] == {"baseline": 3, "candidate": 3}
+        assert case["method"] == "welch-log-process-medians"
+    assert document["baseline"]["commit"] == fake_runs.base_sha[:12]
+    assert document["candidate"]["commit"] == fake_runs.slow_sha[:12]
+
+
+def test_compare_exits_1_on_a_regression_with_fail_on_regression(
+        fake_runs: FakeRuns, tmp_path: Path) -> None:
+    code, _, err = cli("compare", fake_runs.base, fake_runs.slow, "--output-dir",
+                       tmp_path / "cmp", "--fail-on-regression")
+    assert code == 1, err
+
+
+def test_compare_of_identical_fake_runs_is_no_regression(fake_runs: FakeRuns,
+                                                         tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    code, _, err = cli("compare", fake_runs.base, fake_runs.same, "--output-dir", out,
+                       "--fail-on-regression")
+    assert code == 0, err
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    assert "**No regression**" in markdown
+    assert "## Significant changes" not in markdown
+    assert "No significant change." in markdown
+    document = load(out / "comparison.json")
+    assert document["regression"] is False
+    assert document["verdict"] == "No regression"
+    assert len(document["cases"]) == 2
+    for case in document["cases"]:
+        # Zero variance and identical medians: p = 1 and a point interval at 1.
+        assert case["verdict"] == "unchanged"
+        assert case["ratio"] == pytest.approx(1.0)
+        assert (case["ci_low"], case["ci_high"]) == pytest.approx((1.0, 1.0))
+        assert not (case["accuracy_drift"] or {}).get("flagged")
+
+
+def test_compare_a_report_dir_with_a_history_record(fake_runs: FakeRuns,
+                                                    tmp_path: Path) -> None:
+    out = tmp_path / "dir-vs-record"
+    code, _, err = cli("compare", fake_runs.base, fake_runs.record, "--output-dir", out)
+    assert code == 0, err
+    document = load(out / "comparison.json")
+    assert {c["kernel_name"]: c["verdict"] for c in document["cases"]} == {
+        "alpha": "regressed", "beta": "regressed"}
+    assert all(c["ratio"] == pytest.approx(1.5) for c in document["cases"])
+    assert document["candidate"]["source"] == str(fake_runs.record)
+    assert document["candidate"]["commit"] == fake_runs.slow_sha[:12]
+
+    back = tmp_path / "record-vs-dir"
+    code, _, err = cli("compare", fake_runs.record, fake_runs.same, "--output-dir", back)
+    assert code == 0, err
+    assert verdicts(back) == {"alpha": "improved", "beta": "improved"}
+    assert "No regression; 2 improved" in (back / "regressions.md").read_text()
+
+
+def _garbage_summary(folder: Path, fake_runs: FakeRuns) -> Path:
+    return write(folder / "summary.json", '{"schema_version": 1, "results": [')
+
+
+def _truncated_record(folder: Path, fake_runs: FakeRuns) -> Path:
+    data = fake_runs.record.read_bytes()
+    target = folder / "truncated.jsonl.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data[: len(data) // 2])
+    return target
+
+
+def _corrupt_record(folder: Path, fake_runs: FakeRuns) -> Path:
+    """The deflate stream's bytes scrambled (header and trailer kept): bad gzip data."""
+    data = bytearray(fake_runs.record.read_bytes())
+    for i in range(10, len(data) - 8):
+        data[i] ^= 0x5A
+    target = folder / "corrupt.jsonl.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(bytes(data))
+    return target
+
+
+def _newer_summary(folder: Path, fake_runs: FakeRuns) -> Path:
+    document = load(fake_runs.slow / "summary.json")
+    document["schema_version"] = 99
+    return write(folder / "summary.json", json.dumps(document))
+
+
+def _newer_record(folder: Path, fake_runs: FakeRuns) -> Path:
+    record = json.loads(gzip.decompress(fake_runs.record.read_bytes()).decode().splitlines()[0])
+    record["schema_version"] = 99
+    target = folder / "newer.jsonl.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(gzip.compress((json.dumps(record) + "\n").encode()))
+    return target
+
+
+def _not_an_object(folder: Path, fake_runs: FakeRuns) -> Path:
+    return write(folder / "summary.json", "[1, 2, 3]")
+
+
+@pytest.mark.parametrize(("make", "detail"), [
+    (_garbage_summary, "cannot read results"),
+    (_truncated_record, "cannot read results"),
+    (_corrupt_record, "cannot read results"),
+    (_newer_summary, "schema_version 99 is newer"),
+    (_newer_record, "schema_version 99 is newer"),
+    (_not_an_object, "not a kernbench result file"),
+], ids=["garbage-json", "truncated-gzip", "corrupt-gzip", "newer-summary", "newer-record",
+        "not-an-object"])
+def test_unreadable_input_exits_2_naming_the_file(make: Any, detail: str, fake_runs: FakeRuns,
+                                                  tmp_path: Path) -> None:
+    bad = make(tmp_path / "bad", fake_runs)
+    out = tmp_path / "cmp"
+    code, _, err = cli("compare", fake_runs.base, bad, "--output-dir", out)
+    assert code == 2, err
+    assert err.startswith("kernbench: error: ")
+    assert str(bad) in err
+    assert detail in err
+    assert "Traceback" not in err
+    assert not (out / "regressions.md").exists()
+
+
+def test_missing_input_exits_2_naming_the_path(fake_runs: FakeRuns, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    code, _, err = cli("compare", missing, fake_runs.base, "--output-dir", tmp_path / "cmp")
+    assert code == 2
+    assert str(missing) in err and "no such result file" in err
+
+
+# --- --save-history and kernbench history -------------------------------------------------
+
+
+def test_save_history_writes_a_dated_record_that_history_lists(fake_runs: FakeRuns) -> None:
+    relative = fake_runs.record.relative_to(fake_runs.repo).as_posix()
+    match = re.fullmatch(r"benchmarks/history/(\d{4})/(\d{2})/(\d{2})/"
+                         r"(\d{8})T\d{9}Z-([0-9a-f]+)-([0-9A-Za-z_]+)\.jsonl\.gz", relative)
+    assert match, relative
+    year, month, day, stamp_day, commit, name_fp = match.groups()
+    assert stamp_day == f"{year}{month}{day}"
+    assert commit == fake_runs.slow_sha[:12]
+    record = json.loads(gzip.decompress(fake_runs.record.read_bytes()).decode().splitlines()[0])
+    assert record["created_at"].startswith(f"{year}-{month}-{day}")
+    assert record["fingerprint"] == name_fp
+    assert len(record["results"]) == 2
+
+    code, out, err = cli("history", "--root", fake_runs.repo)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("1 history records under")
+    assert fake_runs.slow_sha[:12] in out
+    assert "main" in out and "2 cases" in out
+
+    code, out, err = cli("history", "--root", fake_runs.repo, "--json")
+    assert code == 0, err
+    records = json.loads(out)
+    assert isinstance(records, list) and len(records) == 1
+    assert records[0]["git"]["commit"] == fake_runs.slow_sha
+    assert records[0]["git"]["branch"] == "main"
+    assert records[0]["fingerprint"] == name_fp
+
+
+def test_history_of_a_tree_without_records_lists_none(tmp_path: Path) -> None:
+    code, out, err = cli("history", "--root", tmp_path)
+    assert code == 0, err
+    assert out.startswith("0 history records")
+    code, out, _ = cli("history", "--root", tmp_path, "--json")
+    assert json.loads(out) == []
+
+
+# --- --compare-to REF ----------------------------------------------------------------------
+
+
+def test_compare_to_a_ref_without_history_says_there_is_no_baseline(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--debug-fake-timer", "1", "--compare-to", "main",
+                    "--fail-on-regression")
+    assert code == 0, err
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    assert "**No comparison: no benchmark history at main" in markdown
+    assert "this is not a pass" in markdown
+    assert "No comparison" in err
+    document = load(out / "comparison.json")
+    assert document["regression"] is False
+    assert "no benchmark history at main" in document["baseline_note"]
+
+
+def test_compare_to_a_ref_that_does_not_exist(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--debug-fake-timer", "1", "--compare-to", "no-such-branch")
+    assert code == 0, err
+    assert "ref 'no-such-branch' does not exist" in err
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    assert "ref 'no-such-branch' does not exist" in markdown
+    assert "this is not a pass" in markdown
+
+
+def test_compare_to_outside_a_git_repository(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write(root / "kernels" / "alpha.py", GOOD)
+    out = tmp_path / "out"
+    code, err = run(root, out, "--debug-fake-timer", "1", "--compare-to", "main")
+    assert code == 0, err
+    assert "no git repository" in (out / "regressions.md").read_text(encoding="utf-8")
+
+
+def test_compare_to_a_committed_record_flags_a_slower_run(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "base", "--debug-fake-timer", "1", "--processes", "3",
+                    "--save-history")
+    assert code == 0, err
+    git(repo, "add", "benchmarks")
+    git(repo, "commit", "-q", "-m", "baseline record")
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--debug-fake-timer", "2", "--processes", "3",
+                    "--compare-to", "main", "--fail-on-regression")
+    assert statuses(out) == {"alpha": "ok"}
+    assert code == 1, err  # every case ran: the 1 is the regression's
+    document = load(out / "comparison.json")
+    assert document["baseline_note"] is None
+    (case,) = document["cases"]
+    assert case["verdict"] == "regressed"
+    assert case["ratio"] == pytest.approx(2.0)
+    assert case["processes"] == {"baseline": 3, "candidate": 3}
+    assert "history at main" in document["baseline"]["source"]
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    assert "**Regression: 1 regressed**" in markdown
+    assert "alpha" in section(markdown, "Significant changes")
+
+
+def test_compare_to_a_ref_with_only_other_machines_records(fake_runs: FakeRuns,
+                                                           tmp_path: Path) -> None:
+    record = json.loads(gzip.decompress(fake_runs.record.read_bytes()).decode().splitlines()[0])
+    other = "0123456789abcdef" if record["fingerprint"] != "0123456789abcdef" else "fedcba98"
+    record["fingerprint"] = other
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD, "beta": GOOD})
+    path = append_record(repo, record, fsync=False)
+    assert other in path.name
+    git(repo, "add", "benchmarks")
+    git(repo, "commit", "-q", "-m", "someone else's record")
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--debug-fake-timer", "1", "--compare-to", "main",
+                    "--fail-on-regression")
+    assert code == 0, err
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    assert "none for this machine" in markdown
+    assert f"machines there: {other} (1)" in markdown
+    assert "this is not a pass" in markdown
+    assert "none for this machine" in err
+
+
+# --- --ab REF ------------------------------------------------------------------------------
+
+
+def snapshot(repo: Path) -> dict[str, Any]:
+    files = {p.relative_to(repo).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(repo.rglob("*")) if p.is_file() and ".git" not in p.parts}
+    return {"status": git(repo, "status", "--porcelain", "--untracked-files=all"),
+            "index": hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest(),
+            "head": git(repo, "rev-parse", "HEAD"), "files": files}
+
+
+def test_ab_flags_only_the_kernel_made_slower_and_leaves_the_repo_alone(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    sha = init_repo(repo, {"slowme": loop_kernel(1), "steady": loop_kernel(1)})
+    write(repo / "kernels" / "slowme.py", loop_kernel(3))  # three times the work, uncommitted
+    write(repo / "notes.txt", "untracked\n")
+    before = snapshot(repo)
+    assert "M kernels/slowme.py" in before["status"]
+    out = tmp_path / "out"
+    # Five rounds rather than three: on a busy machine the process medians of one side can
+    # differ by 1.6x, and three processes per side leave too few degrees of freedom.
+    code, err = run(repo, out, "--ab", "main", "--rounds", "5", "--threshold", "0.1")
+    assert code == 0, err
+    result = verdicts(out)
+    assert result["slowme"] == "regressed", (out / "regressions.md").read_text()
+    assert result["steady"] not in ("regressed", "improved"), (out / "regressions.md").read_text()
+    document = load(out / "comparison.json")
+    slow = next(c for c in document["cases"] if c["kernel_name"] == "slowme")
+    assert slow["ratio"] > 1.5
+    assert slow["processes"] == {"baseline": 5, "candidate": 5}
+    markdown = (out / "regressions.md").read_text(encoding="utf-8")
+    significant = section(markdown, "Significant changes")
+    assert "slowme" in significant and "steady" not in significant
+
+    # The baseline's report set, measured at the ref's commit.
+    baseline = load(out / "baseline" / "summary.json")
+    assert sorted(r["kernel_name"] for r in baseline["results"]) == ["slowme", "steady"]
+    assert baseline["environment"]["git"]["commit"] == sha
+    assert (out / "summary.json").is_file()
+
+    # Nothing in the repository changed, and the temporary worktree is gone.
+    assert snapshot(repo) == before
+    worktrees = [line for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+                 if line.startswith("worktree ")]
+    assert worktrees == [f"worktree {repo.resolve()}"]
+
+
+def test_ab_with_an_injected_slowdown_flags_only_the_injected_kernel(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"kmul": loop_kernel(1), "other": loop_kernel(1)})
+    before = snapshot(repo)
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--ab", "HEAD", "--rounds", "5", "--threshold", "0.1",
+                    "--debug-inject-slowdown", "k*=2.0")
+    assert code == 0, err
+    result = verdicts(out)
+    assert result["kmul"] == "regressed", (out / "regressions.md").read_text()
+    assert result["other"] not in ("regressed", "improved"), (out / "regressions.md").read_text()
+    kmul = next(c for c in load(out / "comparison.json")["cases"] if c["kernel_name"] == "kmul")
+    assert 1.5 < kmul["ratio"] < 2.7
+    assert snapshot(repo) == before
+
+
+def test_ab_with_a_ref_that_does_not_exist_exits_2(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "out", "--ab", "no-such-ref", "--rounds", "2")
+    assert code == 2
+    assert "no-such-ref" in err and "no such commit" in err
+
+
+# --- golden values -------------------------------------------------------------------------
+
+
+def golden_tree(root: Path, bench_yaml: str) -> Path:
+    write(root / "kernels" / "gold" / "gold.py", GOOD)
+    write(root / "kernels" / "gold" / "bench.yaml", bench_yaml)
+    return root
+
+
+def only_record(out: Path) -> dict[str, Any]:
+    (record,) = load(out / "summary.json")["results"]
+    return record
+
+
+def test_golden_value_exceeded_fails_the_case(tmp_path: Path) -> None:
+    root = golden_tree(tmp_path / "tree",
+                       "golden:\n  mysku: {time_ms: 0.5, tolerance_multiplier: 1.1}\n")
+    out = tmp_path / "out"
+    code, err = run(root, out, "--debug-fake-timer", "1", "--sku", "mysku")
+    assert code == 1, err
+    record = only_record(out)
+    assert record["status"] == "failed"
+    assert "golden" in record["reason"]
+    # median 1 ms against a limit of 0.5 x 1.1 = 0.55 ms: (1 - 0.55) / 0.55 = 81.8182% over.
+    assert "81.8182%" in record["reason"]
+    golden = record["golden"]
+    assert golden["passed"] is False
+    assert golden["sku"] == "mysku" and golden["golden_sku"] == "mysku"
+    assert golden["limit_ms"] == pytest.approx(0.55)
+    assert golden["measured_ms"] == pytest.approx(1.0)
+    assert golden["exceeded_by_pct"] == pytest.approx(81.818182, abs=1e-4)
+
+
+def test_golden_value_met_passes(tmp_path: Path) -> None:
+    root = golden_tree(tmp_path / "tree",
+                       "golden:\n  mysku: {time_ms: 2, tolerance_multiplier: 1.1}\n")
+    out = tmp_path / "out"
+    code, err = run(root, out, "--debug-fake-timer", "1", "--sku", "MySKU")
+    assert code == 0, err
+    record = only_record(out)
+    assert record["status"] == "ok"
+    assert record["golden"]["passed"] is True
+    assert record["golden"]["reason"] is None
+    assert record["golden"]["ratio"] == pytest.approx(0.5)
+
+
+def test_golden_value_without_a_sku_on_cpu_is_not_checked(tmp_path: Path) -> None:
+    root = golden_tree(tmp_path / "tree", "golden:\n  mysku: {time_ms: 0.5}\n")
+    out = tmp_path / "out"
+    code, err = run(root, out, "--debug-fake-timer", "1")
+    assert code == 0, err
+    record = only_record(out)
+    assert record["status"] == "ok"
+    assert record["golden"]["passed"] is None
+    assert "SKU unknown" in record["golden"]["reason"]
+
+
+def test_golden_value_for_an_ignored_sku_is_not_checked(tmp_path: Path) -> None:
+    root = golden_tree(tmp_path / "tree",
+                       "golden:\n  mysku: {time_ms: 0.5}\nignore_skus: [mysku]\n")
+    out = tmp_path / "out"
+    code, err = run(root, out, "--debug-fake-timer", "1", "--sku", "mysku")
+    assert code == 0, err
+    record = only_record(out)
+    assert record["status"] == "ok"
+    assert record["golden"]["passed"] is None
+    assert "ignored" in record["golden"]["reason"]
+
+
+# --- --shard and kernbench merge -----------------------------------------------------------
+
+SHARD_KERNELS = ("axpy", "gemm", "conv", "softmax", "relu", "scale")
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    top = tmp_path_factory.mktemp("shards")
+    root = top / "tree"
+    for name in SHARD_KERNELS:
+        write(root / "kernels" / f"{name}.py", GOOD)
+    for index in (1, 2):
+        code, err = run(root, top / f"s{index}", "--debug-fake-timer", "1",
+                        "--shard", f"{index}/2")
+        assert code == 0, err
+    return top / "s1", top / "s2"
+
+
+def test_shards_cover_every_kernel_exactly_once(shards: tuple[Path, Path]) -> None:
+    first, second = (set(statuses(s)) for s in shards)
+    assert first and second
+    assert not first & second
+    assert first | second == set(SHARD_KERNELS)
+    for shard in shards:
+        assert len(load(shard / "summary.json")["results"]) == len(statuses(shard))
+
+
+def test_merge_joins_the_shards(shards: tuple[Path, Path], tmp_path: Path) -> None:
+    out = tmp_path / "merged"
+    code, _, err = cli("merge", out, *shards)
+    assert code == 0, err
+    merged = load(out / "summary.json")
+    names = [r["kernel_name"] for r in merged["results"]]
+    assert sorted(names) == sorted(SHARD_KERNELS)
+    assert merged["counts"]["total"] == len(SHARD_KERNELS)
+    assert merged["counts"]["ok"] == len(SHARD_KERNELS)
+    assert merged["settings"]["shards"] == [str(s) for s in shards]
+    summary_md = (out / "summary.md").read_text(encoding="utf-8")
+    assert all(name in summary_md for name in SHARD_KERNELS)
+    assert sorted(p.stem for p in (out / "kernels").glob("*.json")) == sorted(SHARD_KERNELS)
+
+
+def test_merging_a_shard_twice_exits_2_with_a_duplicate_message(shards: tuple[Path, Path],
+                                                                tmp_path: Path) -> None:
+    first = shards[0]
+    code, _, err = cli("merge", tmp_path / "merged", first, shards[1], first)
+    assert code == 2
+    assert "in two shard summaries" in err
+    assert str(first) in err
+    assert not (tmp_path / "merged" / "summary.json").exists()
