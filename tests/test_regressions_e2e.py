@@ -117,7 +117,8 @@ def statuses(summary_dir: Path) -> dict[str, str]:
 
 
 def verdicts(comparison_dir: Path) -> dict[str, str]:
-    return {c["kernel_name"]: c["verdict"] for c in load(comparison_dir / "comparison.json")["cases"]}
+    cases = load(comparison_dir / "comparison.json")["cases"]
+    return {c["kernel_name"]: c["verdict"] for c in cases}
 
 
 def section(markdown: str, title: str) -> str:
@@ -462,6 +463,74 @@ def test_compare_to_a_ref_with_only_other_machines_records(fake_runs: FakeRuns,
     assert "none for this machine" in err
 
 
+# --- bench.yaml per-kernel thresholds in every kind of comparison --------------------------
+
+
+@dataclass(frozen=True)
+class Lenient:
+    repo: Path
+    base: Path
+    """--debug-fake-timer 1 --processes 3 --save-history, the record committed on main."""
+    slow: Path
+    """--debug-fake-timer 2 --processes 3 --compare-to main."""
+
+
+@pytest.fixture(scope="module")
+def lenient(tmp_path_factory: pytest.TempPathFactory) -> Lenient:
+    """Kernel `gamma` whose bench.yaml allows a 150% latency change; `delta` has no override."""
+    top = tmp_path_factory.mktemp("lenient")
+    repo = top / "repo"
+    repo.mkdir()
+    write(repo / "kernels" / "gamma" / "gamma.py", GOOD)
+    write(repo / "kernels" / "gamma" / "bench.yaml", "regression: {latency: 1.5}\n")
+    write(repo / "kernels" / "delta" / "delta.py", GOOD)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "kernels")
+    code, err = run(repo, top / "base", "--debug-fake-timer", "1", "--processes", "3",
+                    "--save-history")
+    assert code == 0, err
+    git(repo, "add", "benchmarks")
+    git(repo, "commit", "-q", "-m", "record")
+    code, err = run(repo, top / "slow", "--debug-fake-timer", "2", "--processes", "3",
+                    "--compare-to", "main")
+    assert code == 0, err
+    return Lenient(repo, top / "base", top / "slow")
+
+
+def thresholds_and_verdicts(out: Path) -> dict[str, tuple[Any, str]]:
+    return {c["kernel_name"]: (c["threshold"], c["verdict"])
+            for c in load(out / "comparison.json")["cases"]}
+
+
+def test_compare_to_applies_bench_yaml_thresholds(lenient: Lenient) -> None:
+    found = thresholds_and_verdicts(lenient.slow)
+    # A 2x slowdown: beyond the default 10%, within gamma's 150%.
+    assert found["delta"] == (pytest.approx(0.10), "regressed")
+    assert found["gamma"] == (pytest.approx(1.5), "unchanged")
+
+
+def test_compare_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    code, _, err = cli("compare", lenient.base, lenient.slow, "--output-dir", out)
+    assert code == 0, err
+    found = thresholds_and_verdicts(out)
+    assert found["delta"] == (pytest.approx(0.10), "regressed")
+    assert found["gamma"] == (pytest.approx(1.5), "unchanged")
+    assert load(out / "comparison.json")["settings"]["per_kernel"] == {"gamma": {"latency": 1.5}}
+
+
+def test_ab_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path) -> None:
+    """The documented rule (`--threshold` help, README): bench.yaml `regression.latency`
+    overrides the threshold per kernel, in --ab as in the other comparisons."""
+    out = tmp_path / "ab"
+    code, err = run(lenient.repo, out, "--ab", "main", "--rounds", "2", "--processes", "1",
+                    "--debug-fake-timer", "1", "--filter", "gamma")
+    assert code == 0, err
+    found = thresholds_and_verdicts(out)
+    assert found["gamma"][0] == pytest.approx(1.5)
+
+
 # --- --ab REF ------------------------------------------------------------------------------
 
 
@@ -473,6 +542,7 @@ def snapshot(repo: Path) -> dict[str, Any]:
             "head": git(repo, "rev-parse", "HEAD"), "files": files}
 
 
+@pytest.mark.slow
 def test_ab_flags_only_the_kernel_made_slower_and_leaves_the_repo_alone(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     sha = init_repo(repo, {"slowme": loop_kernel(1), "steady": loop_kernel(1)})
@@ -481,17 +551,19 @@ def test_ab_flags_only_the_kernel_made_slower_and_leaves_the_repo_alone(tmp_path
     before = snapshot(repo)
     assert "M kernels/slowme.py" in before["status"]
     out = tmp_path / "out"
-    # Five rounds rather than three: on a busy machine the process medians of one side can
-    # differ by 1.6x, and three processes per side leave too few degrees of freedom.
-    code, err = run(repo, out, "--ab", "main", "--rounds", "5", "--threshold", "0.1")
+    # Eight rounds rather than three: on a busy machine the medians of two worker processes
+    # running the same code can differ by 1.6x, and three rounds leave too few degrees of freedom.
+    code, err = run(repo, out, "--ab", "main", "--rounds", "8", "--threshold", "0.1")
     assert code == 0, err
     result = verdicts(out)
     assert result["slowme"] == "regressed", (out / "regressions.md").read_text()
     assert result["steady"] not in ("regressed", "improved"), (out / "regressions.md").read_text()
     document = load(out / "comparison.json")
+    assert document["settings"]["paired"] is True
     slow = next(c for c in document["cases"] if c["kernel_name"] == "slowme")
     assert slow["ratio"] > 1.5
-    assert slow["processes"] == {"baseline": 5, "candidate": 5}
+    assert slow["method"] == "paired-t-log-round-medians"
+    assert slow["processes"] == {"baseline": 8, "candidate": 8}
     markdown = (out / "regressions.md").read_text(encoding="utf-8")
     significant = section(markdown, "Significant changes")
     assert "slowme" in significant and "steady" not in significant
@@ -509,12 +581,13 @@ def test_ab_flags_only_the_kernel_made_slower_and_leaves_the_repo_alone(tmp_path
     assert worktrees == [f"worktree {repo.resolve()}"]
 
 
+@pytest.mark.slow
 def test_ab_with_an_injected_slowdown_flags_only_the_injected_kernel(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"kmul": loop_kernel(1), "other": loop_kernel(1)})
     before = snapshot(repo)
     out = tmp_path / "out"
-    code, err = run(repo, out, "--ab", "HEAD", "--rounds", "5", "--threshold", "0.1",
+    code, err = run(repo, out, "--ab", "HEAD", "--rounds", "8", "--threshold", "0.1",
                     "--debug-inject-slowdown", "k*=2.0")
     assert code == 0, err
     result = verdicts(out)
@@ -544,6 +617,7 @@ def golden_tree(root: Path, bench_yaml: str) -> Path:
 
 def only_record(out: Path) -> dict[str, Any]:
     (record,) = load(out / "summary.json")["results"]
+    assert isinstance(record, dict)
     return record
 
 

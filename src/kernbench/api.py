@@ -146,6 +146,10 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
         if not baseline.planned and not candidate.planned:
             raise KernbenchError("--ab: no cases to run on either side")
         base_results, cand_results = interleave(baseline, candidate, rounds, progress)
+    # bench.yaml `regression` thresholds of this tree's kernels apply, as in `compare`.
+    thresholds = replace(thresholds, per_kernel={
+        **{s.name: dict(s.config.regression) for s in cand_specs
+           if s.config is not None and s.config.regression}, **thresholds.per_kernel})
     record = {**_settings_record(settings, output_dir, cand_manifest["paths"]),
               "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
     finished = now_iso()
@@ -172,7 +176,7 @@ def compare_files(baseline: Path, candidate: Path, output_dir: Path,
     """Compare two result files; write comparison.json and regressions.md; return the
     comparison document."""
     base, cand = load_run(baseline), load_run(candidate)
-    per_kernel = _thresholds_of(candidate)
+    per_kernel = cand.meta.get("regression_thresholds") or {}
     return write_run_comparison(base, cand, output_dir,
                                 Thresholds(threshold, accuracy_drift, per_kernel), alpha)
 
@@ -230,20 +234,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _thresholds_of(path: Path) -> dict[str, dict[str, float]]:
-    import json
-
-    target = path / "summary.json" if path.is_dir() else path
-    if target.suffix != ".json":
-        return {}
-    try:
-        document = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    found = document.get("regression_thresholds") if isinstance(document, dict) else None
-    return found if isinstance(found, dict) else {}
 
 
 def _devices(results: Sequence[CaseResult]) -> list[dict[str, Any]]:

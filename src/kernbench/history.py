@@ -109,6 +109,7 @@ def history_record(run_summary: Mapping[str, Any], environment: Mapping[str, Any
         "settings": {key: settings[key] for key in SETTINGS_KEYS if key in settings},
         "run": {"started_at": summary.get("started_at"),
                 "finished_at": summary.get("finished_at"), "complete": summary.get("complete")},
+        "regression_thresholds": dict(summary.get("regression_thresholds") or {}),
         "results": [_compact_result(r) for r in summary.get("results") or []],
     }
 

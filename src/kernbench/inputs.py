@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ def load_run(path: Path) -> LoadedRun:
         text = raw.decode("utf-8")
         document = json.loads(text.splitlines()[0] if target.name.endswith(".jsonl.gz")
                               else text)
-    except (OSError, EOFError, UnicodeDecodeError, ValueError, IndexError) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, IndexError) as exc:
         raise KernbenchError(f"{target}: cannot read results: {exc}") from exc
     if not isinstance(document, dict):
         raise KernbenchError(f"{target}: not a kernbench result file (expected a JSON object)")
@@ -69,7 +70,9 @@ def _meta(document: Mapping[str, Any], source: str) -> dict[str, Any]:
     gpus = machine.get("gpus") or [g.get("name") for g in env.get("gpus") or []
                                    if isinstance(g, dict)]
     described = ", ".join(str(x) for x in [cpu, *gpus] if x) or None
+    thresholds = document.get("regression_thresholds")
     return {"source": source, "commit": git.get("short_commit") or git.get("commit"),
+            "regression_thresholds": thresholds if isinstance(thresholds, dict) else {},
             "branch": git.get("branch"),
             "fingerprint": document.get("fingerprint") or env.get("fingerprint"),
             "machine": described,

@@ -1,8 +1,9 @@
 """Spread a suite over machines (``--shard K/N``) and merge the shards' summaries back.
 
-Every case goes to exactly one of N shards, chosen from its ``case_id`` alone with SHA-256
+Every item goes to exactly one of N shards, chosen from a key alone with SHA-256
 (:func:`shard_of`), so the split is the same on every machine, Python version and run (unlike
-``hash()``, which is salted per process) and needs no coordination.  Each machine runs
+``hash()``, which is salted per process) and needs no coordination. The runner keys by kernel
+name, so all cases of a kernel (and its bench.yaml reference case) share a shard.  Each machine runs
 ``--shard K/N`` and writes its own summary.json; :func:`merge_summaries` joins them into one
 summary document of the same shape as :func:`kernbench.serialize.summary_dict`.
 """
