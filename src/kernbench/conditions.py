@@ -29,7 +29,6 @@ import operator
 import os
 import platform
 import sys
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from kernbench.errors import ConfigError, KernbenchError
+from kernbench.safe_ast import parse_expression
 
 __all__ = [
     "PROBES",
@@ -537,32 +537,12 @@ class _Parser:
         return _ProbeRef(probe.name, tuple(args))
 
 
-def _parse_tree(text: str, source: str, key: str) -> ast.Expression:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. invalid escape sequences in string literals
-            return ast.parse(text, filename=source, mode="eval")
-    except SyntaxError as exc:
-        got = f"syntax error: {exc.msg}"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        got = f"unparsable text: {type(exc).__name__}"
-    raise ConfigError(source, key, f"a valid expression: {_grammar()}", got)
-
-
 def parse_condition(text: str, source: str = "<condition>", key: str = "check") -> Condition:
     """Parse and fully validate ``text``; nothing is evaluated.
 
     Raises :class:`~kernbench.errors.ConfigError` naming ``source`` and ``key`` for text that
     is not a string, too long, not valid syntax, or uses anything outside the whitelist.
     """
-    if not isinstance(text, str):
-        raise ConfigError(source, key, "a condition string", text)
-    if len(text) > MAX_LENGTH:
-        raise ConfigError(source, key, f"a condition of at most {MAX_LENGTH} characters",
-                          f"{len(text)} characters")
-    stripped = text.strip()  # leading blanks are an IndentationError in eval mode
-    if not stripped:
-        raise ConfigError(source, key, f"a non-empty condition: {_grammar()}", text)
-    tree = _parse_tree(stripped, source, key)
+    stripped, tree = parse_expression(text, source, key, "condition", _grammar(), MAX_LENGTH)
     node = _Parser(stripped, source, key).convert(tree.body)
     return Condition(text, node, source, key)

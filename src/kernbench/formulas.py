@@ -34,7 +34,6 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from types import MappingProxyType
 from typing import TypeAlias
 
 from kernbench.errors import ConfigError
+from kernbench.safe_ast import parse_expression
 
 __all__ = [
     "FUNCTIONS",
@@ -485,32 +485,12 @@ class _Parser:
         return self.convert(node, depth + 1)
 
 
-def _parse_tree(text: str, source: str, key: str) -> ast.Expression:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. invalid escape sequences in string literals
-            return ast.parse(text, filename=source, mode="eval")
-    except SyntaxError as exc:
-        got = f"syntax error: {exc.msg}"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        got = f"unparsable text: {type(exc).__name__}"
-    raise ConfigError(source, key, f"a valid expression: {_grammar()}", got)
-
-
 def parse_formula(text: str, source: str = "<formula>", key: str = "formula") -> Formula:
     """Parse and fully validate ``text``; nothing is evaluated.
 
     Raises :class:`~kernbench.errors.ConfigError` naming ``source`` and ``key`` for text that
     is not a string, too long, not valid syntax, or uses anything outside the whitelist.
     """
-    if not isinstance(text, str):
-        raise ConfigError(source, key, "a formula string", text)
-    if len(text) > MAX_LENGTH:
-        raise ConfigError(source, key, f"a formula of at most {MAX_LENGTH} characters",
-                          f"{len(text)} characters")
-    stripped = text.strip()  # leading blanks are an IndentationError in eval mode
-    if not stripped:
-        raise ConfigError(source, key, f"a non-empty formula: {_grammar()}", text)
-    tree = _parse_tree(stripped, source, key)
+    stripped, tree = parse_expression(text, source, key, "formula", _grammar(), MAX_LENGTH)
     node = _Parser(stripped, source, key).convert(tree.body)
     return Formula(text, node, source, key)
