@@ -562,7 +562,7 @@ def test_ab_flags_only_the_kernel_made_slower_and_leaves_the_repo_alone(tmp_path
     assert document["settings"]["paired"] is True
     slow = next(c for c in document["cases"] if c["kernel_name"] == "slowme")
     assert slow["ratio"] > 1.5
-    assert slow["method"] == "paired-t-log-round-medians"
+    assert slow["method"] == "sign-test-log-round-medians"
     assert slow["processes"] == {"baseline": 8, "candidate": 8}
     markdown = (out / "regressions.md").read_text(encoding="utf-8")
     significant = section(markdown, "Significant changes")

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 WELCH = "welch-log-process-medians"
-PAIRED = "paired-t-log-round-medians"
+PAIRED = "sign-test-log-round-medians"
 MANN_WHITNEY = "mann-whitney-samples"
 INSUFFICIENT = "insufficient"
 
@@ -122,9 +122,12 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     """Compare groups that come in time-adjacent pairs (interleaved A/B rounds).
 
     Round r ran baseline process r and candidate process r back to back, so whatever the machine
-    did during that round (frequency, a neighbour's load) hit both. The per-round differences of
-    log process medians cancel it: a one-sample t-test on them, ratio = exp(mean difference),
-    and its t interval. Unpaired data, or fewer than `min_pairs` rounds, falls back to
+    did during that round (frequency, a neighbour's load) hit both; the per-round differences of
+    log process medians cancel it. On a shared machine those differences are heavy-tailed (one
+    disturbed process makes one wild round), so the comparison uses what survives that: the
+    sign test (how many rounds got slower), ratio = exp(median difference), and the
+    distribution-free order-statistic interval of that median (:func:`kernbench.stats.
+    median_ci`). Unpaired data, or fewer than `min_pairs` rounds, falls back to
     :func:`compare_groups`.
     """
     _check_confidence(confidence)
@@ -135,20 +138,23 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
         return compare_groups(baseline, candidate, confidence)
     from scipy import stats as sps
 
-    diffs = np.array([math.log(_median(b)) - math.log(_median(a)) for a, b in pairs])
+    from kernbench.stats import median_ci
+
+    diffs = [math.log(_median(b)) - math.log(_median(a)) for a, b in pairs]
     n = len(diffs)
-    mean = float(np.mean(diffs))
-    ratio = _finite_positive_or_none(_exp(mean))
+    ratio = _finite_positive_or_none(_exp(float(np.median(diffs))))
     if ratio is None:
         return _insufficient(n, n, "the ratio of medians is not representable")
-    if np.ptp(diffs) == 0.0:
-        return Comparison(ratio, ratio, ratio, 1.0 if mean == 0.0 else 0.0, PAIRED, n, n,
-                          "every round shows the same difference (zero variance); the p-value "
-                          "and interval are degenerate")
-    se = float(np.std(diffs, ddof=1)) / math.sqrt(n)
-    p_value = float(sps.ttest_1samp(diffs, 0.0).pvalue)
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * se
-    return Comparison(ratio, _exp(mean - half), _exp(mean + half), p_value, PAIRED, n, n)
+    slower = sum(d > 0 for d in diffs)
+    moved = sum(d != 0 for d in diffs)
+    p_value = float(sps.binomtest(slower, moved, 0.5).pvalue) if moved else 1.0
+    interval = median_ci(diffs, confidence)
+    if interval is None:  # too few rounds for any interval to reach the confidence
+        return Comparison(ratio, _exp(min(diffs)), _exp(max(diffs)), p_value, PAIRED, n, n,
+                          f"{n} rounds cannot give a {confidence:.0%} interval; the range of "
+                          "the rounds is shown")
+    low, high = min(interval[0], math.log(ratio)), max(interval[1], math.log(ratio))
+    return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
 
 
 def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
