@@ -38,10 +38,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TypeAlias
+from typing import ClassVar, TypeAlias
 
 from kernbench.errors import ConfigError
-from kernbench.safe_ast import parse_expression
+from kernbench.safe_ast import WhitelistParser, parse_expression
 
 __all__ = [
     "FUNCTIONS",
@@ -383,21 +383,11 @@ _NODE_NAMES: Mapping[type[ast.AST], str] = MappingProxyType({
 
 
 @dataclass(frozen=True)
-class _Parser:
-    text: str
-    source: str
-    key: str
+class _Parser(WhitelistParser):
+    NODE_NAMES: ClassVar[Mapping[type, str]] = _NODE_NAMES
 
-    def reject(
-        self, node: ast.AST, what: str | None = None, expected: str | None = None
-    ) -> ConfigError:
-        label = what or _NODE_NAMES.get(type(node), type(node).__name__)
-        return ConfigError(self.source, self.key, expected or _grammar(),
-                           f"{label} `{self.snippet(node)}`")
-
-    def snippet(self, node: ast.AST) -> str:
-        text = ast.get_source_segment(self.text, node) or ast.unparse(node)
-        return text if len(text) <= 80 else text[:77] + "..."
+    def grammar(self) -> str:
+        return _grammar()
 
     def convert(self, node: ast.expr, depth: int = 0) -> _Node:
         if depth > MAX_DEPTH:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
 
 from kernbench.errors import ConfigError
 
@@ -33,3 +36,29 @@ def parse_expression(text: object, source: str, key: str, what: str, grammar: st
     except (ValueError, RecursionError, MemoryError) as exc:
         got = f"unparsable text: {type(exc).__name__}"
     raise ConfigError(source, key, f"a valid expression: {grammar}", got)
+
+
+@dataclass(frozen=True)
+class WhitelistParser:
+    """Base of each language's tree walker: where the text came from, and how a rejected
+    construct is reported (its kind and the offending snippet). Subclasses set `NODE_NAMES`
+    and `grammar()`."""
+
+    text: str
+    source: str
+    key: str
+
+    NODE_NAMES: ClassVar[Mapping[type, str]] = {}
+
+    def grammar(self) -> str:
+        raise NotImplementedError
+
+    def reject(self, node: ast.AST, what: str | None = None,
+               expected: str | None = None) -> ConfigError:
+        label = what or self.NODE_NAMES.get(type(node), type(node).__name__)
+        return ConfigError(self.source, self.key, expected or self.grammar(),
+                           f"{label} `{self.snippet(node)}`")
+
+    def snippet(self, node: ast.AST) -> str:
+        text = ast.get_source_segment(self.text, node) or ast.unparse(node)
+        return text if len(text) <= 80 else text[:77] + "..."
