@@ -137,8 +137,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ab", default=None, metavar="REF",
                         help="interleaved A/B on this machine: REF (in a temporary worktree) "
                         "against this tree, in alternating rounds; writes regressions.md")
-    parser.add_argument("--rounds", type=positive_int(2), default=5, metavar="N",
-                        help="--ab rounds: worker processes per case and side (default: 5)")
+    parser.add_argument("--rounds", type=positive_int(2), default=10, metavar="N",
+                        help="--ab rounds: worker processes per case and side (default: 10; the "
+                        "sign test over rounds cannot reach p < 0.05 with fewer than 6)")
     parser.add_argument("--debug-inject-slowdown", type=_slowdowns, default=(),
                         metavar="GLOB=FACTOR[,...]",
                         help="testing aid: matching kernels' calls take FACTOR times as long "
