@@ -24,7 +24,7 @@ from kernbench.environment import collect_environment
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.inputs import LoadedRun, load_run, run_from_document
 from kernbench.model import CaseResult, KernelSpec, RunResult
-from kernbench.reporting import ReportGenerator
+from kernbench.reporting import ReportGenerator, read_json_object
 from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
 from kernbench.serialize import manifest_dict, spec_dict, summary_dict
 
@@ -215,7 +215,7 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]
         except (OSError, ValueError) as exc:
             raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     merged = merge_summaries(documents)
-    environment = _read_json(shard_dirs[0] / "env.json") or merged.get("environment") or {}
+    environment = read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {}
     write_json_atomic(output_dir / "summary.json", merged)
     write_json_atomic(output_dir / "env.json", environment)
     write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
@@ -224,16 +224,6 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]
             write_text_atomic(output_dir / "kernels" / kernel_file.name,
                               kernel_file.read_text(encoding="utf-8"))
     return merged
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    import json
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _devices(results: Sequence[CaseResult]) -> list[dict[str, Any]]:

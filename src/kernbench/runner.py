@@ -30,6 +30,7 @@ from kernbench.metrics.roofline import work_figures
 from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
 from kernbench.precision import canonical
 from kernbench.replicates import merge_replicates
+from kernbench.reporting import read_json_object
 from kernbench.sharding import select_shard
 from kernbench.stats import percentile
 
@@ -212,7 +213,7 @@ class BenchmarkRunner:
             job_path.write_text(json.dumps(job), encoding="utf-8")
             exit_info = run_isolated([sys.executable, "-m", "kernbench.worker", str(job_path)],
                                      cwd=self.settings.root, env=_worker_env(), timeout_s=timeout)
-            return _read_result(result_path), exit_info
+            return read_json_object(result_path), exit_info
 
     def _reference_fields(self, case: Case) -> dict[str, Any]:
         """Job fields that save (for the reference case) or load (for the others) a reference
@@ -316,14 +317,6 @@ def _worker_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return env
-
-
-def _read_result(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _worker_facts(exit_info: WorkerExit) -> dict[str, Any]:

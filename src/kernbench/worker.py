@@ -35,6 +35,7 @@ from kernbench.metrics.memory import merge_device_memory
 from kernbench.metrics.outputs import load_output, save_output
 from kernbench.model import NATIVE, ProtocolSettings
 from kernbench.precision import precision_of_dtype
+from kernbench.reporting import write_text_atomic
 
 OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
                     "numba", "ml_dtypes"}
@@ -75,17 +76,11 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
     result = run_job(job)
-    write_atomic(Path(job["result_path"]), json.dumps(result, allow_nan=True))
+    write_text_atomic(Path(job["result_path"]), json.dumps(result, allow_nan=True))
     sys.stdout.flush()
     sys.stderr.flush()
     # Leave at once: a kernel's non-daemon threads or atexit hooks must not hold the case.
     os._exit(0)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def run_job(job: Mapping[str, Any]) -> dict[str, Any]:

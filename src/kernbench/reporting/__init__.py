@@ -20,7 +20,8 @@ from kernbench.model import CaseResult, RunResult
 from kernbench.schema import SCHEMA_VERSION
 from kernbench.serialize import record_dict, summary_dict
 
-__all__ = ["ReportGenerator", "safe_filename", "write_json_atomic", "write_text_atomic"]
+__all__ = ["ReportGenerator", "read_json_object", "safe_filename", "write_json_atomic",
+           "write_text_atomic"]
 
 
 def safe_filename(name: str) -> str:
@@ -44,6 +45,15 @@ def write_text_atomic(path: Path, text: str) -> Path:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     return path
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def write_json_atomic(path: Path, data: Any) -> Path:
