@@ -1,0 +1,80 @@
+"""What every report format is rendered from: the JSON documents of one run, never live objects.
+
+A run directory holds ``summary.json`` (with the results and their raw samples), ``env.json``
+and, when the run was compared with a baseline, ``comparison.json``. History records (see
+:mod:`kernbench.history`) of the same machine add trends. :func:`load_report_inputs` reads them
+back, so ``kernbench report DIR`` renders exactly what the run itself rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import KernbenchError
+from kernbench.schema import migrate
+
+__all__ = ["ReportInputs", "load_report_inputs"]
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """The documents of one run. Treat the mappings as read-only.
+
+    * `summary`: summary.json (``results`` holds one record per case, raw samples included);
+    * `environment`: env.json (falls back to the summary's own copy);
+    * `comparison`: comparison.json when the run was compared with a baseline, else None;
+    * `history`: history records of this machine, newest first (may be empty).
+    """
+
+    summary: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    comparison: Mapping[str, Any] | None = None
+    history: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+    @property
+    def results(self) -> list[Mapping[str, Any]]:
+        return list(self.summary.get("results") or [])
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    from kernbench.reporting import read_json_object
+
+    return read_json_object(path) if path.exists() else None
+
+
+def load_report_inputs(run_dir: Path, history_root: Path | None = None,
+                       history_limit: int = 200) -> ReportInputs:
+    """The documents of the run in `run_dir`; KernbenchError when summary.json is unusable.
+
+    With `history_root` (a repository root), history records of the run's machine fingerprint
+    are loaded from there, newest first, at most `history_limit` of them.
+    """
+    summary_path = run_dir / "summary.json"
+    if not summary_path.is_file():
+        raise KernbenchError(f"{summary_path}: no such file; is {run_dir} a kernbench output "
+                             "directory?")
+    summary = _read(summary_path)
+    if summary is None or not isinstance(summary.get("results"), list):
+        raise KernbenchError(f"{summary_path}: not a kernbench summary (expected a JSON object "
+                             "with a 'results' list)")
+    summary = migrate(summary, str(summary_path))
+    environment = _read(run_dir / "env.json") or dict(summary.get("environment") or {})
+    comparison = _read(run_dir / "comparison.json")
+    history: list[dict[str, Any]] = []
+    if history_root is not None:
+        history = _history_for(history_root, environment, history_limit)
+    return ReportInputs(summary, environment, comparison, tuple(history))
+
+
+def _history_for(root: Path, environment: Mapping[str, Any],
+                 limit: int) -> list[dict[str, Any]]:
+    from kernbench.history import load_records
+
+    fingerprint = environment.get("fingerprint")
+    if not fingerprint:
+        return []
+    return load_records(root, fingerprint=str(fingerprint), limit=limit,
+                        on_error=lambda message: None)
