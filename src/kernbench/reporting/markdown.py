@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
+
+from kernbench.reporting import findings as fx
+
+if TYPE_CHECKING:
+    from kernbench.reporting.bundle import ReportInputs
+
+
+MAX_LISTED = 12
+"""Key Findings lists at most this many findings per group and counts the rest."""
 
 
 def fmt_num(value: object, digits: int = 4) -> str:
@@ -43,8 +52,11 @@ def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(ok, key=lambda r: r["timing"]["latency_ms_p50"])
 
 
-def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any]) -> str:
+def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
+                   comparison: Mapping[str, Any] | None = None) -> str:
+    """summary.md; with `comparison` (comparison.json) it also carries a Regressions section."""
     results = list(document["results"])
+    found = fx.key_findings(document)
     template = template_environment().get_template("summary.md.j2")
     return template.render(
         doc=document, env=environment, board=leaderboard(results),
@@ -55,4 +67,13 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any]) 
         unchecked=[r for r in results if r["status"] == "ok"
                    and (r.get("accuracy") or {}).get("passed") is None],
         worked=[r for r in results if r["status"] == "ok" and r.get("work")],
+        finding_groups=fx.group_findings(found), max_listed=MAX_LISTED,
+        unstable=any(f.kind == "unstable" for f in found), noisy_pct=fx.NOISY_CI_RATIO * 100,
+        advice=fx.recommendations(document, comparison), no_advice=fx.NO_RECOMMENDATIONS,
+        digest=fx.regression_digest(comparison),
     )
+
+
+def render_summary_inputs(inputs: ReportInputs) -> str:
+    """summary.md from a run's report inputs (its comparison included, when there is one)."""
+    return render_summary(inputs.summary, inputs.environment, inputs.comparison)
