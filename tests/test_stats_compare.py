@@ -210,8 +210,10 @@ def comp(ratio: float | None, low: float | None, high: float | None,
     (comp(0.6, 0.5, 0.7), 0.001, "improved"),
     (comp(0.6, 0.5, 1.01), 0.001, "inconclusive"),
     (comp(0.95, 0.92, 0.98), 0.001, "unchanged"),  # significant, but inside the band
-    (comp(1.02, 0.8, 1.3), 0.4, "unchanged"),  # Welch, not significant, ratio in band
-    (comp(1.02, 0.8, 1.3, MW), 0.4, "inconclusive"),  # the same without enough processes
+    # Not significant is not unchanged: the interval must rule out a change beyond the band.
+    (comp(1.02, 0.8, 1.3), 0.4, "inconclusive"),
+    (comp(1.02, 0.97, 1.05), 0.4, "unchanged"),
+    (comp(1.02, 0.8, 1.3, MW), 0.4, "inconclusive"),
     (comp(1.2, 0.8, 1.6), 0.4, "inconclusive"),  # not significant but large
     (comp(1.0, 1 / 1.1, 1.1, MW), 0.4, "unchanged"),  # interval exactly the band
 ])
