@@ -7,7 +7,7 @@ interleaved rounds) with real slowdowns injected into some kernels on the candid
 kernels are split into three groups that rotate between repetitions: one gets +10%, one +5%,
 one nothing. Per case and repetition it records:
 
-* kernbench's verdict (Welch on process medians, BH across all cases, practical threshold);
+* kernbench's verdict (sign test over paired rounds, BH across all cases, practical threshold);
 * the seed's rule: candidate p50 > baseline p50 x 1.10, on the first round only (one run each
   side, as the seed's tool compares one run with a stored one);
 * a pytest-benchmark style ``--benchmark-compare-fail=median:10%``: the median of all samples of
@@ -16,7 +16,8 @@ one nothing. Per case and repetition it records:
 It prints the A/A false-positive rate (cases with nothing injected that were flagged either way)
 and the detection rates of the +10% and +5% slowdowns, for each rule, over the same samples.
 
-    python benchmarks/bench_regression_detection.py --reps 20 --rounds 6 --threshold 0.03
+    python benchmarks/bench_regression_detection.py --reps 20 --rounds 20 --iters 10 \
+        --threshold 0.03 --filter gemm,fft,matvec,pressure_poisson
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def tally(rule_hits: dict[tuple[str, float], list[bool]]) -> dict[str, dict[floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threshold", type=float, default=0.03)

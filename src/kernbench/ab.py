@@ -15,9 +15,10 @@ import dataclasses
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from kernbench.compare import case_key
 from kernbench.errors import KernbenchError
@@ -26,7 +27,13 @@ from kernbench.model import Case, CaseResult, KernelSpec
 from kernbench.replicates import merge_replicates
 from kernbench.runner import BenchmarkRunner, RunSettings, invalid_result
 
-Progress = Callable[[str], None]
+
+class Progress(Protocol):
+    """Told before and after each worker run: a label, the 1-based count and the total."""
+
+    def case_started(self, label: str, index: int, total: int) -> None: ...
+
+    def case_finished(self, line: str, index: int, total: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,9 @@ def interleave(baseline: Side, candidate: Side, rounds: int,
     base_cases, cand_cases = baseline.keyed(), candidate.keyed()
     keys = sorted(set(base_cases) | set(cand_cases))
     runs: dict[tuple[str, str], list[CaseResult]] = {}
+    total = rounds * (sum(1 for k in keys if k in base_cases) + sum(1 for k in keys
+                                                                   if k in cand_cases))
+    done = 0
     with baseline.runner.session(), candidate.runner.session():
         for round_index in range(rounds):
             order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)
@@ -86,11 +96,14 @@ def interleave(baseline: Side, candidate: Side, rounds: int,
                     case = (base_cases if side is baseline else cand_cases).get(key)
                     if case is None:
                         continue
+                    label = f"round {round_index + 1}/{rounds} {side.label} {case.case_id}"
+                    if progress is not None:
+                        progress.case_started(label, done + 1, total)
                     result = side.runner.run_case(case)
                     runs.setdefault((side.label, key), []).append(result)
+                    done += 1
                     if progress is not None:
-                        progress(f"[round {round_index + 1}/{rounds}] {side.label} "
-                                 f"{case.case_id}: {result.status}")
+                        progress.case_finished(f"{label}: {result.status}", done, total)
     return (_merged(baseline, runs), _merged(candidate, runs))
 
 

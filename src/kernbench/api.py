@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernbench.compare import (
     DEFAULT_ACCURACY_DRIFT,
@@ -28,10 +28,14 @@ from kernbench.reporting import ReportGenerator, read_json_object
 from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
 from kernbench.serialize import manifest_dict, spec_dict, summary_dict
 
+if TYPE_CHECKING:
+    from kernbench.ab import Progress
+
 Log = Callable[[str], None]
 OnResult = Callable[[CaseResult, int, int], None]
+OnStart = Callable[[str, int, int], None]
 
-__all__ = ["RunOutcome", "discover", "exit_code_for", "run_suite"]
+__all__ = ["RunOutcome", "discover", "exit_code_for", "render_reports", "run_suite"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,10 @@ def exit_code_for(results: Sequence[CaseResult]) -> int:
 
 
 def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | None = None,
-              log: Log | None = None, on_result: OnResult | None = None) -> RunOutcome:
-    """Discover, run every selected case and write the report set under `output_dir`."""
+              log: Log | None = None, on_result: OnResult | None = None,
+              on_start: OnStart | None = None) -> RunOutcome:
+    """Discover, run every selected case and write the JSON report set under `output_dir`
+    (with summary.md); :func:`render_reports` adds the other formats."""
     started = now_iso()
     specs, manifest = discover(settings.root, paths, log)
     selected = select_kernels(specs, settings.filters)
@@ -78,6 +84,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
             f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
     environment = collect_environment(settings.root)
+    clear_previous_reports(output_dir)
     reports = ReportGenerator(output_dir)
     reports.write_environment(environment)
     reports.write_manifest(manifest)
@@ -96,7 +103,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     run_settings = _settings_record(settings, output_dir, manifest["paths"])
     complete = False
     try:
-        runner.run(planned, on_result=record)
+        runner.run(planned, on_result=record, on_start=on_start)
         complete = True
     finally:
         environment = {**environment, "devices": _devices(results)}
@@ -106,6 +113,43 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                         kernels=tuple(selected), results=tuple(results))
         reports.write_summary(run)
     return RunOutcome(run, output_dir, exit_code_for(results))
+
+
+# Files a run owns in its output directory besides the JSON it writes as it goes. A new run
+# removes them first, so no report of an earlier run into the same directory survives to be
+# mistaken for this one's (comparison.json above all: every format reads it).
+OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
+               "pytorch_v3.json", "github_benchmark.json", "junit.xml")
+OWNED_DIRS = ("plots",)
+
+
+def clear_previous_reports(output_dir: Path) -> None:
+    """Remove report files an earlier run left in `output_dir` (only kernbench's own names)."""
+    import shutil
+
+    for name in OWNED_FILES:
+        (output_dir / name).unlink(missing_ok=True)
+    for name in OWNED_DIRS:
+        shutil.rmtree(output_dir / name, ignore_errors=True)
+
+
+def render_reports(output_dir: Path, formats: Sequence[str], history_root: Path | None = None,
+                   source_dir: Path | None = None) -> list[Path]:
+    """Render `formats` from the JSON documents of the run in `source_dir` (default:
+    `output_dir`) into `output_dir`; the paths written.
+
+    summary.json, env.json and kernels/*.json are written by the run itself, so "json" only
+    copies them when rendering into another directory. History records of the run's machine
+    under `history_root` feed the trends.
+    """
+    from kernbench.reporting.bundle import load_report_inputs
+    from kernbench.reporting.formats import write_formats
+
+    source = source_dir or output_dir
+    inputs = load_report_inputs(source, history_root)
+    same = source.resolve() == output_dir.resolve()
+    wanted = [f for f in formats if not (same and f == "json")]
+    return write_formats(inputs, output_dir, wanted)
 
 
 def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any]) -> None:
@@ -126,7 +170,7 @@ def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any])
 def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
            thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
            paths: Sequence[str] | None = None, log: Log | None = None,
-           progress: Callable[[str], None] | None = None) -> tuple[RunOutcome, dict[str, Any]]:
+           progress: Progress | None = None) -> tuple[RunOutcome, dict[str, Any]]:
     """Interleaved A/B of REF (baseline, in a temporary worktree) against this tree.
 
     The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
@@ -134,6 +178,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     from kernbench.ab import interleave, make_side, worktree
 
     started = now_iso()
+    clear_previous_reports(output_dir)
     environment = collect_environment(settings.root)
     with worktree(settings.root, ref) as (base_root, sha):
         base_specs, base_manifest = discover(base_root, paths, log)

@@ -10,12 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernbench.errors import EXIT_USAGE, KernbenchError
-
-if TYPE_CHECKING:
-    from kernbench.model import CaseResult
 
 PRECISION_CHOICES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
 BACKEND_CHOICES = ("cpu", "cuda", "rocm")
@@ -68,6 +65,21 @@ def _shard(text: str) -> tuple[int, int]:
         return parse_shard(text)
     except KernbenchError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    from kernbench.reporting.formats import parse_formats
+
+    try:
+        return parse_formats(text)
+    except KernbenchError as exc:
+        raise argparse.ArgumentTypeError(exc.message.removeprefix("--format: ")) from None
+
+
+def _add_format_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", type=_formats, default=("json", "md", "html"),
+                        metavar="F[,F]", help="report formats: json, md, html, csv, pytorch_v3, "
+                        "github, junit, png (matplotlib), or all (default: json,md,html)")
 
 
 def positive_float(text: str) -> float:
@@ -137,15 +149,17 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ab", default=None, metavar="REF",
                         help="interleaved A/B on this machine: REF (in a temporary worktree) "
                         "against this tree, in alternating rounds; writes regressions.md")
-    parser.add_argument("--rounds", type=positive_int(2), default=10, metavar="N",
-                        help="--ab rounds: worker processes per case and side (default: 10; the "
+    parser.add_argument("--rounds", type=positive_int(2), default=20, metavar="N",
+                        help="--ab rounds: worker processes per case and side (default: 20; the "
                         "sign test over rounds cannot reach p < 0.05 with fewer than 6)")
     parser.add_argument("--debug-inject-slowdown", type=_slowdowns, default=(),
                         metavar="GLOB=FACTOR[,...]",
                         help="testing aid: matching kernels' calls take FACTOR times as long "
                         "(with --ab: on this tree's side only)")
     _add_comparison_args(parser)
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    _add_format_arg(parser)
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing but errors (no progress)")
     parser.add_argument("--debug-fake-timer", type=positive_float, default=None, metavar="MS",
                         help="testing aid: every kernel call takes exactly MS on a fake clock, "
                         "so reports hold known numbers")
@@ -173,6 +187,19 @@ def build_parser() -> argparse.ArgumentParser:
     merge = commands.add_parser("merge", help="join shard outputs into one report set")
     merge.add_argument("output_dir", type=Path, help="where the merged report set goes")
     merge.add_argument("shards", type=Path, nargs="+", help="shard output directories")
+    merge.add_argument("--root", type=Path, default=Path("."),
+                       help="repository whose benchmarks/history feeds the trends")
+    _add_format_arg(merge)
+    report = commands.add_parser(
+        "report", help="re-render the reports of an earlier run from its JSON; runs nothing")
+    report.add_argument("run_dir", type=Path, metavar="DIR",
+                        help="output directory of an earlier run (holds summary.json)")
+    report.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
+                        help="write the reports here instead of into DIR")
+    report.add_argument("--root", type=Path, default=None,
+                        help="repository whose benchmarks/history feeds the trends (default: "
+                        "the run's own --root, when it still exists)")
+    _add_format_arg(report)
     compare = commands.add_parser(
         "compare", help="compare two result files; write regressions.md and comparison.json")
     compare.add_argument("baseline", type=Path, help="summary.json, report dir or history record")
@@ -209,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_history(args)
         if args.command == "merge":
             return cmd_merge(args)
+        if args.command == "report":
+            return cmd_report(args)
         if args.command == "list" or getattr(args, "list", False):
             return cmd_list(args)
         return cmd_run(args)
@@ -285,29 +314,55 @@ def cmd_run(args: argparse.Namespace) -> int:
         flush_l2=not args.no_l2_flush,
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
         inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer)
-    on_result = None if args.quiet else _print_result
     if args.ab:
         return _run_ab(args, settings)
-    outcome = run_suite(settings, args.output_dir, args.paths,
-                        log=_log(args.verbose and not args.quiet), on_result=on_result)
+    from kernbench.progress import make_progress, result_line
+
+    progress = make_progress(args.quiet)
+    try:
+        outcome = run_suite(
+            settings, args.output_dir, args.paths, log=_log(args.verbose and not args.quiet),
+            on_result=None if progress is None else (
+                lambda result, i, n: progress.case_finished(result_line(result), i, n)),
+            on_start=None if progress is None else progress.case_started)
+    finally:
+        if progress is not None:
+            progress.close()
+    code = max(outcome.exit_code, _after_run(args, outcome.run))
+    written = _render(args, args.output_dir)
     if not args.quiet:
         counts = {s: sum(1 for r in outcome.run.results if r.status == s)
                   for s in ("ok", "failed", "timeout", "skipped", "invalid")}
         tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-        print(f"{len(outcome.run.results)} cases: {tally}. "
-              f"Reports in {outcome.output_dir}/ (summary.md, summary.json)", file=sys.stderr)
-    return max(outcome.exit_code, _after_run(args, outcome.run))
+        print(f"{len(outcome.run.results)} cases: {tally}. Reports in {outcome.output_dir}/ "
+              f"({', '.join(written)})", file=sys.stderr)
+    return code
+
+
+def _render(args: argparse.Namespace, output_dir: Path) -> list[str]:
+    """Render the chosen formats from the run's JSON; the names written (summary.json first)."""
+    from kernbench.api import render_reports
+
+    paths = render_reports(output_dir, args.format, history_root=args.root.resolve())
+    names = ["summary.json"] + [str(p.relative_to(output_dir)) for p in paths]
+    return list(dict.fromkeys(names))
 
 
 def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     from kernbench.api import run_ab
     from kernbench.compare import Thresholds
+    from kernbench.progress import make_progress
 
     thresholds = Thresholds(args.threshold, args.accuracy_drift)
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    outcome, document = run_ab(settings, args.ab, args.output_dir, args.rounds, thresholds,
-                               args.alpha, args.paths, _log(args.verbose and not args.quiet),
-                               progress)
+    progress = make_progress(args.quiet)
+    try:
+        outcome, document = run_ab(settings, args.ab, args.output_dir, args.rounds, thresholds,
+                                   args.alpha, args.paths,
+                                   _log(args.verbose and not args.quiet), progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    _render(args, args.output_dir)
     return max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))
 
@@ -360,9 +415,26 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from kernbench.api import merge_shards
 
     document = merge_shards(args.shards, args.output_dir)
+    _render(args, args.output_dir)
     counts = document["counts"]
     print(f"Merged {len(args.shards)} shards: {counts['total']} cases into "
           f"{args.output_dir}/", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kernbench.api import render_reports
+    from kernbench.reporting import read_json_object
+
+    output_dir = args.output_dir or args.run_dir
+    root = args.root
+    if root is None:
+        summary = read_json_object(args.run_dir / "summary.json") or {}
+        recorded = (summary.get("settings") or {}).get("root")
+        root = Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else None
+    paths = render_reports(output_dir, args.format, history_root=root, source_dir=args.run_dir)
+    names = ", ".join(str(p.relative_to(output_dir)) for p in paths) or "nothing"
+    print(f"Rendered {names} in {output_dir}/", file=sys.stderr)
     return 0
 
 
@@ -371,18 +443,6 @@ def default_cache_dir() -> Path:
 
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kernbench"
-
-
-def _print_result(result: CaseResult, index: int, total: int) -> None:
-    prefix = f"[{index}/{total}] {result.case_id}"
-    if result.status == "ok":
-        from kernbench.stats import percentile
-
-        p50 = percentile(result.samples_ms, 50)
-        print(f"{prefix}: p50 {p50:.4g} ms ({len(result.samples_ms)} samples x "
-              f"{result.inner_loops})", file=sys.stderr)
-    else:
-        print(f"{prefix}: {result.status.upper()}: {result.reason}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -143,10 +143,16 @@ class BenchmarkRunner:
         return select_shard(planned, _plan_key, self.settings.shard)
 
     def run(self, planned: Sequence[Case | KernelSpec],
-            on_result: Callable[[CaseResult, int, int], None] | None = None) -> list[CaseResult]:
+            on_result: Callable[[CaseResult, int, int], None] | None = None,
+            on_start: Callable[[str, int, int], None] | None = None) -> list[CaseResult]:
+        """Run the planned cases in order; `on_start(label, index, total)` before each and
+        `on_result(result, index, total)` after each (1-based index)."""
         results = []
         with self.session():
             for index, item in enumerate(planned, start=1):
+                if on_start is not None:
+                    on_start(item.case_id if isinstance(item, Case) else item.name, index,
+                             len(planned))
                 result = (invalid_result(item) if isinstance(item, KernelSpec)
                           else self.run_case(item))
                 results.append(result)

@@ -1,0 +1,105 @@
+"""The report formats a run can write, chosen with ``--format`` (a comma list, or ``all``).
+
+Every format renders from :class:`~kernbench.reporting.bundle.ReportInputs` (the run's JSON
+documents), so ``kernbench report DIR`` re-renders exactly what the run wrote.
+
+========== ============================================ ==========================================
+format     files                                        for
+========== ============================================ ==========================================
+json       summary.json, env.json, comparison.json      machines; the source of every other format
+md         summary.md, regressions.md (with a baseline) people, PR comments
+html       index.html (self-contained)                  people, in a browser
+csv        results.csv                                  spreadsheets, pandas
+pytorch_v3 pytorch_v3.json                              the PyTorch OSS benchmark database (v3)
+github     github_benchmark.json                        github-action-benchmark (customSmallerIs…)
+junit      junit.xml                                    CI test views
+png        plots/*.png (needs matplotlib: [plots])      docs and PR comments
+========== ============================================ ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kernbench.errors import KernbenchError
+from kernbench.reporting import write_json_atomic, write_text_atomic
+from kernbench.reporting.bundle import ReportInputs
+
+__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "parse_formats", "write_formats"]
+
+Writer = Callable[[ReportInputs, Path], list[Path]]
+
+DEFAULT_FORMATS = ("json", "md", "html")
+
+
+def _json(inputs: ReportInputs, out: Path) -> list[Path]:
+    paths = [write_json_atomic(out / "summary.json", dict(inputs.summary)),
+             write_json_atomic(out / "env.json", dict(inputs.environment))]
+    if inputs.comparison is not None:
+        paths.append(write_json_atomic(out / "comparison.json", dict(inputs.comparison)))
+    return paths
+
+
+def _markdown(inputs: ReportInputs, out: Path) -> list[Path]:
+    from kernbench.reporting.markdown import render_summary_inputs
+
+    paths = [write_text_atomic(out / "summary.md", render_summary_inputs(inputs))]
+    if inputs.comparison is not None:
+        from kernbench.reporting.regressions import render_regressions
+
+        paths.append(write_text_atomic(out / "regressions.md",
+                                       render_regressions(inputs.comparison)))
+    return paths
+
+
+def _html(inputs: ReportInputs, out: Path) -> list[Path]:
+    from kernbench.reporting.html import render_html
+
+    return [write_text_atomic(out / "index.html", render_html(inputs))]
+
+
+def _export(name: str) -> Writer:
+    def write(inputs: ReportInputs, out: Path) -> list[Path]:
+        from kernbench.reporting.exports import FILES
+
+        filename, render = FILES[name]
+        return [write_text_atomic(out / filename, render(inputs))]
+    return write
+
+
+def _png(inputs: ReportInputs, out: Path) -> list[Path]:
+    from kernbench.reporting.plots import render_plots
+
+    return render_plots(inputs, out)
+
+
+WRITERS: dict[str, Writer] = {
+    "json": _json, "md": _markdown, "html": _html, "csv": _export("csv"),
+    "pytorch_v3": _export("pytorch_v3"), "github": _export("github"),
+    "junit": _export("junit"), "png": _png,
+}
+ALL_FORMATS = tuple(WRITERS)
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """`json,md` -> ("json", "md"); `all` -> every format; unknown names are an error."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise KernbenchError(f"--format: expected a comma list of {', '.join(ALL_FORMATS)} "
+                             "or all")
+    if "all" in names:
+        return ALL_FORMATS
+    unknown = [n for n in names if n not in WRITERS]
+    if unknown:
+        raise KernbenchError(f"--format: unknown format {unknown[0]!r}; expected a comma list of "
+                             f"{', '.join(ALL_FORMATS)} or all")
+    return tuple(dict.fromkeys(names))
+
+
+def write_formats(inputs: ReportInputs, out: Path, formats: Sequence[str]) -> list[Path]:
+    """Write each format's files under `out`; the paths written, in format order."""
+    written: list[Path] = []
+    for name in formats:
+        written.extend(WRITERS[name](inputs, out))
+    return written
