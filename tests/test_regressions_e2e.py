@@ -726,3 +726,78 @@ def test_merging_a_shard_twice_exits_2_with_a_duplicate_message(shards: tuple[Pa
     assert "in two shard summaries" in err
     assert str(first) in err
     assert not (tmp_path / "merged" / "summary.json").exists()
+
+
+# --- shards of an --ab run -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_merging_ab_shards_compares_all_cases_at_once(tmp_path: Path) -> None:
+    """A CI matrix runs `--ab REF --shard K/N`; the merge joins both sides and compares again,
+    so the verdicts and Benjamini-Hochberg control cover the whole suite."""
+    repo = tmp_path / "repo"
+    init_repo(repo, {f"k{i}": loop_kernel(1) for i in range(4)})
+    shards = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        code, err = run(repo, out, "--ab", "HEAD", "--rounds", "8", "--shard", f"{k}/2",
+                        "--debug-inject-slowdown", "k0=3")
+        assert code == 0, err
+        shards.append(out)
+    per_shard = [set(verdicts(s)) for s in shards]
+    assert not per_shard[0] & per_shard[1]  # a shard may be empty: that is fine
+    merged = tmp_path / "merged"
+    code, _, err = cli("merge", merged, *shards, "--root", repo)
+    assert code == 0, err
+    assert set(verdicts(merged)) == {"k0", "k1", "k2", "k3"}
+    assert verdicts(merged)["k0"] == "regressed"
+    document = load(merged / "comparison.json")
+    assert document["settings"]["paired"] is True
+    assert document["counts"]["regressed"] == 1
+    assert len(load(merged / "baseline" / "summary.json")["results"]) == 4
+    assert (merged / "regressions.md").is_file() and (merged / "index.html").is_file()
+    assert "Regressions" in (merged / "summary.md").read_text()
+
+
+def test_merging_ab_shards_with_plain_shards_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"k0": GOOD, "k1": GOOD})
+    ab, plain = tmp_path / "ab", tmp_path / "plain"
+    assert run(repo, ab, "--ab", "HEAD", "--rounds", "2", "--shard", "1/2",
+               "--debug-fake-timer", "2")[0] == 0
+    assert run(repo, plain, "--shard", "2/2", "--debug-fake-timer", "2")[0] == 0
+    code, _, err = cli("merge", tmp_path / "merged", ab, plain)
+    assert code == 2
+    assert "--ab baseline" in err
+
+
+def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD, "beta": GOOD})
+    out = tmp_path / "out"
+    assert run(repo, out, "--debug-fake-timer", "2")[0] == 0
+    code, _, err = cli("history", "--root", repo, "--add", out)
+    assert code == 0 and "History record:" in err
+    code, listing, _ = cli("history", "--root", repo, "--json")
+    (record,) = json.loads(listing)
+    assert sorted(r["kernel_name"] for r in record["results"]) == ["alpha", "beta"]
+    assert record["results"][0]["latency_ms_p50"] == 2.0
+
+
+def test_merged_shards_save_history_and_compare_to_a_ref(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {f"k{i}": GOOD for i in range(3)})
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for k, out in enumerate(shards, start=1):
+        assert run(repo, out, "--shard", f"{k}/2", "--debug-fake-timer", "2")[0] == 0
+    merged = tmp_path / "merged"
+    code, _, err = cli("merge", merged, *shards, "--root", repo, "--save-history")
+    assert code == 0, err
+    assert len(history_files(repo)) == 1
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "history")
+    again = tmp_path / "again"
+    code, _, err = cli("merge", again, *shards, "--root", repo, "--compare-to", "HEAD")
+    assert code == 0, err
+    assert set(verdicts(again).values()) == {"unchanged"}
+    assert "No regression" in err

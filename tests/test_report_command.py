@@ -118,3 +118,25 @@ def test_a_new_run_removes_an_earlier_runs_comparison(tmp_path: Path) -> None:
     run(repo, out)
     assert not (out / "comparison.json").exists() and not (out / "regressions.md").exists()
     assert "stale" not in (out / "index.html").read_text()
+
+
+def test_comment_prints_the_marked_comment_of_a_run(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    run(tree(tmp_path / "repo"), out)
+    capsys.readouterr()
+    assert main(["comment", str(out), "--validate",
+                 "--run-url", "https://github.com/o/r/actions/runs/7"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("<!-- kernbench-comment -->\n")
+    assert "No comparison" in text and "actions/runs/7" in text
+    assert len(text) < 60_000
+
+
+def test_comment_validate_refuses_a_malformed_artifact(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "summary.json").write_text('{"schema_version": 1, "results": [{"status": 3}]}')
+    assert main(["comment", str(tmp_path), "--validate"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "summary.json" in captured.err and "$.results[0]" in captured.err

@@ -78,7 +78,9 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
     runner = BenchmarkRunner(settings)
     planned = runner.plan(selected)
-    if not planned:
+    # A shard of a small suite may hold no case: in a CI matrix that is normal, not an error;
+    # it writes an empty report set that `kernbench merge` joins like any other.
+    if not planned and settings.shard is None:
         raise KernbenchError(
             f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
@@ -188,7 +190,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
                              select_kernels(base_specs, settings.filters))
         candidate = make_side("B", settings.root, settings,
                               select_kernels(cand_specs, settings.filters))
-        if not baseline.planned and not candidate.planned:
+        if not baseline.planned and not candidate.planned and settings.shard is None:
             raise KernbenchError("--ab: no cases to run on either side")
         base_results, cand_results = interleave(baseline, candidate, rounds, progress)
     # bench.yaml `regression` thresholds of this tree's kernels apply, as in `compare`.
@@ -245,7 +247,37 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
 
 
 def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
-    """Join shard outputs (each a report directory) into one report set under `output_dir`."""
+    """Join shard outputs (each a report directory) into one report set under `output_dir`.
+
+    Shards of an `--ab` run also hold `baseline/` and comparison.json: their baselines are
+    merged into `output_dir/baseline` and the comparison is made again over all cases at once,
+    with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
+    """
+    merged = _merge_report_sets(shard_dirs, output_dir)
+    comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
+    has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
+    if any(has_baseline):
+        if not all(has_baseline) or not all(comparisons):
+            raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
+                                 "comparison.json) and some do not: merge shards of one run")
+        _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline")
+        settings = (comparisons[0] or {}).get("settings") or {}
+        base = load_run(output_dir / "baseline")
+        cand = load_run(output_dir)
+        sources = [(c or {}).get(side, {}).get("source") for c in comparisons[:1]
+                   for side in ("baseline", "candidate")]
+        base.meta["source"] = sources[0] or base.meta.get("source")
+        cand.meta["source"] = sources[1] or cand.meta.get("source")
+        thresholds = Thresholds(float(settings.get("threshold", DEFAULT_THRESHOLD)),
+                                float(settings.get("accuracy_drift", DEFAULT_ACCURACY_DRIFT)),
+                                dict(settings.get("per_kernel") or {}))
+        write_run_comparison(base, cand, output_dir, thresholds,
+                             float(settings.get("alpha", DEFAULT_ALPHA)),
+                             paired=bool(settings.get("paired")))
+    return merged
+
+
+def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
     import json
 
     from kernbench.reporting import write_json_atomic, write_text_atomic
@@ -261,6 +293,7 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]
             raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     merged = merge_summaries(documents)
     environment = read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {}
+    clear_previous_reports(output_dir)
     write_json_atomic(output_dir / "summary.json", merged)
     write_json_atomic(output_dir / "env.json", environment)
     write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))

@@ -184,12 +184,32 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--since", default=None, metavar="DATE", help="ISO date prefix")
     history.add_argument("--limit", type=positive_int(1), default=None, metavar="N")
     history.add_argument("--json", action="store_true", help="print the records as JSON")
+    history.add_argument("--add", type=Path, default=None, metavar="RUN_DIR",
+                         help="append the record of the run in RUN_DIR (e.g. merged shards "
+                         "downloaded by CI) instead of listing")
     merge = commands.add_parser("merge", help="join shard outputs into one report set")
     merge.add_argument("output_dir", type=Path, help="where the merged report set goes")
     merge.add_argument("shards", type=Path, nargs="+", help="shard output directories")
     merge.add_argument("--root", type=Path, default=Path("."),
                        help="repository whose benchmarks/history feeds the trends")
+    merge.add_argument("--save-history", action="store_true",
+                       help="append the merged run's record under ROOT/benchmarks/history/")
+    merge.add_argument("--compare-to", default=None, metavar="REF",
+                       help="compare the merged run with the newest history record at git ref "
+                       "REF for this machine")
+    _add_comparison_args(merge)
     _add_format_arg(merge)
+    comment = commands.add_parser(
+        "comment", help="print the pull-request comment for a report directory")
+    comment.add_argument("run_dir", type=Path, metavar="DIR",
+                         help="report directory (summary.json, comparison.json, env.json)")
+    comment.add_argument("--validate", action="store_true",
+                         help="first check DIR against the report schema and size limits "
+                         "(for artifacts of untrusted runs); exit 2 if it fails")
+    comment.add_argument("--run-url", default=None, metavar="URL",
+                         help="link to the CI run, shown at the end")
+    comment.add_argument("--max-chars", type=positive_int(3000), default=60_000, metavar="N",
+                         help="hard size limit (default: 60000; GitHub allows 65536)")
     report = commands.add_parser(
         "report", help="re-render the reports of an earlier run from its JSON; runs nothing")
     report.add_argument("run_dir", type=Path, metavar="DIR",
@@ -238,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_merge(args)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "comment":
+            return cmd_comment(args)
         if args.command == "list" or getattr(args, "list", False):
             return cmd_list(args)
         return cmd_run(args)
@@ -392,6 +414,13 @@ def _per_kernel_thresholds(run: Any) -> dict[str, dict[str, float]]:
 def cmd_history(args: argparse.Namespace) -> int:
     import json
 
+    if args.add is not None:
+        from kernbench.baselines import save_history_of_dir
+
+        path = save_history_of_dir(args.root.resolve(), args.add)
+        print(f"History record: {path}", file=sys.stderr)
+        return 0
+
     from kernbench.history import load_records_with_errors
 
     records, errors = load_records_with_errors(
@@ -415,11 +444,32 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from kernbench.api import merge_shards
 
     document = merge_shards(args.shards, args.output_dir)
-    _render(args, args.output_dir)
     counts = document["counts"]
     print(f"Merged {len(args.shards)} shards: {counts['total']} cases into "
           f"{args.output_dir}/", file=sys.stderr)
-    return 0
+    code = 0
+    if args.save_history:
+        from kernbench.baselines import save_history_of_dir
+
+        path = save_history_of_dir(args.root.resolve(), args.output_dir)
+        print(f"History record: {path}", file=sys.stderr)
+    if args.compare_to:
+        from kernbench.baselines import compare_dir_to_ref
+        from kernbench.compare import Thresholds
+
+        comparison = compare_dir_to_ref(args.root.resolve(), args.compare_to, args.output_dir,
+                                        Thresholds(args.threshold, args.accuracy_drift,
+                                                   document.get("regression_thresholds") or {}),
+                                        args.alpha)
+        code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
+    elif (args.output_dir / "comparison.json").is_file():  # shards of an --ab run
+        from kernbench.reporting import read_json_object
+
+        comparison = read_json_object(args.output_dir / "comparison.json") or {}
+        if comparison.get("counts"):
+            code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
+    _render(args, args.output_dir)
+    return code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -435,6 +485,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = render_reports(output_dir, args.format, history_root=root, source_dir=args.run_dir)
     names = ", ".join(str(p.relative_to(output_dir)) for p in paths) or "nothing"
     print(f"Rendered {names} in {output_dir}/", file=sys.stderr)
+    return 0
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    from kernbench.reporting.bundle import load_report_inputs
+    from kernbench.reporting.comment import render_comment
+
+    if args.validate:
+        from kernbench.reporting.validate import validate_report_dir
+
+        validate_report_dir(args.run_dir)
+    text = render_comment(load_report_inputs(args.run_dir), max_chars=args.max_chars,
+                          run_url=args.run_url)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 
