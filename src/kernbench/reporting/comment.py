@@ -22,8 +22,18 @@ from typing import Any
 from kernbench.compare import VERDICTS, CaseComparison, tally
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.markdown import fmt_num, md_escape
-from kernbench.reporting.regressions import _impact, headline
+from kernbench.reporting.markdown import md_escape
+from kernbench.reporting.regressions import headline
+from kernbench.reporting.views import (
+    CHANGED,
+    PROBLEM_STATUSES,
+    ci95_bounds,
+    dig,
+    fmt_num,
+    impact,
+    mappings,
+    section,
+)
 
 __all__ = ["MARKER", "MIN_MAX_CHARS", "escape", "render_comment"]
 
@@ -39,7 +49,6 @@ NOTE_CHARS = 300
 PROBLEMS_LISTED = 20
 WARNINGS_LISTED = 5
 GPU_NAMES_LISTED = 4
-PROBLEM_STATUSES = ("failed", "timeout", "invalid")
 RUN_STATUSES = ("ok", "failed", "timeout", "skipped", "invalid")
 ZWSP = "\u200b"
 
@@ -89,14 +98,6 @@ def _code(value: object, pattern: re.Pattern[str], length: int = 64) -> str:
     return escape(value, 64)
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(value: object) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
-
-
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -121,11 +122,12 @@ def _judged(cases: Sequence[Mapping[str, Any]]) -> list[CaseComparison]:
 
 
 def _drifted(case: Mapping[str, Any]) -> bool:
-    return _map(case.get("accuracy_drift")).get("flagged") is True
+    """Strictly `true`, unlike :func:`views.significant`: the artifact is untrusted."""
+    return section(case, "accuracy_drift").get("flagged") is True
 
 
 def _significant(case: Mapping[str, Any]) -> bool:
-    return case.get("verdict") in ("regressed", "improved") or _drifted(case)
+    return case.get("verdict") in CHANGED or _drifted(case)
 
 
 def _verdict_blocks(comparison: Mapping[str, Any] | None) -> list[str]:
@@ -133,7 +135,7 @@ def _verdict_blocks(comparison: Mapping[str, Any] | None) -> list[str]:
         return ["**No comparison: this run was not compared with a baseline**",
                 "Nothing was compared; this is not a pass."]
     note = comparison.get("baseline_note")
-    cases = _items(comparison.get("cases"))
+    cases = mappings(comparison.get("cases"))
     judged = _judged(cases)
     line = headline(judged, None if note is None else escape(note, NOTE_CHARS))
     if note is not None:
@@ -155,7 +157,7 @@ def _warnings(comparison: Mapping[str, Any]) -> list[str]:
 
 
 def _method_note(comparison: Mapping[str, Any], n_cases: int) -> str:
-    settings = _map(comparison.get("settings"))
+    settings = section(comparison, "settings")
     threshold = settings.get("threshold")
     pct = _num(threshold * 100) if isinstance(threshold, (int, float)) else "n/a"
     text = (f"Ratio is candidate / baseline median latency (above 1 is slower). A change is "
@@ -204,7 +206,7 @@ def _verdict_cell(case: Mapping[str, Any], bold: bool) -> str:
 
 
 def _drift_cell(case: Mapping[str, Any]) -> str:
-    drift = _map(case.get("accuracy_drift"))
+    drift = section(case, "accuracy_drift")
     if drift.get("flagged") is not True:
         return "–"
     return (f"**{escape(drift.get('metric'), 40)} {_num(drift.get('baseline'), 3)} → "
@@ -212,7 +214,7 @@ def _drift_cell(case: Mapping[str, Any]) -> str:
 
 
 def _significant_rows(cases: Sequence[Mapping[str, Any]]) -> list[str]:
-    ranked = sorted((c for c in cases if _significant(c)), key=_impact, reverse=True)
+    ranked = sorted((c for c in cases if _significant(c)), key=impact, reverse=True)
     return [_row([_case_name(c), _verdict_cell(c, True), *_figures(c), _drift_cell(c)])
             for c in ranked]
 
@@ -226,9 +228,8 @@ def _case_rows(cases: Sequence[Mapping[str, Any]]) -> list[str]:
 def _result_rows(results: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = []
     for r in results:
-        timing = _map(r.get("timing"))
-        ci = timing.get("latency_ms_p50_ci95")
-        low, high = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
+        timing = section(r, "timing")
+        low, high = ci95_bounds(r)
         samples = r.get("samples_ms", timing.get("samples_ms"))
         rows.append(_row([escape(r.get("case_id")), escape(r.get("status"), 40),
                           _num(timing.get("latency_ms_p50")), _interval(low, high),
@@ -240,9 +241,9 @@ def _result_rows(results: Sequence[Mapping[str, Any]]) -> list[str]:
 # --- the run -------------------------------------------------------------------------------
 
 def _machine(env: Mapping[str, Any]) -> str:
-    cpu = escape(_map(env.get("cpu")).get("model") or "unknown CPU")
+    cpu = escape(section(env, "cpu").get("model") or "unknown CPU")
     names: dict[str, int] = {}
-    for gpu in _items(env.get("gpus")):
+    for gpu in mappings(env.get("gpus")):
         name = escape(gpu.get("name"), 80)
         names[name] = names.get(name, 0) + 1
     gpus = ", ".join(f"{n} × {name}" if n > 1 else name
@@ -258,13 +259,13 @@ def _commit(value: object) -> str:
 
 def _runs_table(inputs: ReportInputs) -> str:
     env = inputs.environment
-    head_commit = _map(env.get("git")).get("commit")
+    head_commit = section(env, "git").get("commit")
     comparison = inputs.comparison
     if comparison is None:
         rows = [("Commit", _commit(head_commit)), ("Machine", _machine(env)),
                 ("Fingerprint", _code(env.get("fingerprint"), _TOKEN))]
         return "\n".join([_head(("", "Head"), ()), *(_row(r) for r in rows)])
-    base, cand = _map(comparison.get("baseline")), _map(comparison.get("candidate"))
+    base, cand = section(comparison, "baseline"), section(comparison, "candidate")
     pairs = [("Commit", _commit(base.get("commit")), _commit(head_commit or cand.get("commit"))),
              ("Source", escape(base.get("source")), escape(cand.get("source"))),
              ("Machine", escape(base.get("machine")), _machine(env)),
@@ -274,7 +275,7 @@ def _runs_table(inputs: ReportInputs) -> str:
 
 
 def _run_blocks(inputs: ReportInputs) -> list[str]:
-    results = _items(inputs.summary.get("results"))
+    results = mappings(inputs.summary.get("results"))
     statuses = [r.get("status") for r in results]
     counts = ", ".join(f"{statuses.count(s)} {s}" for s in RUN_STATUSES
                        if s != "invalid" or "invalid" in statuses)
@@ -363,7 +364,7 @@ def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
     link = [f"[Workflow run]({url})"] if url else []
     comparison = inputs.comparison
     verdict = _verdict_blocks(comparison)
-    cases = _items((comparison or {}).get("cases"))
+    cases = mappings(dig(comparison, "cases"))
     compared = comparison is not None and comparison.get("baseline_note") is None
     parts = _Parts(
         top=[MARKER + "\n### kernbench", *verdict],
@@ -372,7 +373,7 @@ def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
         table_title="All cases" if compared else "All results",
         table_head=(_head(_CASES_HEAD, (2, 4, 5, 6)) if compared
                     else _head(_RESULTS_HEAD, (2, 4, 5))),
-        rows=_case_rows(cases) if compared else _result_rows(_items(
+        rows=_case_rows(cases) if compared else _result_rows(mappings(
             inputs.summary.get("results"))),
         bottom=[*_run_blocks(inputs), *link],
     )

@@ -1,4 +1,4 @@
-"""Key findings, recommendations and the regression digest of a run, as data.
+"""Key findings and recommendations of a run, as data (the regression digest: :mod:`digest`).
 
 Pure functions over the summary document (summary.json) and, when the run was compared with a
 baseline, the comparison document (comparison.json). They return small frozen dataclasses that
@@ -31,6 +31,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.reporting import safe_filename
+from kernbench.reporting.digest import Change, RegressionDigest, regression_digest  # re-exported
+from kernbench.reporting.views import (
+    PROBLEM_STATUSES,
+    Record,
+    case_id,
+    ci95_ms,
+    comparison_label,
+    dig,
+    fmt_num,
+    mappings,
+    number,
+    p50_ms,
+)
 
 __all__ = [
     "ACCURACY_BUG_FACTOR", "LOW_PCT_PEAK", "MEMORY_GROWTH_RATIO", "NARROW_PRECISIONS",
@@ -38,8 +51,6 @@ __all__ = [
     "Recommendation", "RegressionDigest", "group_findings", "key_findings", "recommendations",
     "regression_digest",
 ]  # fmt: skip
-
-Record = Mapping[str, Any]
 
 NOISY_CI_RATIO = 0.10
 """A 95% CI of the median wider than this fraction of p50 marks the case unstable.
@@ -80,8 +91,6 @@ WIDER_PRECISION = {"fp8": "fp16", "fp8_e4m3": "fp16", "fp8_e5m2": "fp16", "int8"
                    "bf16": "fp32", "fp16": "fp32", "fp32": "fp64"}
 NO_RECOMMENDATIONS = ("Nothing to recommend: no failures, no accuracy problems, no noisy "
                       "measurements and no performance anomalies were found.")
-PROBLEM_STATUSES = ("failed", "timeout", "invalid")
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
 
 FINDING_GROUPS = {
     "fastest": "Fastest", "slowest": "Slowest", "unstable": "Unstable",
@@ -125,98 +134,37 @@ class Recommendation:
         return RECOMMENDATION_TITLES.get(self.kind, self.kind)
 
 
-@dataclass(frozen=True)
-class Change:
-    """A significant change against the baseline (ratio = candidate / baseline p50)."""
-
-    case_id: str
-    verdict: str
-    ratio: float | None
-    ci_low: float | None
-    ci_high: float | None
-    q_value: float | None
-    baseline_p50_ms: float | None
-    candidate_p50_ms: float | None
-    accuracy_drift: str | None = None
-
-
-@dataclass(frozen=True)
-class RegressionDigest:
-    """What summary.md says about comparison.json; regressions.md has every case."""
-
-    verdict: str
-    regression: bool
-    compared: bool
-    counts: tuple[tuple[str, int], ...]
-    changes: tuple[Change, ...]
-    threshold: float | None
-    alpha: float | None
-    baseline_commit: str | None
-
-
 # --- reading records ----------------------------------------------------------------------
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _timing(record: Record, key: str) -> float | None:
-    return _number((record.get("timing") or {}).get(key))
-
-
-def _ci(record: Record) -> tuple[float, float] | None:
-    ci = (record.get("timing") or {}).get("latency_ms_p50_ci95")
-    if not isinstance(ci, Sequence) or len(ci) != 2:
-        return None
-    low, high = _number(ci[0]), _number(ci[1])
-    return (low, high) if low is not None and high is not None else None
-
-
-def _results(document: Mapping[str, Any]) -> list[Record]:
-    return [r for r in document.get("results") or [] if isinstance(r, Mapping)]
-
-
 def _timed(results: Iterable[Record]) -> list[Record]:
-    return [r for r in results if _timing(r, "latency_ms_p50") is not None]
+    return [r for r in results if p50_ms(r) is not None]
 
 
 def _ok(results: Iterable[Record]) -> list[Record]:
     ok = [r for r in _timed(results) if r.get("status") == "ok"]
-    return sorted(ok, key=lambda r: (_timing(r, "latency_ms_p50"), str(r.get("case_id"))))
-
-
-def _cid(record: Record) -> str:
-    return str(record.get("case_id") or record.get("kernel_name") or "?")
-
-
-def _num(value: float | None, digits: int = 4) -> str:
-    if value is None:
-        return "n/a"
-    text = f"{value:.{digits}g}"
-    return f"{value:,.0f}" if "e+" in text else text
+    return sorted(ok, key=lambda r: (p50_ms(r), str(r.get("case_id"))))
 
 
 def _ci_text(record: Record) -> str:
-    ci = _ci(record)
-    return f" (95% CI {_num(ci[0])} – {_num(ci[1])} ms)" if ci else ""
+    ci = ci95_ms(record)
+    return f" (95% CI {fmt_num(ci[0])} – {fmt_num(ci[1])} ms)" if ci else ""
 
 
 def _clearly_slower(slow: Record, fast: Record) -> bool:
-    slow_p50, fast_p50 = _timing(slow, "latency_ms_p50"), _timing(fast, "latency_ms_p50")
+    slow_p50, fast_p50 = p50_ms(slow), p50_ms(fast)
     if slow_p50 is None or not fast_p50 or slow_p50 <= fast_p50:
         return False
-    slow_ci, fast_ci = _ci(slow), _ci(fast)
+    slow_ci, fast_ci = ci95_ms(slow), ci95_ms(fast)
     return slow_ci is None or fast_ci is None or slow_ci[0] > fast_ci[1]
 
 
-def _ratio(slow: Record, fast: Record, key: str = "latency_ms_p50") -> float:
-    return (_timing(slow, key) or 0.0) / (_timing(fast, key) or math.inf)
+def _ratio(slow: Record, fast: Record) -> float:
+    return (p50_ms(slow) or 0.0) / (p50_ms(fast) or math.inf)
 
 
 def _shape(record: Record) -> str:
+    """The problem size as a sort key (None is "null", unlike :func:`views.size_json`)."""
     return json.dumps(record.get("problem_size"), sort_keys=True, default=str)
 
 
@@ -225,7 +173,7 @@ def _shape(record: Record) -> str:
 
 def key_findings(document: Mapping[str, Any]) -> list[Finding]:
     """Every finding of the run, grouped in the order of the module docstring."""
-    results = _results(document)
+    results = mappings(document.get("results"))
     return [*_extremes(results), *_unstable(results), *_accuracy_failures(results),
             *_failures(results), *_narrow_slower(results), *_tails(results),
             *_memory_growth(results)]
@@ -244,29 +192,30 @@ def _extremes(results: Sequence[Record]) -> list[Finding]:
     ends = [("fastest", ok[0])] if ok else []
     if len(ok) > 1:
         ends.append(("slowest", ok[-1]))
-    return [Finding(kind, _cid(r), f"{_cid(r)}: {_num(_timing(r, 'latency_ms_p50'))} ms p50"
-                    f"{_ci_text(r)}", _timing(r, "latency_ms_p50")) for kind, r in ends]
+    return [Finding(kind, case_id(r), f"{case_id(r)}: {fmt_num(p50_ms(r))} ms p50"
+                    f"{_ci_text(r)}", p50_ms(r)) for kind, r in ends]
 
 
 def _spread_warning(record: Record) -> float | None:
     for warning in record.get("warnings") or []:
         if isinstance(warning, Mapping) and warning.get("code") == "high_spread":
-            return _number(warning.get("value"))
+            return number(warning.get("value"))
     return None
 
 
 def _unstable(results: Sequence[Record]) -> list[Finding]:
     found = []
     for record in _timed(results):
-        p50, ci, spread = _timing(record, "latency_ms_p50"), _ci(record), _spread_warning(record)
+        p50, ci, spread = p50_ms(record), ci95_ms(record), _spread_warning(record)
         iqr = f"; IQR is {spread:.0%} of the median" if spread is not None else ""
+        name = case_id(record)
         if ci is not None and p50 and (ci[1] - ci[0]) / p50 > NOISY_CI_RATIO:
             width = (ci[1] - ci[0]) / p50
-            found.append(Finding("unstable", _cid(record), f"{_cid(record)}: the 95% CI of the "
-                                 f"median, {_num(ci[0])} – {_num(ci[1])} ms, spans {width:.0%} "
-                                 f"of its p50 {_num(p50)} ms{iqr}", width))
+            found.append(Finding("unstable", name, f"{name}: the 95% CI of the median, "
+                                 f"{fmt_num(ci[0])} – {fmt_num(ci[1])} ms, spans {width:.0%} "
+                                 f"of its p50 {fmt_num(p50)} ms{iqr}", width))
         elif ci is None and spread is not None:
-            found.append(Finding("unstable", _cid(record), f"{_cid(record)}: too few samples "
+            found.append(Finding("unstable", name, f"{name}: too few samples "
                                  f"for a CI of the median{iqr}", spread))
     return sorted(found, key=lambda f: (-(f.value or 0.0), f.case_id))
 
@@ -275,13 +224,13 @@ def _exceeded(record: Record) -> list[tuple[str, float | None, float | None]]:
     """(metric, value, tolerance) for each tolerance the case's accuracy exceeded."""
     accuracy = record.get("accuracy") or {}
     tolerances = accuracy.get("tolerances") or {}
-    return [(str(m), _number(accuracy.get(m)), _number(tolerances.get(m)))
+    return [(str(m), number(accuracy.get(m)), number(tolerances.get(m)))
             for m in accuracy.get("exceeded") or []]
 
 
 def _accuracy_detail(record: Record) -> str:
     accuracy = record.get("accuracy") or {}
-    parts = [f"{m} {_num(v)} > {_num(t)}" for m, v, t in _exceeded(record)]
+    parts = [f"{m} {fmt_num(v)} > {fmt_num(t)}" for m, v, t in _exceeded(record)]
     if accuracy.get("nan_count"):
         parts.append(f"{accuracy['nan_count']} NaN/inf values")
     if accuracy.get("mismatch"):
@@ -299,7 +248,7 @@ def _accuracy_failed(record: Record) -> bool:
 
 
 def _accuracy_failures(results: Sequence[Record]) -> list[Finding]:
-    return [Finding("accuracy_failure", _cid(r), f"{_cid(r)}: {_accuracy_detail(r)}",
+    return [Finding("accuracy_failure", case_id(r), f"{case_id(r)}: {_accuracy_detail(r)}",
                     _miss_factor(r)) for r in results if _accuracy_failed(r)]
 
 
@@ -311,7 +260,7 @@ def _reason(record: Record, limit: int = 160) -> str:
 
 def _failures(results: Sequence[Record]) -> list[Finding]:
     verbs = {"failed": "failed", "timeout": "timed out", "invalid": "is invalid"}
-    return [Finding("failure", _cid(r), f"{_cid(r)} {verbs[str(r['status'])]}: {_reason(r)}")
+    return [Finding("failure", case_id(r), f"{case_id(r)} {verbs[str(r['status'])]}: {_reason(r)}")
             for r in results
             if r.get("status") in PROBLEM_STATUSES and not _accuracy_failed(r)]
 
@@ -321,7 +270,7 @@ def _narrow_pairs(results: Sequence[Record]) -> list[tuple[Record, Record]]:
     fp32 = {(r.get("kernel_name"), r.get("backend"), _shape(r)): r
             for r in _ok(results) if r.get("precision") == "fp32"}
     pairs = []
-    for record in sorted(_ok(results), key=_cid):
+    for record in sorted(_ok(results), key=case_id):
         wide = fp32.get((record.get("kernel_name"), record.get("backend"), _shape(record)))
         if wide is not None and record.get("precision") in NARROW_PRECISIONS:
             pairs.append((record, wide))
@@ -333,25 +282,25 @@ def _slower_pairs(results: Sequence[Record]) -> list[tuple[Record, Record]]:
 
 
 def _narrow_slower(results: Sequence[Record]) -> list[Finding]:
-    return [Finding("narrow_slower", _cid(n), f"{_cid(n)} is {_ratio(n, w):.2f}x slower than "
-                    f"{_cid(w)} ({_num(_timing(n, 'latency_ms_p50'))} vs "
-                    f"{_num(_timing(w, 'latency_ms_p50'))} ms p50)", _ratio(n, w))
+    return [Finding("narrow_slower", case_id(n), f"{case_id(n)} is {_ratio(n, w):.2f}x slower than "
+                    f"{case_id(w)} ({fmt_num(p50_ms(n))} vs "
+                    f"{fmt_num(p50_ms(w))} ms p50)", _ratio(n, w))
             for n, w in _slower_pairs(results)]
 
 
 def _tails(results: Sequence[Record]) -> list[Finding]:
     found = []
     for record in _timed(results):
-        p50, p99 = _timing(record, "latency_ms_p50"), _timing(record, "latency_ms_p99")
+        p50, p99 = p50_ms(record), number(dig(record, "timing", "latency_ms_p99"))
         if p50 and p99 is not None and p99 / p50 > TAIL_RATIO:
-            found.append(Finding("tail_latency", _cid(record), f"{_cid(record)}: p99 "
-                                 f"{_num(p99)} ms is {p99 / p50:.1f}x its p50 {_num(p50)} ms",
+            found.append(Finding("tail_latency", case_id(record), f"{case_id(record)}: p99 "
+                                 f"{fmt_num(p99)} ms is {p99 / p50:.1f}x its p50 {fmt_num(p50)} ms",
                                  p99 / p50))
     return found
 
 
 def _growth(record: Record) -> float | None:
-    return _number((record.get("memory") or {}).get("allocated_mb"))
+    return number(dig(record, "memory", "allocated_mb"))
 
 
 def _grown_pairs(results: Sequence[Record]) -> list[tuple[Record, Record, float]]:
@@ -364,9 +313,9 @@ def _grown_pairs(results: Sequence[Record]) -> list[tuple[Record, Record, float]
 
 
 def _memory_growth(results: Sequence[Record]) -> list[Finding]:
-    return [Finding("memory_growth", _cid(n), f"{_cid(n)} grew {_num(_growth(n))} MB, "
-                    f"{ratio:.2f}x the {_num(_growth(w))} MB of {_cid(w)}, though its elements "
-                    "are half the size or less", ratio)
+    return [Finding("memory_growth", case_id(n), f"{case_id(n)} grew {fmt_num(_growth(n))} MB, "
+                    f"{ratio:.2f}x the {fmt_num(_growth(w))} MB of {case_id(w)}, though its "
+                    "elements are half the size or less", ratio)
             for n, w, ratio in _grown_pairs(results)]
 
 
@@ -380,7 +329,7 @@ def recommendations(document: Mapping[str, Any],
     Correctness first (accuracy, failures, regressions), then measurement quality, then
     performance. Empty when nothing calls for advice; show `NO_RECOMMENDATIONS` then.
     """
-    results, settings = _results(document), document.get("settings") or {}
+    results, settings = mappings(document.get("results")), document.get("settings") or {}
     findings = key_findings(document)
     regressed, inconclusive = _comparison_advice(comparison)
     return [*_accuracy_advice(results), *_failure_advice(results, settings), *regressed,
@@ -438,17 +387,17 @@ def _accuracy_one(record: Record) -> Recommendation:
     if exceeded:
         metric, _, tolerance = exceeded[0]
         text += (f"If that error is acceptable, loosen bench.yaml tolerances.{precision}."
-                 f"{metric} (now {_num(tolerance)})")
+                 f"{metric} (now {fmt_num(tolerance)})")
     else:
         text += "Fix the output's shape, dtype or non-finite values"
     text += f"; otherwise run it at {wider}." if wider else "."
-    return Recommendation("accuracy", (_cid(record),), text)
+    return Recommendation("accuracy", (case_id(record),), text)
 
 
 def _failure_advice(results: Sequence[Record],
                     settings: Mapping[str, Any]) -> list[Recommendation]:
     def ids(status: str) -> tuple[str, ...]:
-        return tuple(_cid(r) for r in results
+        return tuple(case_id(r) for r in results
                      if r.get("status") == status and not _accuracy_failed(r))
 
     files = sorted({f"kernels/{safe_filename(str(r.get('kernel_name')))}.json" for r in results
@@ -458,7 +407,7 @@ def _failure_advice(results: Sequence[Record],
         "failure": f"the traceback is in worker.traceback of {', '.join(files)}. If a case "
                    "cannot run on this machine, declare it in bench.yaml skip_conditions so it "
                    "is reported as skipped.",
-        "timeout": "raise --timeout" + (f" (now {_num(_number(timeout))} s)" if timeout else "")
+        "timeout": "raise --timeout" + (f" (now {fmt_num(number(timeout))} s)" if timeout else "")
                    + " or the kernel's bench.yaml timeout_s, or shrink its problem_size; a "
                    "kernel that hangs needs fixing.",
         "invalid": "fix the kernel file or bench.yaml named in the reason.",
@@ -473,7 +422,7 @@ def _narrow_advice(results: Sequence[Record]) -> list[Recommendation]:
     for narrow, _ in _slower_pairs(results):
         key = (str(narrow.get("kernel_name")), str(narrow.get("backend")))
         grouped.setdefault(key, []).append(narrow)
-    return [Recommendation("narrow_slower", tuple(_cid(r) for r in cases), (
+    return [Recommendation("narrow_slower", tuple(case_id(r) for r in cases), (
         f"on {backend}, {kernel} is slower at "
         f"{' and '.join(dict.fromkeys(str(r.get('precision')) for r in cases))} than at fp32: "
         "the backend probably lacks native arithmetic for them and converts on every call. "
@@ -485,8 +434,8 @@ def _narrow_advice(results: Sequence[Record]) -> list[Recommendation]:
 def _memory_advice(results: Sequence[Record]) -> list[Recommendation]:
     grouped: dict[str, list[tuple[Record, float]]] = {}
     for narrow, wide, ratio in _grown_pairs(results):
-        grouped.setdefault(_cid(wide), []).append((narrow, ratio))
-    return [Recommendation("memory_growth", tuple(_cid(n) for n, _ in cases), (
+        grouped.setdefault(case_id(wide), []).append((narrow, ratio))
+    return [Recommendation("memory_growth", tuple(case_id(n) for n, _ in cases), (
         f"more memory than {wide} ({', '.join(f'{r:.2f}x' for _, r in cases)}) with smaller "
         "elements: look for copies of the inputs upcast to a wider type; convert in chunks or "
         "compute in the narrow type."))
@@ -496,8 +445,8 @@ def _memory_advice(results: Sequence[Record]) -> list[Recommendation]:
 def _peak_pct(record: Record) -> tuple[str, float] | None:
     """('compute' | 'bandwidth', % of peak) on the resource that bounds the case."""
     work = record.get("work") or {}
-    compute = _number(work.get("pct_peak_compute"))
-    bandwidth = _number(work.get("pct_peak_bandwidth"))
+    compute = number(work.get("pct_peak_compute"))
+    bandwidth = number(work.get("pct_peak_bandwidth"))
     if work.get("bound") == "compute" and compute is not None:
         return "compute", compute
     if work.get("bound") == "memory" and bandwidth is not None:
@@ -511,7 +460,7 @@ def _peak_advice(results: Sequence[Record]) -> list[Recommendation]:
     for record in _ok(results):
         found = _peak_pct(record)
         if found is not None and found[1] < LOW_PCT_PEAK:
-            low[found[0]].append((_cid(record), found[1]))
+            low[found[0]].append((case_id(record), found[1]))
     advice = {
         "compute": "compute-bound, yet under {limit}% of peak compute ({cases}): check that "
                    "the inner loop vectorises or calls the vendor BLAS, on contiguous data.",
@@ -521,7 +470,7 @@ def _peak_advice(results: Sequence[Record]) -> list[Recommendation]:
                      "written once.",
     }  # fmt: skip
     return [Recommendation(f"low_peak_{kind}", tuple(c for c, _ in cases), advice[kind].format(
-        limit=_num(LOW_PCT_PEAK), cases=", ".join(f"{c} {_num(p, 3)}%" for c, p in cases)))
+        limit=fmt_num(LOW_PCT_PEAK), cases=", ".join(f"{c} {fmt_num(p, 3)}%" for c, p in cases)))
         for kind, cases in low.items() if cases]
 
 
@@ -548,7 +497,7 @@ def _backend_pair(kernel: str, slow: Mapping[tuple[str, str], Record],
     if not all(_clearly_slower(slow[k], fast[k]) for k in shared):
         return []
     mean = math.exp(sum(math.log(_ratio(slow[k], fast[k])) for k in shared) / len(shared))
-    ids = tuple(dict.fromkeys(_cid(slow[k]) for k in shared))  # ids omit the problem size
+    ids = tuple(dict.fromkeys(case_id(slow[k]) for k in shared))  # ids omit the problem size
     return [Recommendation("backend_slower", ids, (
         f"{kernel} is slower on {slow_name} than on {fast_name} for every shape and precision "
         f"run on both ({len(shared)}; geometric mean {mean:.2f}x). Prefer {fast_name} for "
@@ -560,13 +509,13 @@ def _comparison_advice(comparison: Mapping[str, Any] | None
     """(advice on regressed cases, advice on inconclusive ones)."""
     if not comparison or comparison.get("baseline_note"):
         return [], []
-    cases = [c for c in comparison.get("cases") or [] if isinstance(c, Mapping)]
-    commit = (comparison.get("baseline") or {}).get("commit")
-    regressed = tuple(str(c.get("label") or c.get("key")) for c in cases
+    cases = mappings(comparison.get("cases"))
+    commit = dig(comparison, "baseline", "commit")
+    regressed = tuple(comparison_label(c) for c in cases
                       if c.get("verdict") == "regressed"
                       or (c.get("accuracy_drift") or {}).get("flagged"))
-    undecided = tuple(str(c.get("label") or c.get("key")) for c in cases
-                      if c.get("verdict") == "inconclusive" and _number(c.get("ratio")))
+    undecided = tuple(comparison_label(c) for c in cases
+                      if c.get("verdict") == "inconclusive" and number(c.get("ratio")))
     worse = [Recommendation("regression", regressed, (
         f"slower or less accurate than the baseline: look at the changes"
         f"{f' since {commit}' if commit else ''}, and confirm on one machine with an "
@@ -576,49 +525,3 @@ def _comparison_advice(comparison: Mapping[str, Any] | None
         "Compare with more worker processes per case (--processes) or with an interleaved "
         "A/B run (--ab REF)."))] if undecided else []
     return worse, unsure
-
-
-# --- regressions --------------------------------------------------------------------------
-
-
-def regression_digest(comparison: Mapping[str, Any] | None) -> RegressionDigest | None:
-    """The verdict, counts and significant changes of a comparison; None without one."""
-    if not comparison:
-        return None
-    settings = comparison.get("settings") or {}
-    counts = comparison.get("counts") or {}
-    changes = sorted((_change(c) for c in comparison.get("cases") or []
-                      if isinstance(c, Mapping) and _significant(c)), key=_impact)
-    return RegressionDigest(
-        verdict=str(comparison.get("verdict") or "n/a"),
-        regression=bool(comparison.get("regression")),
-        compared=not comparison.get("baseline_note"),
-        counts=tuple((v, int(counts.get(v) or 0)) for v in VERDICTS),
-        changes=tuple(changes), threshold=_number(settings.get("threshold")),
-        alpha=_number(settings.get("alpha")),
-        baseline_commit=(comparison.get("baseline") or {}).get("commit"))
-
-
-def _significant(case: Mapping[str, Any]) -> bool:
-    return (case.get("verdict") in ("regressed", "improved")
-            or bool((case.get("accuracy_drift") or {}).get("flagged")))
-
-
-def _change(case: Mapping[str, Any]) -> Change:
-    drift = case.get("accuracy_drift") or {}
-    drift_text = (f"{drift.get('metric')} {_num(_number(drift.get('baseline')), 3)} → "
-                  f"{_num(_number(drift.get('candidate')), 3)}") if drift.get("flagged") else None
-    return Change(case_id=str(case.get("label") or case.get("key")),
-                  verdict=str(case.get("verdict")), ratio=_number(case.get("ratio")),
-                  ci_low=_number(case.get("ci_low")), ci_high=_number(case.get("ci_high")),
-                  q_value=_number(case.get("q_value")),
-                  baseline_p50_ms=_number(case.get("baseline_p50_ms")),
-                  candidate_p50_ms=_number(case.get("candidate_p50_ms")),
-                  accuracy_drift=drift_text)
-
-
-def _impact(change: Change) -> tuple[float, str]:
-    """Largest change first (|log ratio|); unknown ratios first, as regressions.md does."""
-    ratio = change.ratio
-    size = abs(math.log(ratio)) if ratio is not None and ratio > 0 else math.inf
-    return -size, change.case_id

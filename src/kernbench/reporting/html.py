@@ -7,8 +7,8 @@ Everything shown comes from the documents; a missing figure reads "n/a", with th
 reason on hover where it gives one. All text goes through jinja2's HTML autoescaping or
 :func:`html.escape`, so a kernel named ``<script>`` is shown, not run.
 
-Speedup baseline: within one kernel and problem size, the fp32 case of the first backend that
-ran (in the order of the summary), else the first case that ran; speedup = baseline p50 / p50.
+Speedup baseline: :func:`kernbench.reporting.views.speedup_baseline`, among the cases of one
+kernel and problem size that ran; speedup = baseline p50 / p50.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import jinja2
 from markupsafe import Markup
 
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.markdown import fmt_num
 from kernbench.reporting.svg import (
     Bar,
     BoxRow,
@@ -36,11 +35,21 @@ from kernbench.reporting.svg import (
     line_chart_svg,
     trend_svg,
 )
+from kernbench.reporting.views import (
+    PROBLEM_STATUSES,
+    Record,
+    fmt_num,
+    kernel_groups,
+    p50_ms,
+    section,
+    size_label,
+    speedup_baseline,
+    split_significant,
+    variant,
+)
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "speedup_baseline"]
 
-Record = Mapping[str, Any]
-PROBLEM_STATUSES = ("failed", "timeout", "invalid")
 TAIL_CHARS = 6000
 """A traceback or stderr tail longer than this is cut to its last TAIL_CHARS characters."""
 
@@ -68,7 +77,7 @@ def render_html(inputs: ReportInputs) -> str:
     board = leaderboard(results)
     on_board = {id(r) for r in board}
     ran = [r for r in results if id(r) in on_board]  # the summary's order
-    colours = colour_map([_variant(r) for r in ran])  # one colour per backend/precision
+    colours = colour_map([variant(r) for r in ran])  # one colour per backend/precision
     timed = board + [r for r in results if id(r) not in on_board and _samples(r)]
     has_detail = {id(r) for r in timed}
     template = html_environment().get_template("index.html.j2")
@@ -107,31 +116,8 @@ def _run_view(summary: Record) -> dict[str, Any]:
             **{k: summary.get(k) for k in ("started_at", "finished_at", "kernbench_version")}}
 
 
-def _section(record: Record, name: str) -> Mapping[str, Any]:
-    value = record.get(name)
-    return value if isinstance(value, Mapping) else {}
-
-
 def _samples(record: Record) -> list[Any]:
-    return list(_section(record, "timing").get("samples_ms") or [])
-
-
-def _p50(record: Record) -> float | None:
-    value = _section(record, "timing").get("latency_ms_p50")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def size_label(problem_size: object) -> str:
-    """bench.yaml's problem size as short text: "rows=4096, cols=1024", "1024" or "default"."""
-    if problem_size is None:
-        return "default"
-    if isinstance(problem_size, Mapping):
-        return ", ".join(f"{k}={v}" for k, v in problem_size.items())
-    return str(problem_size)
-
-
-def _variant(record: Record) -> str:
-    return f"{record.get('backend')}/{record.get('precision')}"
+    return list(section(record, "timing").get("samples_ms") or [])
 
 
 def _counts(summary: Record, results: Sequence[Record]) -> dict[str, int]:
@@ -144,21 +130,21 @@ def _counts(summary: Record, results: Sequence[Record]) -> dict[str, int]:
 
 def leaderboard(results: Sequence[Record]) -> list[Record]:
     """Cases that ran successfully with a median, fastest first."""
-    ok = [r for r in results if r.get("status") == "ok" and _p50(r) is not None]
-    return sorted(ok, key=lambda r: _p50(r) or 0.0)
+    ok = [r for r in results if r.get("status") == "ok" and p50_ms(r) is not None]
+    return sorted(ok, key=lambda r: p50_ms(r) or 0.0)
 
 
 # --- header ----------------------------------------------------------------------------------
 
 def environment_rows(env: Record) -> list[tuple[str, str]]:
-    git, cpu, os_ = (_section(env, k) for k in ("git", "cpu", "os"))
+    git, cpu, os_ = (section(env, k) for k in ("git", "cpu", "os"))
     commit = (f"{git.get('short_commit') or git.get('commit')} on "
               f"{git.get('branch') or 'detached HEAD'}"
               + (" (uncommitted changes)" if git.get("dirty") else "")
               if git.get("commit") else f"n/a ({git.get('reason') or 'not a git checkout'})")
     gpus = ", ".join(str(g.get("name")) for g in env.get("gpus") or [] if isinstance(g, Mapping))
-    libraries = ", ".join(f"{k} {v}" for k, v in _section(env, "libraries").items() if v)
-    memory = _section(env, "memory").get("total_mb")
+    libraries = ", ".join(f"{k} {v}" for k, v in section(env, "libraries").items() if v)
+    memory = section(env, "memory").get("total_mb")
     return [("Commit", commit),
             ("CPU", f"{cpu.get('model') or 'unknown'}, {cpu.get('logical_cores', 'n/a')} "
                     "logical cores"),
@@ -166,7 +152,7 @@ def environment_rows(env: Record) -> list[tuple[str, str]]:
             ("GPUs", gpus or f"none ({env.get('gpus_reason') or 'none found'})"),
             ("OS", f"{os_.get('system', 'n/a')} {os_.get('release', '')} "
                    f"({os_.get('machine', 'n/a')})"),
-            ("Python", str(_section(env, "python").get("version", "n/a"))),
+            ("Python", str(section(env, "python").get("version", "n/a"))),
             ("Libraries", libraries or "n/a"),
             ("Machine", f"{env.get('fingerprint') or 'n/a'} ({env.get('hostname') or 'n/a'})")]
 
@@ -187,9 +173,9 @@ def settings_rows(settings: Mapping[str, Any], prefix: str = "") -> list[tuple[s
 # --- leaderboard and case details -----------------------------------------------------------
 
 def board_row(record: Record, anchor: str, rank: int) -> dict[str, Any]:
-    work, memory = _section(record, "work"), _section(record, "memory")
+    work, memory = section(record, "work"), section(record, "memory")
     pct, pct_title = peak_share(work)
-    accuracy, accuracy_title = accuracy_text(_section(record, "accuracy"))
+    accuracy, accuracy_title = accuracy_text(section(record, "accuracy"))
     return {"rank": rank, "anchor": anchor, "record": record, "timing": record["timing"],
             "size": size_label(record.get("problem_size")),
             "gflops": work.get("gflops_per_s"), "gbs": work.get("gb_per_s"),
@@ -237,13 +223,13 @@ def detail_view(record: Record, anchor: str, verdict: str | None) -> dict[str, A
     title = box_title(str(record.get("case_id")), stats) if stats else ""
     svg = box_plot_svg([BoxRow("", stats, title=title)], log=False, width=620) \
         if stats else None
-    timing = _section(record, "timing")
+    timing = section(record, "timing")
     counts = [c for c in timing.get("process_sample_counts") or [] if isinstance(c, int)]
     return {"anchor": anchor, "record": record, "stats": stats, "svg": _safe(svg),
             "processes": counts, "verdict": verdict, "size": size_label(record.get("problem_size")),
-            "timing": timing, "memory": _section(record, "memory"),
-            "energy": _section(record, "energy"), "work": _section(record, "work"),
-            "accuracy": accuracy_text(_section(record, "accuracy"))}
+            "timing": timing, "memory": section(record, "memory"),
+            "energy": section(record, "energy"), "work": section(record, "work"),
+            "accuracy": accuracy_text(section(record, "accuracy"))}
 
 
 def _distribution_svg(timed: Sequence[Record], anchors: Mapping[int, str]) -> Markup | None:
@@ -267,10 +253,7 @@ def _safe(svg: str | None) -> Markup | None:
 def speedup_chart(ran: Sequence[Record], colours: Mapping[str, str]) -> Markup | None:
     """Grouped bars of speedup over the baseline, per kernel and problem size with more than
     one case; `ran` are the cases with a median, in the summary's order."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for record in ran:
-        key = (str(record.get("kernel_name")), size_label(record.get("problem_size")))
-        groups.setdefault(key, []).append(record)
+    groups = kernel_groups(ran, size_label)  # by the size shown; plots group by size_json
     bars = []
     for (kernel, size), cases in groups.items():
         if len(cases) > 1:
@@ -283,18 +266,11 @@ def speedup_chart(ran: Sequence[Record], colours: Mapping[str, str]) -> Markup |
                                  reference=1.0, colours=colours))
 
 
-def speedup_baseline(cases: Sequence[Record]) -> Record:
-    """The fp32 case of the first backend among `cases`, else the first case."""
-    first_backend = cases[0].get("backend")
-    return next((c for c in cases if c.get("backend") == first_backend
-                 and c.get("precision") == "fp32"), cases[0])
-
-
 def _speedup_bar(case: Record, base: Record) -> Bar:
-    ratio = (_p50(base) or 0.0) / (_p50(case) or 1.0)
-    title = (f"{case.get('kernel_name')} {_variant(case)}: {fmt_num(ratio, 3)}x vs baseline "
-             f"{_variant(base)} (p50 {fmt_num(_p50(case))} ms vs {fmt_num(_p50(base))} ms)")
-    return Bar(_variant(case), ratio, f"{fmt_num(ratio, 3)}x", title)
+    ratio = (p50_ms(base) or 0.0) / (p50_ms(case) or 1.0)
+    title = (f"{case.get('kernel_name')} {variant(case)}: {fmt_num(ratio, 3)}x vs baseline "
+             f"{variant(base)} (p50 {fmt_num(p50_ms(case))} ms vs {fmt_num(p50_ms(base))} ms)")
+    return Bar(variant(case), ratio, f"{fmt_num(ratio, 3)}x", title)
 
 
 def bandwidth_charts(ran: Sequence[Record],
@@ -303,18 +279,17 @@ def bandwidth_charts(ran: Sequence[Record],
     charts = []
     for kernel in dict.fromkeys(str(r.get("kernel_name")) for r in ran):
         cases = [r for r in ran if str(r.get("kernel_name")) == kernel
-                 and isinstance(_section(r, "work").get("gb_per_s"), (int, float))]
+                 and isinstance(section(r, "work").get("gb_per_s"), (int, float))]
         if not cases:
             continue
         sizes = list(dict.fromkeys(size_label(r.get("problem_size")) for r in cases))
         series = []
-        for variant in dict.fromkeys(_variant(r) for r in cases):
-            by_size = {size_label(r.get("problem_size")): r for r in cases
-                       if _variant(r) == variant}
+        for name in dict.fromkeys(variant(r) for r in cases):
+            by_size = {size_label(r.get("problem_size")): r for r in cases if variant(r) == name}
             values = [by_size[s]["work"]["gb_per_s"] if s in by_size else None for s in sizes]
-            titles = [f"{kernel} {variant} {s}: {fmt_num(v)} GB/s" for s, v in zip(sizes, values,
-                                                                                     strict=True)]
-            series.append(Series(variant, values, titles))
+            titles = [f"{kernel} {name} {s}: {fmt_num(v)} GB/s"
+                      for s, v in zip(sizes, values, strict=True)]
+            series.append(Series(name, values, titles))
         charts.append((kernel, _safe(line_chart_svg(sizes, series, y_label="GB/s",
                                                             colours=colours)) or Markup()))
     return charts
@@ -323,6 +298,7 @@ def bandwidth_charts(ran: Sequence[Record],
 # --- history, comparison, failures -----------------------------------------------------------
 
 def _case_key(record: Record) -> str:
+    """Identity of a case across runs; a JSON list, so unambiguous, unlike views.case_key."""
     return json.dumps([record.get("kernel_name"), record.get("backend"), record.get("precision"),
                        record.get("problem_size")], sort_keys=True, default=str)
 
@@ -344,8 +320,8 @@ def trend_views(inputs: ReportInputs, results: Sequence[Record], verdicts: Mappi
     views = []
     for record in results:
         points = [p for h in runs if (p := _history_point(h, record, started, verdicts))]
-        if not current_in_history and _p50(record) is not None:
-            points.append(_point(_p50(record) or 0.0, "this run", "this run",
+        if not current_in_history and p50_ms(record) is not None:
+            points.append(_point(p50_ms(record) or 0.0, "this run", "this run",
                                  verdicts.get(str(record.get("case_id")))))
         if len(points) >= 2:
             views.append({"record": record, "anchor": anchors[id(record)],
@@ -357,16 +333,17 @@ def _history_point(run: Record, record: Record, started: datetime | None,
                    verdicts: Mapping[str, str]) -> TrendPoint | None:
     key = _case_key(record)
     match = next((r for r in run.get("results") or [] if _case_key(r) == key), None)
-    if match is None or not isinstance(match.get("latency_ms_p50"), (int, float)):
+    p50 = None if match is None else p50_ms(match)
+    if p50 is None:
         return None
     when = _instant(run.get("created_at"))
-    git = _section(run, "git")
+    git = section(run, "git")
     commit = git.get("short_commit") or str(git.get("commit") or "no commit")[:12]
     is_current = when is not None and when == started
     label = when.strftime("%m-%d %H:%M") if when else "?"
     title = (f"{when or run.get('created_at')} commit {commit}"
              + (" (this run)" if is_current else ""))
-    return _point(float(match["latency_ms_p50"]), label, title,
+    return _point(p50, label, title,
                   verdicts.get(str(record.get("case_id"))) if is_current else None)
 
 
@@ -389,25 +366,14 @@ def comparison_view(comparison: Mapping[str, Any] | None, results: Sequence[Reco
     by_label = {str(r.get("case_id")): anchors[id(r)] for r in results}
     cases = [{**COMPARISON_CASE_DEFAULTS, **c, "anchor": by_label.get(str(c.get("label")))}
              for c in comparison.get("cases") or [] if isinstance(c, Mapping)]
-    significant = sorted((c for c in cases if c.get("verdict") in ("regressed", "improved")
-                          or _section(c, "accuracy_drift").get("flagged")), key=impact,
-                         reverse=True)
+    significant, rest = split_significant(cases)
     doc = {"verdict": "n/a", "regression": False, "counts": {}, "baseline": {}, "settings": {},
            "baseline_note": None, **comparison}
-    return {"doc": doc, "significant": significant,
-            "rest": [c for c in cases if c not in significant]}
-
-
-def impact(case: Mapping[str, Any]) -> float:
-    """|log ratio|: a 2x slowdown and a 2x speedup weigh the same; no ratio sorts first."""
-    import math
-
-    ratio = case.get("ratio")
-    return abs(math.log(ratio)) if isinstance(ratio, (int, float)) and ratio > 0 else math.inf
+    return {"doc": doc, "significant": significant, "rest": rest}
 
 
 def problem_view(record: Record, anchor: str, has_detail: bool) -> dict[str, Any]:
-    worker = _section(record, "worker")
+    worker = section(record, "worker")
     tails = [(name, str(worker.get(key))[-TAIL_CHARS:]) for name, key in
              (("traceback", "traceback"), ("stderr (tail)", "stderr_tail"),
               ("stdout (tail)", "stdout_tail")) if worker.get(key)]

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from kernbench.reporting import findings as fx
+from kernbench.reporting.digest import regression_digest
+from kernbench.reporting.views import PROBLEM_STATUSES
+from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
 
 if TYPE_CHECKING:
     from kernbench.reporting.bundle import ReportInputs
@@ -15,18 +18,6 @@ if TYPE_CHECKING:
 
 MAX_LISTED = 12
 """Key Findings lists at most this many findings per group and counts the rest."""
-
-
-def fmt_num(value: object, digits: int = 4) -> str:
-    """A number with `digits` significant digits; "n/a" for None."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if value == 0:
-        return "0"
-    text = f"{value:.{digits}g}"
-    return f"{value:,.0f}" if "e+" in text else text  # 9999.5 rounds up to "1e+04": use digits
 
 
 def md_escape(value: object) -> str:
@@ -60,7 +51,7 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
     template = template_environment().get_template("summary.md.j2")
     return template.render(
         doc=document, env=environment, board=leaderboard(results),
-        problems=[r for r in results if r["status"] in ("failed", "timeout", "invalid")],
+        problems=[r for r in results if r["status"] in PROBLEM_STATUSES],
         skipped=[r for r in results if r["status"] == "skipped"],
         flagged=[r for r in results if r["warnings"]],
         checked=[r for r in results if (r.get("accuracy") or {}).get("passed") is not None],
@@ -70,7 +61,7 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
         finding_groups=fx.group_findings(found), max_listed=MAX_LISTED,
         unstable=any(f.kind == "unstable" for f in found), noisy_pct=fx.NOISY_CI_RATIO * 100,
         advice=fx.recommendations(document, comparison), no_advice=fx.NO_RECOMMENDATIONS,
-        digest=fx.regression_digest(comparison),
+        digest=regression_digest(comparison),
     )
 
 

@@ -6,7 +6,7 @@
 * ``comparison.png``: per kernel and problem size, the speedup of every backend x precision
   case over a baseline case, ``baseline p50 / case p50`` (above 1 is faster). The baseline is
   the fp32 case of the first backend of that kernel and size in the summary, else the first
-  successful case of that kernel and size;
+  successful case of that kernel and size (:func:`views.speedup_baseline`);
 * ``history.png`` (only with two or more history records): the p50 of each case over the
   runs, oldest on the left; cases that regressed in the comparison are drawn thick and named so;
 * ``regressions.png`` (only with a comparison): each case's candidate / baseline ratio with
@@ -21,7 +21,6 @@ its Agg canvas is used: no pyplot, no global backend switch.
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +29,20 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.views import (
+    Record,
+    case_key,
+    ci95_ms,
+    comparison_label,
+    dig,
+    kernel_groups,
+    mappings,
+    number,
+    p50_ms,
+    size_json,
+    speedup_baseline,
+    variant,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -49,7 +62,6 @@ VERDICT_COLORS = {"regressed": "#c0392b", "improved": "#27ae60", "unchanged": "#
                   "inconclusive": "#e67e22"}
 OTHER_COLOR = "#34495e"
 
-Record = Mapping[str, Any]
 NewFigure = Callable[[float], "Figure"]
 
 
@@ -111,16 +123,9 @@ def _empty(new_figure: NewFigure, title: str, message: str) -> Figure:
 # --- reading documents --------------------------------------------------------------------
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def _p50(record: Record) -> float | None:
-    timing = record.get("timing")
-    source = timing if isinstance(timing, Mapping) else record  # history rows are flat
-    value = _number(source.get("latency_ms_p50"))
+    """The median, when positive: bar lengths, ratios and log axes need one."""
+    value = p50_ms(record)
     return value if value is not None and value > 0 else None
 
 
@@ -128,19 +133,9 @@ def _ok(results: Sequence[Record]) -> list[Record]:
     return [r for r in results if r.get("status") == "ok" and _p50(r) is not None]
 
 
-def _shape(record: Record) -> str:
-    size = record.get("problem_size")
-    return "" if size is None else json.dumps(size, sort_keys=True)
-
-
-def _key(record: Record) -> str:
-    """The comparison's case key: kernel[backend,precision] plus the problem size as JSON."""
-    return (f"{record.get('kernel_name')}[{record.get('backend')},{record.get('precision')}]"
-            f"{_shape(record)}")
-
-
 def _label(record: Record) -> str:
-    return str(record.get("case_id") or _key(record))
+    """A row label; without a case id, the case key, so rows of several sizes stay apart."""
+    return str(record.get("case_id") or case_key(record))
 
 
 # --- latency ------------------------------------------------------------------------------
@@ -168,12 +163,8 @@ def _latency(new_figure: NewFigure, results: Sequence[Record]) -> Figure:
 
 
 def _ci(record: Record, p50: float) -> tuple[float, float]:
-    ci = (record.get("timing") or {}).get("latency_ms_p50_ci95")
-    if isinstance(ci, Sequence) and len(ci) == 2:
-        low, high = _number(ci[0]), _number(ci[1])
-        if low is not None and high is not None:
-            return min(low, p50), max(high, p50)
-    return p50, p50
+    ci = ci95_ms(record)
+    return (min(ci[0], p50), max(ci[1], p50)) if ci else (p50, p50)
 
 
 def _row_labels(axes: Axes, labels: Sequence[str]) -> None:
@@ -191,28 +182,18 @@ def speedup_rows(results: Sequence[Record]) -> list[tuple[str, float, bool]]:
     Cases are grouped by kernel and problem size, in summary order; each group's baseline is
     the fp32 case of the group's first backend, else the group's first case.
     """
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for record in _ok(results):
-        groups.setdefault((str(record.get("kernel_name")), _shape(record)), []).append(record)
+    groups = kernel_groups(_ok(results), size_json)
     sizes_per_kernel: dict[str, int] = {}
     for kernel, _ in groups:
         sizes_per_kernel[kernel] = sizes_per_kernel.get(kernel, 0) + 1
     rows = []
     for (kernel, shape), cases in groups.items():
-        base = _baseline(cases)
+        base = speedup_baseline(cases)
         suffix = f" {shape}" if sizes_per_kernel[kernel] > 1 else ""
         for case in cases:
-            label = f"{kernel} {case.get('backend')}/{case.get('precision')}{suffix}"
+            label = f"{kernel} {variant(case)}{suffix}"
             rows.append((label, (_p50(base) or 0.0) / (_p50(case) or math.inf), case is base))
     return rows
-
-
-def _baseline(cases: Sequence[Record]) -> Record:
-    first_backend = cases[0].get("backend")
-    for case in cases:
-        if case.get("backend") == first_backend and case.get("precision") == "fp32":
-            return case
-    return cases[0]
 
 
 def _speedups(new_figure: NewFigure, results: Sequence[Record]) -> Figure:
@@ -244,7 +225,7 @@ def _history(new_figure: NewFigure, inputs: ReportInputs) -> Figure:
         for row in run.get("results") or []:
             p50 = _p50(row)
             if p50 is not None:
-                series.setdefault(_key(row), [math.nan] * len(runs))[index] = p50
+                series.setdefault(case_key(row), [math.nan] * len(runs))[index] = p50
     regressed = _regressed_keys(inputs.comparison)
     title = "p50 per case over the recorded runs (oldest left)"
     if not series:
@@ -277,23 +258,22 @@ def _log_axis(axes: Axes) -> None:
 
 
 def _run_label(run: Record) -> str:
-    commit = (run.get("git") or {}).get("short_commit") or "no git"
-    moment = str(run.get("created_at") or (run.get("run") or {}).get("started_at") or "")
+    commit = dig(run, "git", "short_commit") or "no git"
+    moment = str(run.get("created_at") or dig(run, "run", "started_at") or "")
     return f"{str(commit)[:8]}\n{moment[:16].replace('T', ' ')}"
 
 
 def _regressed_keys(comparison: Mapping[str, Any] | None) -> set[str]:
-    return {str(case.get("key")) for case in (comparison or {}).get("cases") or []
-            if isinstance(case, Mapping) and case.get("verdict") == "regressed"}
+    return {str(case.get("key")) for case in mappings(dig(comparison, "cases"))
+            if case.get("verdict") == "regressed"}
 
 
 # --- regressions --------------------------------------------------------------------------
 
 
 def _regressions(new_figure: NewFigure, comparison: Mapping[str, Any]) -> Figure:
-    cases = sorted((c for c in comparison.get("cases") or []
-                    if isinstance(c, Mapping) and _number(c.get("ratio"))),
-                   key=lambda c: str(c.get("label") or c.get("key")))
+    cases = sorted((c for c in mappings(comparison.get("cases")) if number(c.get("ratio"))),
+                   key=comparison_label)
     title = f"Candidate / baseline median latency: {comparison.get('verdict') or 'n/a'}"
     if not cases:
         return _empty(new_figure, title, "No case was measured on both sides.")
@@ -301,7 +281,7 @@ def _regressions(new_figure: NewFigure, comparison: Mapping[str, Any]) -> Figure
     axes = figure.add_subplot()
     for y, case in enumerate(cases):
         _regression_row(axes, y, case)
-    _row_labels(axes, [str(c.get("label") or c.get("key")) for c in cases])
+    _row_labels(axes, [comparison_label(c) for c in cases])
     axes.axvline(1.0, color="black", linewidth=0.8)
     axes.set_xscale("log")
     axes.set_xlabel("ratio (> 1 is slower), 95% interval; shaded: within the threshold")
@@ -313,11 +293,11 @@ def _regressions(new_figure: NewFigure, comparison: Mapping[str, Any]) -> Figure
 
 
 def _regression_row(axes: Axes, y: int, case: Mapping[str, Any]) -> None:
-    ratio = _number(case.get("ratio")) or 1.0
-    threshold = _number(case.get("threshold")) or 0.0
+    ratio = number(case.get("ratio")) or 1.0
+    threshold = number(case.get("threshold")) or 0.0
     axes.fill_betweenx([y - 0.4, y + 0.4], 1.0 / (1.0 + threshold), 1.0 + threshold,
                        color="#bdc3c7", alpha=0.5, linewidth=0)
-    low, high = _number(case.get("ci_low")), _number(case.get("ci_high"))
+    low, high = number(case.get("ci_low")), number(case.get("ci_high"))
     color = VERDICT_COLORS.get(str(case.get("verdict")), OTHER_COLOR)
     if low is not None and high is not None:
         axes.errorbar([ratio], [y], xerr=[[ratio - min(low, ratio)], [max(high, ratio) - ratio]],

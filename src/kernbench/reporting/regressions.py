@@ -9,6 +9,7 @@ from typing import Any
 from kernbench.compare import CaseComparison, case_dict, regressions_found, tally
 from kernbench.reporting import write_json_atomic, write_text_atomic
 from kernbench.reporting.markdown import template_environment
+from kernbench.reporting.views import split_significant
 from kernbench.schema import SCHEMA_VERSION
 
 
@@ -45,20 +46,9 @@ def comparison_document(cases: Sequence[CaseComparison], baseline: Mapping[str, 
 
 
 def render_regressions(document: Mapping[str, Any]) -> str:
-    cases = list(document["cases"])
-    significant = sorted((c for c in cases if c["verdict"] in ("regressed", "improved")
-                          or (c.get("accuracy_drift") or {}).get("flagged")),
-                         key=_impact, reverse=True)
-    rest = [c for c in cases if c not in significant]
+    significant, rest = split_significant(list(document["cases"]))
     template = template_environment().get_template("regressions.md.j2")
     return template.render(doc=document, significant=significant, rest=rest)
-
-
-def _impact(case: Mapping[str, Any]) -> float:
-    import math
-
-    ratio = case.get("ratio")
-    return abs(math.log(ratio)) if isinstance(ratio, (int, float)) and ratio > 0 else float("inf")
 
 
 def write_comparison(output_dir: Path, document: Mapping[str, Any]) -> list[Path]:

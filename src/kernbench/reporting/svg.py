@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from kernbench.reporting.markdown import fmt_num
+from kernbench.reporting.views import fmt_num
 from kernbench.stats import percentile
 
 __all__ = ["PALETTE", "Bar", "BoxRow", "BoxStats", "Scale", "Series", "TrendPoint",
