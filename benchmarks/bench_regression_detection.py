@@ -16,7 +16,7 @@ one nothing. Per case and repetition it records:
 It prints the A/A false-positive rate (cases with nothing injected that were flagged either way)
 and the detection rates of the +10% and +5% slowdowns, for each rule, over the same samples.
 
-    python benchmarks/bench_regression_detection.py --reps 20 --rounds 20 --iters 10 \
+    python benchmarks/bench_regression_detection.py --reps 20 --rounds 30 --iters 10 \
         --threshold 0.03 --filter gemm,fft,matvec,pressure_poisson
 """
 
@@ -88,7 +88,7 @@ def tally(rule_hits: dict[tuple[str, float], list[bool]]) -> dict[str, dict[floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threshold", type=float, default=0.03)
