@@ -401,6 +401,39 @@ def test_list_json_counts_agree_with_the_filtered_kernels(
     assert manifest["invalid"] == 0
 
 
+def test_list_shows_how_many_points_a_sweep_has(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    write(tmp_path / "kernels" / "gemm" / "bench.yaml", """
+        sweep:
+          matrix_shapes: [{name: pow2, min_power: 2, max_power: 4}]
+          params: {block: [1, 2, 4, 8]}
+        """)
+    code = main(["list", "--root", str(tmp_path)])
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert code == 0
+    assert lines["gemm"].endswith("kernels/gemm/gemm.py  (12 points)")
+    assert lines["fft"].endswith("kernels/fft/fft.py")  # no sweep, no count
+    main(["list", "--json", "--root", str(tmp_path), "--filter", "gemm"])
+    (gemm,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert gemm["config"]["sweep_points"] == 12
+
+
+def test_a_bad_sweep_makes_only_its_kernel_invalid(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    write(tmp_path / "kernels" / "gemm" / "bench.yaml", """
+        sweep:
+          matrix_shapes: [{name: pow3, min_power: 2}]
+        """)
+    code = main(["list", "--root", str(tmp_path)])
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert code == 2
+    assert "INVALID  kernels/gemm/bench.yaml: key 'sweep.matrix_shapes[0].name'" in lines["gemm"]
+    assert "did you mean 'pow2'" in lines["gemm"]
+    assert "INVALID" not in lines["fft"]
+
+
 def test_list_exits_2_when_a_kernel_is_invalid(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path / "kernels" / "good.py", GOOD)

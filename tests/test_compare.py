@@ -15,6 +15,7 @@ import pytest
 
 from kernbench.compare import (
     Thresholds,
+    case_dict,
     case_key,
     compare_results,
     process_groups,
@@ -73,6 +74,27 @@ def test_problem_size_is_part_of_the_key() -> None:
     assert case_key(small) != case_key(large)
     assert case_key(result(problem_size={"n": 64, "m": 2})) == \
         case_key(result(problem_size={"m": 2, "n": 64}))  # key order does not matter
+
+
+def test_two_sweep_runs_match_points_by_shape_and_label_them() -> None:
+    from dataclasses import replace
+
+    rng = np.random.default_rng(5)
+
+    def point(n: int, median: float) -> CaseResult:
+        return replace(result("mm", problem_size={"m": n, "k": n, "n": n},
+                              sample_data=samples(rng, median)), point=f"m={n},k={n},n={n}")
+
+    baseline = [point(8, 1.0), point(16, 2.0), point(32, 4.0)]
+    candidate = [point(32, 8.0), point(8, 1.0), point(16, 2.0), point(64, 9.0)]
+    cases = {c.label: c for c in compare_results(baseline, candidate)}
+    assert set(cases) == {"mm[cpu,fp32,m=8,k=8,n=8]", "mm[cpu,fp32,m=16,k=16,n=16]",
+                          "mm[cpu,fp32,m=32,k=32,n=32]", "mm[cpu,fp32,m=64,k=64,n=64]"}
+    assert cases["mm[cpu,fp32,m=32,k=32,n=32]"].verdict == "regressed"
+    assert cases["mm[cpu,fp32,m=8,k=8,n=8]"].verdict == "unchanged"
+    assert cases["mm[cpu,fp32,m=64,k=64,n=64]"].verdict == "new"
+    assert case_dict(cases["mm[cpu,fp32,m=16,k=16,n=16]"])["label"] == \
+        "mm[cpu,fp32,m=16,k=16,n=16]"
 
 
 def test_two_sizes_of_one_kernel_are_two_cases() -> None:

@@ -536,3 +536,116 @@ def test_bench_all_shim_runs_and_lists(tmp_path: Path) -> None:
     (record,) = summary["results"]
     assert_exact_fake_timing(record, 4.0)
     assert (tmp_path / "reports" / "summary.md").is_file()
+
+
+# -- a bench.yaml sweep, through the real CLI process -----------------------------------------
+
+MATMUL = """
+import numpy as np
+
+def setup(m, k, n, precision="fp32"):
+    rng = np.random.default_rng(0)
+    dtype = {"fp64": np.float64, "fp32": np.float32}[precision]
+    return {"a": rng.standard_normal((m, k)).astype(dtype),
+            "b": rng.standard_normal((k, n)).astype(dtype)}
+
+def run_benchmark(a, b):
+    return a @ b
+
+def reference(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64)
+"""
+
+MATMUL_YAML = """
+precisions: [fp32]
+sweep:
+  matrix_shapes:
+    - {name: pow2, min_power: 2, max_power: 4}
+work:
+  flops: "2*m*k*n"
+  bytes: "itemsize*(m*k + k*n + m*n)"
+tolerances: {relative_error: 1.0e-5}
+"""
+
+SWEEP_IDS = ["matmul[cpu,fp32,m=4,k=4,n=4]", "matmul[cpu,fp32,m=8,k=8,n=8]",
+             "matmul[cpu,fp32,m=16,k=16,n=16]"]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pow2-swept matmul run twice: `out` at the fake 2.5 ms per call, `slow` at 5 ms."""
+    base = tmp_path_factory.mktemp("sweep")
+    kernel(base / "repo", "matmul", MATMUL)
+    write(base / "repo" / "kernels" / "matmul" / "bench.yaml", MATMUL_YAML)
+    for name, ms in (("out", FAKE_MS), ("slow", 2 * FAKE_MS)):
+        proc = kernbench("run", "--root", str(base / "repo"), "--output-dir", str(base / name),
+                         *FAST, "--debug-fake-timer", str(ms), "--format", "all", cwd=base)
+        assert proc.returncode == 0, proc.stderr
+    return base
+
+
+def test_sweep_gives_one_record_per_shape_with_its_problem_size_and_work(swept: Path) -> None:
+    summary = load(swept / "out" / "summary.json")
+    assert summary["counts"]["total"] == summary["counts"]["ok"] == 3
+    records = summary["results"]
+    assert [r["case_id"] for r in records] == SWEEP_IDS
+    for record, size in zip(records, (4, 8, 16), strict=True):
+        assert record["problem_size"] == {"m": size, "k": size, "n": size}
+        assert_exact_fake_timing(record, FAKE_MS)
+        assert record["work"]["flops"] == 2 * size**3  # the formula saw this point's m, k, n
+        assert record["work"]["bytes"] == 4 * 3 * size * size
+        assert record["work"]["gflops_per_s"] == pytest.approx(2 * size**3 / FAKE_MS / 1e6)
+        assert record["accuracy"]["passed"] is True
+
+
+def test_sweep_gives_one_csv_row_and_one_leaderboard_row_per_shape(swept: Path) -> None:
+    import csv
+
+    from test_html import table_rows
+
+    with (swept / "out" / "results.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["case_id"] for row in rows] == SWEEP_IDS
+    assert [json.loads(row["problem_size"])["n"] for row in rows] == [4, 8, 16]
+    page = (swept / "out" / "index.html").read_text(encoding="utf-8")
+    board = table_rows(page, "leaderboard-table")
+    assert sorted(row[1]["text"] for row in board) == sorted(SWEEP_IDS)
+    assert len(list((swept / "out").glob("kernels/*.json"))) == 1
+
+
+def test_comparing_two_sweep_runs_matches_points_by_shape(swept: Path) -> None:
+    proc = kernbench("compare", str(swept / "out"), str(swept / "slow"), "--output-dir",
+                     str(swept / "cmp"), cwd=swept)
+    assert proc.returncode == 0, proc.stderr
+    cases = load(swept / "cmp" / "comparison.json")["cases"]
+    assert sorted(c["label"] for c in cases) == sorted(SWEEP_IDS)
+    assert {c["verdict"] for c in cases} <= {"regressed", "inconclusive"}
+    assert all(c["ratio"] == pytest.approx(2.0) for c in cases)
+    assert "m=16,k=16,n=16" in (swept / "cmp" / "regressions.md").read_text(encoding="utf-8")
+
+
+def test_a_bench_yaml_reference_case_is_per_sweep_point(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    kernel(root, "scale", """
+        import numpy as np
+
+        def run_benchmark(n, precision="fp32"):
+            dtype = {"fp64": np.float64, "fp32": np.float32}[precision]
+            return np.arange(n, dtype=dtype) / 3
+        """)
+    write(root / "kernels" / "scale" / "bench.yaml", """
+        precisions: [fp32, fp64]
+        reference: {precision: fp64}
+        sweep: {params: {n: [2, 5]}}
+        tolerances: {relative_error: 1.0e-6}
+        """)
+    proc = kernbench("run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FAST,
+                     "--debug-fake-timer", "1", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    records = {r["case_id"]: r for r in load(tmp_path / "out" / "summary.json")["results"]}
+    assert list(records) == ["scale[cpu,fp64,n=2]", "scale[cpu,fp64,n=5]",
+                             "scale[cpu,fp32,n=2]", "scale[cpu,fp32,n=5]"]
+    for n in (2, 5):  # a point compared with another point's output would mismatch in shape
+        accuracy = records[f"scale[cpu,fp32,n={n}]"]["accuracy"]
+        assert accuracy["passed"] is True, accuracy
+        assert 0 < accuracy["relative_error"] < 1e-6

@@ -105,6 +105,23 @@ def test_record_from_a_real_summary_is_compact() -> None:
                            "samples_ms", "process_sample_counts", "latency_ms_p50", "accuracy"}
 
 
+def test_a_sweep_points_compact_result_keeps_its_case_id_and_reads_back() -> None:
+    from dataclasses import replace
+
+    from kernbench.inputs import run_from_document
+
+    point = replace(case(), problem_size={"m": 4, "k": 4, "n": 4}, point="m=4,k=4,n=4")
+    run = RunResult(started_at="2024-01-01T00:00:00Z", finished_at=None, complete=True,
+                    settings={}, environment=environment(), kernels=(), results=(point, case()))
+    document = json.loads(json.dumps(summary_dict(run)))
+    swept, plain = history_record(document, environment())["results"]
+    assert swept["case_id"] == "gemm[cpu,fp32,m=4,k=4,n=4]"
+    assert "case_id" not in plain  # plain ids are rebuilt from kernel, backend, precision
+    loaded = run_from_document(history_record(document, environment()), "history")
+    assert [r.case_id for r in loaded.results] == ["gemm[cpu,fp32,m=4,k=4,n=4]",
+                                                   "gemm[cpu,fp32]"]
+
+
 def test_process_sample_counts_come_from_the_timing_when_present() -> None:
     doc = summary()
     doc["results"][0]["timing"]["process_sample_counts"] = [1, 3]

@@ -16,6 +16,7 @@ from kernbench.runner import (
     DEFAULT_PRECISION,
     BenchmarkRunner,
     RunSettings,
+    _reference_key,
     build_result,
     invalid_result,
     plan_backends,
@@ -114,6 +115,41 @@ def test_plan_cases_is_backend_by_precision_with_the_problem_size() -> None:
         ("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32"), ("cuda", "bf16")]
     assert {c.case_id for c in cases} >= {"k[cpu,fp32]", "k[cuda,bf16]"}
     assert all(c.problem_size == {"n": 8} for c in cases)
+
+
+def test_a_sweep_plans_one_case_per_point_with_its_merged_problem_size() -> None:
+    sweep = {"matrix_shapes": [{"name": "pow2", "min_power": 2, "max_power": 3}]}
+    kernel = spec("mm", parameters=("precision", "m", "k", "n", "layout"),
+                  config=config(precisions=["fp64", "fp32"], sweep=sweep,
+                                problem_size={"layout": "row", "m": 1}))
+    cases = plan_cases(kernel, RunSettings(root=Path(".")))
+    assert [c.case_id for c in cases] == [
+        "mm[cpu,fp64,m=4,k=4,n=4]", "mm[cpu,fp64,m=8,k=8,n=8]",
+        "mm[cpu,fp32,m=4,k=4,n=4]", "mm[cpu,fp32,m=8,k=8,n=8]"]
+    assert [c.problem_size for c in cases[:2]] == [{"layout": "row", "m": 4, "k": 4, "n": 4},
+                                                   {"layout": "row", "m": 8, "k": 8, "n": 8}]
+    assert [c.point for c in cases[:2]] == ["m=4,k=4,n=4", "m=8,k=8,n=8"]
+    plain = plan_cases(spec(parameters=("precision",)), RunSettings(root=Path(".")))
+    assert [(c.case_id, c.point) for c in plain] == [("k[cpu,fp32]", None)]
+
+
+def test_each_sweep_point_has_its_own_reference_case_first() -> None:
+    kernel = spec("mm", parameters=("precision", "n"),
+                  config=config(precisions=["fp32", "fp64"], reference={"precision": "fp64"},
+                                sweep={"params": {"n": [2, 3]}}))
+    cases = plan_cases(kernel, RunSettings(root=Path(".")))
+    assert [c.case_id for c in cases] == ["mm[cpu,fp64,n=2]", "mm[cpu,fp64,n=3]",
+                                          "mm[cpu,fp32,n=2]", "mm[cpu,fp32,n=3]"]
+    keys = {_reference_key(c) for c in cases}
+    assert keys == {("mm", "cpu", "fp64", "n=2"), ("mm", "cpu", "fp64", "n=3")}
+
+
+def test_a_sweep_points_record_carries_its_point() -> None:
+    case = Case(spec(parameters=("precision", "n")), "cpu", "fp32", {"n": 2}, "n=2")
+    record = build_result(case, {"status": "ok", "samples_ns": [1e6]}, worker_exit(), "t0", 1.0)
+    assert record.point == "n=2"
+    assert record.case_id == "k[cpu,fp32,n=2]"
+    assert record.problem_size == {"n": 2}
 
 
 def test_runner_plan_keeps_invalid_kernels_and_applies_filters(tmp_path: Path) -> None:

@@ -77,6 +77,28 @@ def test_record_round_trip_preserves_the_result() -> None:
     assert rebuilt.samples_ms == SAMPLES
 
 
+def test_a_sweep_points_case_id_names_it_and_round_trips() -> None:
+    original = ok_result(problem_size={"m": 8, "k": 8, "n": 8}, point="m=8,k=8,n=8")
+    record = record_dict(original)
+    assert record["case_id"] == "gemm[cpu,fp32,m=8,k=8,n=8]"
+    assert "point" not in record  # the case id carries it; records keep their keys
+    assert result_from_dict(json_round_trip(record)) == original
+    assert result_from_dict(json_round_trip(record_dict(ok_result()))).point is None
+
+
+def test_sweep_in_the_manifest_is_the_spec_and_its_size() -> None:
+    from kernbench.config import bench_config_from_data
+
+    sweep = {"matrix_shapes": [{"name": "pow2", "min_power": 2, "max_power": 4}]}
+    config = bench_config_from_data({"sweep": sweep}, "bench.yaml")
+    entry = json_round_trip(spec_dict(KernelSpec(name="mm", path="mm.py", config=config)))
+    assert entry["config"]["sweep"] == sweep
+    assert entry["config"]["sweep_points"] == 3
+    plain = spec_dict(KernelSpec(name="g", path="g.py",
+                                 config=bench_config_from_data({}, "bench.yaml")))
+    assert "sweep" not in plain["config"] and "sweep_points" not in plain["config"]
+
+
 def test_reader_recomputes_timing_instead_of_trusting_the_summary() -> None:
     data = json_round_trip(record_dict(ok_result()))
     data["timing"]["latency_ms_p50"] = 999.0

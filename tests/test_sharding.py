@@ -177,6 +177,18 @@ def test_duplicate_case_names_both_sources() -> None:
     assert "machine-a" in caught.value.message and "machine-b" in caught.value.message
 
 
+def test_sweep_points_of_one_kernel_are_distinct_cases_in_a_merge() -> None:
+    from dataclasses import replace
+
+    small = replace(result("mm"), problem_size={"n": 2}, point="n=2")
+    large = replace(result("mm"), problem_size={"n": 4}, point="n=4")
+    merged = merge_summaries([("a", summary(small)), ("b", summary(large))])
+    assert [r["case_id"] for r in merged["results"]] == ["mm[cpu,fp32,n=2]", "mm[cpu,fp32,n=4]"]
+    assert [r.point for r in results_from_summary(merged, "merged")] == ["n=2", "n=4"]
+    with pytest.raises(KernbenchError, match=r"mm\[cpu,fp32,n=2\]"):
+        merge_summaries([("a", summary(small)), ("b", summary(small, large))])
+
+
 def test_incomplete_shard_makes_the_merge_incomplete() -> None:
     one = summary(result("gemm"))
     two = summary(result("fft"), complete=False)

@@ -149,8 +149,8 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ab", default=None, metavar="REF",
                         help="interleaved A/B on this machine: REF (in a temporary worktree) "
                         "against this tree, in alternating rounds; writes regressions.md")
-    parser.add_argument("--rounds", type=positive_int(2), default=20, metavar="N",
-                        help="--ab rounds: worker processes per case and side (default: 20; the "
+    parser.add_argument("--rounds", type=positive_int(2), default=30, metavar="N",
+                        help="--ab rounds: worker processes per case and side (default: 30; the "
                         "sign test over rounds cannot reach p < 0.05 with fewer than 6)")
     parser.add_argument("--debug-inject-slowdown", type=_slowdowns, default=(),
                         metavar="GLOB=FACTOR[,...]",
@@ -301,8 +301,10 @@ def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> st
             continue
         precisions = (",".join(spec.config.precisions) if spec.config and spec.config.precisions
                       else ("fp32" if spec.takes_precision else "native"))
+        points = len(spec.config.sweep) if spec.config else 0
+        sweep = f"  ({points} point{'s' * (points != 1)})" if points else ""
         lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
-                     f"{precisions:<20} {spec.path}")
+                     f"{precisions:<20} {spec.path}{sweep}")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernbench.model import CaseResult
+from kernbench.model import CaseResult, case_id_of
 from kernbench.stats import percentile
 from kernbench.stats_compare import (
     Comparison,
@@ -69,10 +69,12 @@ class CaseComparison:
     processes: tuple[int, int] = (0, 0)
     accuracy_drift: Mapping[str, Any] | None = None
     note: str | None = None
+    point: str | None = None
+    """The bench.yaml sweep point (its label is part of the case id); None without a sweep."""
 
     @property
     def label(self) -> str:
-        return f"{self.kernel_name}[{self.backend},{self.precision}]"
+        return case_id_of(self.kernel_name, self.backend, self.precision, self.point)
 
     @property
     def impact(self) -> float:
@@ -117,7 +119,7 @@ def _unpaired(key: str, result: CaseResult, verdict_name: str, threshold: float,
     side = {"baseline_p50_ms": p50} if verdict_name == "missing" else {"candidate_p50_ms": p50}
     return CaseComparison(key=key, kernel_name=result.kernel_name, backend=result.backend,
                           precision=result.precision, verdict=verdict_name, threshold=threshold,
-                          note=note, **side)  # type: ignore[arg-type]
+                          note=note, point=result.point, **side)  # type: ignore[arg-type]
 
 
 def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
@@ -173,7 +175,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             ci_high=comparison.ci_high, p_value=comparison.p_value, q_value=q_value,
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
-            accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note))
+            accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
+            point=cand.point))
     return sorted(decided, key=lambda c: c.key)
 
 

@@ -16,9 +16,10 @@ import yaml
 from kernbench.conditions import parse_condition
 from kernbench.errors import ConfigError
 from kernbench.formulas import parse_formula
-from kernbench.model import HARNESS_ARGS, BenchConfig, SkipRule
+from kernbench.model import HARNESS_ARGS, BenchConfig, SkipRule, SweepPoint
 from kernbench.precision import canonical
 from kernbench.schema import key_path, validate_bench_yaml
+from kernbench.sweeps import expand_sweep
 
 MAX_BENCH_YAML_BYTES = 1 << 20
 PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
@@ -92,6 +93,7 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         timeout_s=data.get("timeout_s"),
         reference=_reference(data.get("reference")),
         work=_work(data.get("work"), source),
+        sweep=_sweep(data.get("sweep"), problem_size, source),
         regression=data.get("regression"),
         golden=data.get("golden"),
         ignore_skus=tuple(data.get("ignore_skus", ())),
@@ -113,6 +115,17 @@ def _work(entry: dict[str, str | float] | None, source: str) -> dict[str, str | 
         if isinstance(value, str):
             parse_formula(value, source=source, key=f"work.{key}")
     return dict(entry)
+
+
+def _sweep(entry: dict[str, Any] | None, problem_size: object,
+           source: str) -> tuple[SweepPoint, ...]:
+    """The sweep's points (checked and counted now: a bad sweep is a config error)."""
+    if entry is None:
+        return ()
+    if problem_size is not None and not isinstance(problem_size, dict):
+        raise ConfigError(source, "problem_size", "a mapping, or no problem_size, with `sweep` "
+                          "(each point's values are merged into it)", got=problem_size)
+    return expand_sweep(entry, source)
 
 
 def _skip_rules(entries: list[dict[str, Any]], source: str) -> tuple[SkipRule, ...]:

@@ -179,7 +179,15 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
         "process_sample_counts": [int(c) for c in counts],
         "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
         "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
+        **_sweep_case_id(record),
     }
+
+
+def _sweep_case_id(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``case_id`` of a bench.yaml sweep point (it names the point); the others' rebuild."""
+    case_id = record.get("case_id")
+    plain = f"{record.get('kernel_name')}[{record.get('backend')},{record.get('precision')}]"
+    return {"case_id": case_id} if isinstance(case_id, str) and case_id != plain else {}
 
 
 # --- file names ------------------------------------------------------------------------

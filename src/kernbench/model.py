@@ -21,6 +21,9 @@ NATIVE = "native"
 HARNESS_ARGS = ("precision", "backend", "device", "seed")
 """Arguments the harness passes only to functions that declare them."""
 
+MAX_SWEEP_POINTS = 10_000
+"""Most cases one kernel's bench.yaml `sweep` may expand to (per backend and precision)."""
+
 WORKER_KEYS = ("pid", "exit_code", "signal", "wall_s", "stdout_tail", "stderr_tail",
                "stdout_bytes", "stderr_bytes")
 """Keys of a record's `worker` facts (all None for a kernel that never ran)."""
@@ -37,6 +40,30 @@ class SkipRule:
 
     def applies_to(self, backend: str, precision: str) -> bool:
         return self.backend in (None, backend) and self.precision in (None, precision)
+
+
+def case_id_of(kernel: str, backend: str, precision: str, point: str | None = None) -> str:
+    """`gemm[cpu,fp32]`, or `gemm[cpu,fp32,m=64,k=64,n=64]` for a point of a sweep."""
+    inside = f"{backend},{precision}" + (f",{point}" if point else "")
+    return f"{kernel}[{inside}]"
+
+
+def point_of(case_id: object, kernel: str, backend: str, precision: str) -> str | None:
+    """The sweep point a record's case id names (the inverse of :func:`case_id_of`), else None."""
+    prefix = f"{kernel}[{backend},{precision},"
+    if isinstance(case_id, str) and case_id.startswith(prefix) and case_id.endswith("]"):
+        return case_id[len(prefix):-1] or None
+    return None
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of a bench.yaml `sweep`: its name in case ids and the keyword arguments it
+    sets (merged over a mapping `problem_size`)."""
+
+    label: str
+    """Readable, unique within the kernel and file-name safe, e.g. `m=64,k=64,n=64`."""
+    values: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -62,6 +89,8 @@ class BenchConfig:
     """Per-kernel practical thresholds for comparisons: {latency, accuracy_drift}."""
     work: Mapping[str, str | float] | None = None
     """Formulas (or numbers) for `flops` and `bytes` over problem-size variables."""
+    sweep: tuple[SweepPoint, ...] = ()
+    """The expanded `sweep`: one case per point (empty: the single `problem_size`)."""
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -102,10 +131,12 @@ class Case:
     backend: str
     precision: str
     problem_size: Any = None
+    point: str | None = None
+    """The bench.yaml sweep point's label, when the kernel has a sweep."""
 
     @property
     def case_id(self) -> str:
-        return f"{self.kernel.name}[{self.backend},{self.precision}]"
+        return case_id_of(self.kernel.name, self.backend, self.precision, self.point)
 
 
 @dataclass(frozen=True)
@@ -174,6 +205,8 @@ class CaseResult:
     duration_s: float | None = None
     worker: Mapping[str, Any] = field(default_factory=dict)
     """Process facts: pid, exit code or signal, tails of stdout and stderr."""
+    point: str | None = None
+    """The bench.yaml sweep point's label (it is part of `case_id`); None without a sweep."""
 
     @property
     def success(self) -> bool:
@@ -181,7 +214,7 @@ class CaseResult:
 
     @property
     def case_id(self) -> str:
-        return f"{self.kernel_name}[{self.backend},{self.precision}]"
+        return case_id_of(self.kernel_name, self.backend, self.precision, self.point)
 
 
 @dataclass(frozen=True)

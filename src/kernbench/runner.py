@@ -33,6 +33,7 @@ from kernbench.replicates import merge_replicates
 from kernbench.reporting import read_json_object
 from kernbench.sharding import select_shard
 from kernbench.stats import percentile
+from kernbench.sweeps import problem_size_at
 
 DEFAULT_PRECISION = "fp32"
 NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None,
@@ -104,11 +105,15 @@ def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
     """The cases of one valid kernel under the run's backend and precision selection; the
     bench.yaml `reference` case, when selected, comes first so the others can compare to it."""
     problem_size = spec.config.problem_size if spec.config else None
-    cases = [Case(spec, backend, precision, problem_size)
+    points = spec.config.sweep if spec.config else ()
+    sizes = ([(problem_size_at(problem_size, p), p.label) for p in points] if points
+             else [(problem_size, None)])
+    cases = [Case(spec, backend, precision, size, point)
              for backend in plan_backends(spec, settings.backends)
-             for precision in plan_precisions(spec, settings.precisions)]
+             for precision in plan_precisions(spec, settings.precisions)
+             for size, point in sizes]
     return sorted(cases, key=lambda c: _reference_key(c) is None or
-                  (c.backend, c.precision) != _reference_key(c)[1:])  # type: ignore[index]
+                  (c.backend, c.precision) != _reference_key(c)[1:3])  # type: ignore[index]
 
 
 def invalid_result(spec: KernelSpec) -> CaseResult:
@@ -124,8 +129,9 @@ class BenchmarkRunner:
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
-        self._references: dict[tuple[str, str, str], str | None] = {}
-        """(kernel, backend, precision) -> None when the saved output exists, else why not."""
+        self._references: dict[tuple[str, str, str, str], str | None] = {}
+        """(kernel, backend, precision, sweep point) -> None when the saved output exists, else
+        why not."""
         self._scratch: Path | None = None
         self._cpu_peak: dict[str, Any] | None = None
 
@@ -230,7 +236,7 @@ class BenchmarkRunner:
         key = _reference_key(case)
         assert key is not None
         path = self._scratch / f"ref-{abs(hash(key))}.npz"
-        if (case.backend, case.precision) == key[1:]:
+        if (case.backend, case.precision) == key[1:3]:
             return {"save_output_path": str(path), "is_reference": True}
         if key not in self._references:
             self._references[key] = self._compute_reference(case, key, path)
@@ -240,7 +246,8 @@ class BenchmarkRunner:
             return {"reference_error": f"{label}: {error}"}
         return {"reference_output_path": str(path), "reference_label": label}
 
-    def _compute_reference(self, case: Case, key: tuple[str, str, str], path: Path) -> str | None:
+    def _compute_reference(self, case: Case, key: tuple[str, str, str, str],
+                           path: Path) -> str | None:
         reference_case = dataclasses.replace(case, backend=key[1], precision=key[2])
         timeout = _timeout_for(case, self.settings.timeout_s)
         payload, exit_info = self._launch(
@@ -302,12 +309,14 @@ def _timeout_for(case: Case, default: float) -> float:
     return config.timeout_s if config and config.timeout_s else default
 
 
-def _reference_key(case: Case) -> tuple[str, str, str] | None:
+def _reference_key(case: Case) -> tuple[str, str, str, str] | None:
+    """(kernel, backend, precision, sweep point) of the case's bench.yaml reference case: each
+    point of a sweep has its own reference output."""
     config = case.kernel.config
     if config is None or not config.reference:
         return None
     return (case.kernel.name, config.reference.get("backend", case.backend),
-            config.reference.get("precision", case.precision))
+            config.reference.get("precision", case.precision), case.point or "")
 
 
 def _reference_failure(payload: dict[str, Any] | None, exit_info: WorkerExit,
@@ -352,8 +361,8 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
     base: dict[str, Any] = dict(
         kernel_name=spec.name, kernel_path=spec.path, framework=spec.framework,
         backend=case.backend, precision=case.precision, problem_size=case.problem_size,
-        started_at=started, duration_s=exit_info.wall_s, worker=_worker_facts(exit_info),
-        energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY)
+        point=case.point, started_at=started, duration_s=exit_info.wall_s,
+        worker=_worker_facts(exit_info), energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY)
     if payload is None or exit_info.timed_out:
         status, reason = _died_reason(exit_info, timeout)
         return CaseResult(status=status, reason=reason, **base)  # type: ignore[arg-type]

@@ -64,6 +64,52 @@ GOLDEN_SCHEMA: dict[str, Any] = {
 """JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms, tolerance_multiplier?,
 size_bytes?}."""
 
+SWEEP_GENERATORS = ("custom", "llama", "pow2", "pow2_extended", "sweep")
+"""`sweep.matrix_shapes[].name`: the shape generators of the seed's microbenchmark runner."""
+POINT_TEXT = "^[A-Za-z0-9_.+-]{1,64}$"
+"""A string `sweep.params` value: it becomes part of case ids, so file-name safe text."""
+
+_DIM = {"type": "integer", "minimum": 1}
+_DIMS = {"type": "array", "minItems": 1, "uniqueItems": True, "items": _DIM}
+_POWER = {"type": "integer", "minimum": 0, "maximum": 40}
+_POWER_FROM_1 = {"type": "integer", "minimum": 1, "maximum": 40}
+_GENERATOR_OPTIONS: dict[str, dict[str, Any]] = {
+    "custom": {"shapes": {"type": "array", "minItems": 1, "items": {
+        "type": "array", "minItems": 3, "maxItems": 3, "items": _DIM,
+        "description": "[m, k, n]: a list of three positive integers"}}},
+    "llama": {"m": _DIMS, "tensor_parallel": {"enum": [1, 2, 4, 8]}},
+    "pow2": {"min_power": _POWER, "max_power": _POWER},
+    "pow2_extended": {"min_power": _POWER_FROM_1, "max_power": _POWER_FROM_1},
+    "sweep": {"min_power": _POWER, "max_power": _POWER, "m": _DIMS, "k": _DIMS, "n": _DIMS},
+}
+_MATRIX_SHAPES = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": {"enum": list(SWEEP_GENERATORS)}},
+    "allOf": [{"if": {"properties": {"name": {"const": name}}, "required": ["name"]},
+               "then": {"additionalProperties": False,
+                        "required": ["shapes"] if name == "custom" else [],
+                        "properties": {"name": {"const": name}, **options}}}
+              for name, options in _GENERATOR_OPTIONS.items()],
+}
+SWEEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {
+        "matrix_shapes": {"type": "array", "minItems": 1, "items": _MATRIX_SHAPES},
+        "params": {
+            "type": "object", "minProperties": 1, "propertyNames": {"pattern": IDENTIFIER},
+            "additionalProperties": {
+                "type": "array", "minItems": 1, "uniqueItems": True,
+                "items": {"type": ["integer", "number", "boolean", "string"],
+                          "pattern": POINT_TEXT}},
+        },
+    },
+}
+"""JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators and
+``params`` lists (checks jsonschema cannot make are in :mod:`kernbench.sweeps`)."""
+
 IGNORE_SKUS_SCHEMA: dict[str, Any] = {
     "type": "array",
     "uniqueItems": True,
@@ -108,6 +154,7 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
             "properties": {"flops": {"type": ["string", "number"]},
                            "bytes": {"type": ["string", "number"]}},
         },
+        "sweep": SWEEP_SCHEMA,
     },
 }
 
@@ -160,18 +207,43 @@ def _config_error(error: Any, source: str) -> ConfigError:
         types = [value] if isinstance(value, str) else value
         expected = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
         return ConfigError(source, key, expected, got=instance)
+    if "description" in error.schema:  # the fragment says in words what it wants
+        return ConfigError(source, key, error.schema["description"], got=instance)
     if kind == "enum":
-        return ConfigError(source, key, f"one of {', '.join(map(str, value))}", got=instance)
+        return ConfigError(source, key, f"one of {', '.join(map(str, value))}"
+                           f"{_did_you_mean(instance, value)}", got=instance)
     if kind == "pattern":
-        return ConfigError(source, key, f"an identifier (letters, digits, _; pattern {value})",
+        return ConfigError(source, key, _PATTERN_WORDS.get(value, f"text matching {value}"),
                            got=instance)
-    if kind in ("minimum", "exclusiveMinimum"):
-        relation = ">=" if kind == "minimum" else ">"
+    if kind in ("minimum", "exclusiveMinimum", "maximum"):
+        relation = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<="}[kind]
         return ConfigError(source, key, f"a number {relation} {value}", got=instance)
+    if kind in ("minItems", "maxItems", "minProperties"):
+        what = "a mapping with" if kind == "minProperties" else "a list of"
+        bound = "at least" if kind.startswith("min") else "at most"
+        noun = "key" if kind == "minProperties" else "item"
+        return ConfigError(source, key, f"{what} {bound} {value} {noun}{'s' * (value != 1)}",
+                           got=instance)
+    if kind == "uniqueItems":
+        return ConfigError(source, key, "a list without repeated values", got=instance)
     if kind == "propertyNames":
         return ConfigError(source, key, "keys that are Python identifiers (they become keyword "
                            "arguments)", got=instance)
     return ConfigError(source, key, error.message)
+
+
+_PATTERN_WORDS = {
+    IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
+    POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "
+                "characters): sweep values name the cases",
+}
+
+
+def _did_you_mean(instance: object, allowed: Iterable[object]) -> str:
+    if not isinstance(instance, str):
+        return ""
+    hint = difflib.get_close_matches(instance, [str(a) for a in allowed], n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else ""
 
 
 # --- versioned result JSON -------------------------------------------------------------

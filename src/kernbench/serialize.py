@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernbench import __version__
-from kernbench.model import BenchConfig, CaseResult, KernelSpec, RunResult
+from kernbench.model import BenchConfig, CaseResult, KernelSpec, RunResult, point_of
 from kernbench.schema import SCHEMA_VERSION, migrate
 from kernbench.stats import quality_warnings, summarize_ms
 
@@ -98,7 +98,9 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         gpu_state=data.get("gpu_state"), l2_flush=data.get("l2_flush"),
         golden=data.get("golden"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
-        worker=data.get("worker") or {})
+        worker=data.get("worker") or {},
+        point=point_of(data.get("case_id"), data["kernel_name"], data["backend"],
+                       data["precision"]))
 
 
 def spec_dict(spec: KernelSpec) -> dict[str, Any]:
@@ -120,6 +122,10 @@ def _config_dict(config: BenchConfig | None) -> dict[str, Any] | None:
         return None
     data = dataclasses.asdict(config)
     data.pop("raw", None)
+    data.pop("sweep", None)
+    if config.sweep:  # the bench.yaml spec and its size, not up to 10,000 points
+        data["sweep"] = config.raw.get("sweep")
+        data["sweep_points"] = len(config.sweep)
     return data
 
 

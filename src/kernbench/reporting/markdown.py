@@ -34,7 +34,19 @@ def template_environment() -> jinja2.Environment:
                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters["num"] = fmt_num
     env.filters["md"] = md_escape
+    env.filters["kernel_label"] = kernel_label
     return env
+
+
+def kernel_label(record: Mapping[str, Any]) -> str:
+    """The kernel name, with the sweep point when the case is one (`matmul m=64,k=64,n=64`),
+    so the points of a sweep read as different rows."""
+    from kernbench.model import point_of
+
+    name = str(record.get("kernel_name"))
+    point = point_of(record.get("case_id"), name, str(record.get("backend")),
+                     str(record.get("precision")))
+    return f"{name} {point}" if point else name
 
 
 def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
