@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import EXIT_USAGE, KernbenchError
+
+if TYPE_CHECKING:
+    from kernbench.api import RunOutcome
+    from kernbench.runner import RunSettings
 
 PRECISION_CHOICES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
 BACKEND_CHOICES = ("cpu", "cuda", "rocm")
@@ -105,6 +109,9 @@ def _add_discovery_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=None, metavar="SUITE.yml",
+                        help="suite file of run options (see README, Suite files); flags "
+                        "given here win over it")
     parser.add_argument("--iters", type=positive_int(1), default=30, metavar="N",
                         help="timed samples per case (default: 30)")
     parser.add_argument("--warmup", type=positive_int(0), default=3, metavar="N",
@@ -165,7 +172,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         "so reports hold known numbers")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(run_defaults: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
+    """The CLI parser; `run_defaults` (dest -> value, from a suite file) replace the run
+    command's defaults, so flags given on the command line still win."""
     parser = argparse.ArgumentParser(
         prog="kernbench", description="Discover compute kernels, measure them under one "
         "protocol, and write JSON and Markdown reports.")
@@ -174,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="discover and benchmark kernels, write reports")
     _add_discovery_args(run)
     _add_run_args(run)
+    if run_defaults:
+        run.set_defaults(**run_defaults)
     listing = commands.add_parser("list", help="discover kernels and print the manifest")
     _add_discovery_args(listing)
     history = commands.add_parser("history", help="list benchmark history records")
@@ -247,9 +258,24 @@ def _version() -> str:
     return f"kernbench {__version__}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; for `run --config FILE`, parse again with the file's values as
+    defaults (flag > file > default). `args.suite` is the SuiteConfig, or None."""
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        args.suite = None
+        if args.config is not None:
+            from kernbench.suite import load_suite
+
+            suite = load_suite(args.config)
+            args = build_parser(suite.parser_defaults()).parse_args(argv)
+            args.suite = suite
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     try:
+        args = parse_args(argv)
         if args.command == "compare":
             return cmd_compare(args)
         if args.command == "history":
@@ -324,12 +350,12 @@ def report_comparison(document: dict[str, Any], output_dir: Path, fail: bool) ->
     return 1 if fail and document["regression"] else 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from kernbench.api import run_suite
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """The RunSettings that `run`'s arguments (flags and suite file, resolved) stand for."""
     from kernbench.model import ProtocolSettings
     from kernbench.runner import RunSettings
 
-    settings = RunSettings(
+    return RunSettings(
         root=args.root.resolve(),
         protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed),
         backends=args.backends, precisions=args.precision, filters=args.filter,
@@ -338,6 +364,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         flush_l2=not args.no_l2_flush,
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
         inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kernbench.api import run_suite
+
+    settings = run_settings(args)
     if args.ab:
         return _run_ab(args, settings)
     from kernbench.progress import make_progress, result_line
@@ -352,6 +384,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    outcome = _record_suite(args, outcome)
     code = max(outcome.exit_code, _after_run(args, outcome.run))
     written = _render(args, args.output_dir)
     if not args.quiet:
@@ -361,6 +394,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(outcome.run.results)} cases: {tally}. Reports in {outcome.output_dir}/ "
               f"({', '.join(written)})", file=sys.stderr)
     return code
+
+
+def _record_suite(args: argparse.Namespace, outcome: RunOutcome) -> RunOutcome:
+    """With --config, keep the suite file and its resolved values in summary.json's
+    `settings.config` (and so in the history record) and the outcome's run."""
+    from dataclasses import replace
+
+    from kernbench.reporting import ReportGenerator
+
+    if getattr(args, "suite", None) is None:
+        return outcome
+    run = replace(outcome.run, settings={**outcome.run.settings,
+                                         "config": args.suite.record(args)})
+    ReportGenerator(outcome.output_dir).write_summary(run)
+    return replace(outcome, run=run)
 
 
 def _render(args: argparse.Namespace, output_dir: Path) -> list[str]:
@@ -386,6 +434,7 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     finally:
         if progress is not None:
             progress.close()
+    _record_suite(args, outcome)
     _render(args, args.output_dir)
     return max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))

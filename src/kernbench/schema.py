@@ -158,6 +158,52 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
     },
 }
 
+def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
+    """JSON schema of a suite file (`kernbench run --config`): run options by name.
+
+    `format_names` are the report formats (:mod:`kernbench.reporting.formats`, which this
+    module does not import); :mod:`kernbench.suite` maps each key to its command-line flag."""
+    def names(values: Iterable[str]) -> dict[str, Any]:
+        return {"type": "array", "minItems": 1, "uniqueItems": True,
+                "items": {"enum": list(values)}}
+
+    texts = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string"}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "suite file",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "root": {"type": "string"},
+            "paths": texts,
+            "kernels": texts,
+            "output_dir": {"type": "string"},
+            "iterations": {"type": "integer", "minimum": 1},
+            "warmup": {"type": "integer", "minimum": 0},
+            "seed": {"type": "integer"},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+            "processes": {"type": "integer", "minimum": 1},
+            "backends": names(BACKEND_NAMES),
+            "precisions": names(PRECISION_NAMES),
+            "formats": names(format_names),
+            "sku": {"type": "string"},
+            "trace_memory": {"type": "boolean"},
+            "save_history": {"type": "boolean"},
+            "compare_to": {"type": "string"},
+            "threshold": {"type": "number", "exclusiveMinimum": 0},
+            "fail_on_regression": {"type": "boolean"},
+        },
+    }
+
+
+def validate_suite_config(data: object, source: str, format_names: Iterable[str]) -> None:
+    """Raise ConfigError for the first problem in a parsed suite file, as for bench.yaml."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(suite_schema(tuple(format_names)))
+    _raise_first(validator.iter_errors(data), source)
+
+
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "integer": "an integer", "number": "a number", "boolean": "true or false",
                "null": "null"}
@@ -172,10 +218,14 @@ def _bench_yaml_validator() -> Any:
 
 def validate_bench_yaml(data: object, source: str) -> None:
     """Raise ConfigError for the first problem in a parsed bench.yaml (file, key, expectation)."""
-    errors = sorted(_bench_yaml_validator().iter_errors(data),
-                    key=lambda e: (len(e.path), [str(p) for p in e.path]))
-    if errors:
-        raise _config_error(errors[0], source)
+    _raise_first(_bench_yaml_validator().iter_errors(data), source)
+
+
+def _raise_first(errors: Iterable[Any], source: str) -> None:
+    """Raise ConfigError for the shallowest of `errors` (jsonschema ValidationErrors), if any."""
+    ordered = sorted(errors, key=lambda e: (len(e.path), [str(p) for p in e.path]))
+    if ordered:
+        raise _config_error(ordered[0], source)
 
 
 def key_path(parts: Iterable[object]) -> str:

@@ -1,0 +1,116 @@
+"""Suite files: ``kernbench run --config suite.yml`` sets run options in YAML.
+
+A suite file is a mapping of run options, each standing for one command-line flag
+(:data:`SUITE_KEYS`). It is parsed with ``yaml.safe_load`` (nothing in it is evaluated) and
+validated against :func:`kernbench.schema.suite_schema` like a bench.yaml: an error names the
+file and the key and says what was expected. The CLI makes the file's values the defaults of
+the run parser, so a flag given on the command line wins over the file, and the file wins
+over kernbench's defaults. Relative paths in the file (``root``, ``paths``, ``output_dir``)
+mean what they mean on the command line: relative to the working directory (``paths`` to
+``root``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import ConfigError, KernbenchError
+
+SUITE_KEYS: dict[str, tuple[str, str]] = {
+    "root": ("root", "--root"),
+    "paths": ("paths", "--paths"),
+    "kernels": ("filter", "--filter"),
+    "output_dir": ("output_dir", "--output-dir"),
+    "iterations": ("iters", "--iters"),
+    "warmup": ("warmup", "--warmup"),
+    "seed": ("seed", "--seed"),
+    "timeout_s": ("timeout", "--timeout"),
+    "processes": ("processes", "--processes"),
+    "backends": ("backends", "--backends"),
+    "precisions": ("precision", "--precision"),
+    "formats": ("format", "--format"),
+    "sku": ("sku", "--sku"),
+    "trace_memory": ("trace_memory", "--trace-memory"),
+    "save_history": ("save_history", "--save-history"),
+    "compare_to": ("compare_to", "--compare-to"),
+    "threshold": ("threshold", "--threshold"),
+    "fail_on_regression": ("fail_on_regression", "--fail-on-regression"),
+}
+"""Suite-file key -> (the run parser's dest, the flag it stands for)."""
+
+
+def format_names() -> tuple[str, ...]:
+    from kernbench.reporting.formats import ALL_FORMATS
+
+    return (*ALL_FORMATS, "all")
+
+
+@dataclass(frozen=True)
+class SuiteConfig:
+    """A validated suite file: where it came from and its values, by suite key."""
+
+    source: str
+    path: Path
+    values: Mapping[str, Any]
+
+    def parser_defaults(self) -> dict[str, Any]:
+        """The file's values as run-parser defaults (dest -> value, already converted)."""
+        return {SUITE_KEYS[key][0]: _convert(key, value) for key, value in self.values.items()}
+
+    def record(self, args: Any) -> dict[str, Any]:
+        """What summary.json keeps under ``settings.config``: the file, and each of its keys'
+        resolved value (after command-line flags), with the keys a flag overrode."""
+        defaults = self.parser_defaults()
+        resolved = {key: _plain(getattr(args, SUITE_KEYS[key][0])) for key in self.values}
+        overridden = [key for key in self.values
+                      if getattr(args, SUITE_KEYS[key][0]) != defaults[SUITE_KEYS[key][0]]]
+        return {"path": str(self.path.resolve()), "values": resolved,
+                "overridden_by_flags": overridden}
+
+
+def load_suite(path: Path) -> SuiteConfig:
+    """Read, parse (safely) and validate a suite file; ConfigError/KernbenchError (exit 2)."""
+    from kernbench.config import parse_yaml
+    from kernbench.schema import validate_suite_config
+
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise KernbenchError(f"{source}: cannot read the suite file ({reason})") from exc
+    data = parse_yaml(text, source)
+    if data is None:
+        raise ConfigError(source, "", "a mapping of run options (the file is empty)")
+    validate_suite_config(data, source, format_names())
+    assert isinstance(data, dict)  # the schema's top-level "type": "object"
+    return SuiteConfig(source, path, dict(data))
+
+
+def _convert(key: str, value: Any) -> Any:
+    if key in ("root", "output_dir"):
+        return Path(value)
+    if key == "formats":
+        from kernbench.reporting.formats import parse_formats
+
+        return parse_formats(",".join(value))
+    if key in ("timeout_s", "threshold"):
+        return float(value)
+    if isinstance(value, list):
+        items = tuple(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))
+        if key == "paths":
+            return items or None
+        return items
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: paths as text, tuples as lists."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
