@@ -122,7 +122,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
 # mistaken for this one's (comparison.json above all: every format reads it).
 OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
                "pytorch_v3.json", "github_benchmark.json", "junit.xml")
-OWNED_DIRS = ("plots",)
+OWNED_DIRS = ("plots", "profiles")
 
 
 def clear_previous_reports(output_dir: Path) -> None:

@@ -109,6 +109,8 @@ def _add_discovery_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    from kernbench.profiling import DEFAULT_PROFILE_ITERS, PROFILERS
+
     parser.add_argument("--config", type=Path, default=None, metavar="SUITE.yml",
                         help="suite file of run options (see README, Suite files); flags "
                         "given here win over it")
@@ -163,6 +165,12 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         metavar="GLOB=FACTOR[,...]",
                         help="testing aid: matching kernels' calls take FACTOR times as long "
                         "(with --ab: on this tree's side only)")
+    parser.add_argument("--profile", choices=PROFILERS, default=None,
+                        help="after each case's timed samples, call the kernel again under "
+                        "this profiler and write OUTPUT_DIR/profiles/ (the samples are not "
+                        "profiled)")
+    parser.add_argument("--profile-iters", type=positive_int(1), default=DEFAULT_PROFILE_ITERS,
+                        metavar="N", help="kernel calls made under --profile (default: 5)")
     _add_comparison_args(parser)
     _add_format_arg(parser)
     parser.add_argument("-q", "--quiet", action="store_true",
@@ -353,6 +361,7 @@ def report_comparison(document: dict[str, Any], output_dir: Path, fail: bool) ->
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """The RunSettings that `run`'s arguments (flags and suite file, resolved) stand for."""
     from kernbench.model import ProtocolSettings
+    from kernbench.profiling import DEFAULT_PROFILE_ITERS
     from kernbench.runner import RunSettings
 
     return RunSettings(
@@ -363,7 +372,10 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         trace_python=args.trace_memory,
         flush_l2=not args.no_l2_flush,
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
-        inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer)
+        inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer,
+        profile=getattr(args, "profile", None),
+        profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
+        profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -371,6 +383,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     settings = run_settings(args)
     if args.ab:
+        if getattr(args, "profile", None):
+            raise KernbenchError("--profile cannot be combined with --ab (every round would "
+                                 "profile again); profile a plain run")
         return _run_ab(args, settings)
     from kernbench.progress import make_progress, result_line
 

@@ -207,6 +207,9 @@ class CaseResult:
     """Process facts: pid, exit code or signal, tails of stdout and stderr."""
     point: str | None = None
     """The bench.yaml sweep point's label (it is part of `case_id`); None without a sweep."""
+    profile: Mapping[str, Any] | None = None
+    """`--profile` outcome: {path (relative to the output dir), kind, iterations, wall_s}, or
+    {path: None, reason}; None when no profile was asked for."""
 
     @property
     def success(self) -> bool:

@@ -71,6 +71,12 @@ class RunSettings:
     (a busy wait after each call), to measure how well comparisons detect a known slowdown."""
     fake_call_ms: float | None = None
     """Debug mode: every kernel call takes exactly this long on a fake clock."""
+    profile: str | None = None
+    """Profiler run after each case's timed samples (cprofile, torch or jax); None: none."""
+    profile_iters: int = 5
+    """Kernel calls made under the profiler."""
+    profile_dir: Path | None = None
+    """The run's output directory: profiles go to its `profiles/` folder."""
 
 
 def now_iso() -> str:
@@ -188,6 +194,9 @@ class BenchmarkRunner:
         started = now_iso()
         extra: dict[str, Any] = (self._reference_fields(case) if first
                                  else {"skip_accuracy": True})
+        if first and self.settings.profile and self.settings.profile_dir is not None:
+            extra.update(profile=self.settings.profile, profile_iters=self.settings.profile_iters,
+                         profile_dir=str(self.settings.profile_dir), case_id=case.case_id)
         timeout = _timeout_for(case, self.settings.timeout_s)
         payload, exit_info = self._launch(self._job(case), extra, timeout)
         key = _reference_key(case)
@@ -385,7 +394,8 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
         timer_resolution_ns=payload.get("timer_resolution_ns"),
         memory=payload.get("memory") or {}, output=output, device=device_info.get("device"),
         device_info=device_info, work=_work(payload.get("work"), samples_ms, peak, base),
-        gpu_state=payload.get("gpu_state"), l2_flush=payload.get("l2_flush"), **base)
+        gpu_state=payload.get("gpu_state"), l2_flush=payload.get("l2_flush"),
+        profile=payload.get("profile"), **base)
 
 
 def _work(counts: Mapping[str, Any] | None, samples_ms: tuple[float, ...],

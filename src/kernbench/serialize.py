@@ -48,7 +48,7 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
     if not result.memory:
         memory["reason"] = f"not measured: the case did not run ({result.status})"
 
-    return {
+    record: dict[str, Any] = {
         "kernel_name": result.kernel_name,
         "case_id": result.case_id,
         "backend": result.backend,
@@ -75,6 +75,9 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
         "duration_s": result.duration_s,
         "worker": dict(result.worker),
     }
+    if result.profile is not None:  # only runs with --profile carry the field
+        record["profile"] = dict(result.profile)
+    return record
 
 
 def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
@@ -98,7 +101,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         gpu_state=data.get("gpu_state"), l2_flush=data.get("l2_flush"),
         golden=data.get("golden"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
-        worker=data.get("worker") or {},
+        worker=data.get("worker") or {}, profile=data.get("profile"),
         point=point_of(data.get("case_id"), data["kernel_name"], data["backend"],
                        data["precision"]))
 

@@ -35,6 +35,7 @@ from kernbench.metrics.memory import merge_device_memory
 from kernbench.metrics.outputs import load_output, save_output
 from kernbench.model import NATIVE, ProtocolSettings
 from kernbench.precision import precision_of_dtype
+from kernbench.profiling import DEFAULT_PROFILE_ITERS, profile_case
 from kernbench.reporting import write_text_atomic
 
 OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
@@ -191,11 +192,27 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
     label = job["precision"] if job["precision"] != NATIVE else output.get("precision")
     if job.get("skip_accuracy"):
         result["accuracy"] = {**NO_ACCURACY, "reason": "checked in the case's first process"}
-        return result
-    result["accuracy"] = _accuracy(job, kernel, outcome.last_result, str(label or NATIVE))
-    if result["accuracy"].get("passed") is False:
-        result.update(status="failed", reason=_accuracy_failure(result["accuracy"]))
+    else:
+        result["accuracy"] = _accuracy(job, kernel, outcome.last_result, str(label or NATIVE))
+        if result["accuracy"].get("passed") is False:
+            result.update(status="failed", reason=_accuracy_failure(result["accuracy"]))
+    if job.get("profile") and job.get("profile_dir"):
+        result["profile"] = _profile(job, backend, kernel)
     return result
+
+
+def _profile(job: Mapping[str, Any], backend: Backend, kernel: BoundKernel) -> dict[str, Any]:
+    """Extra calls under the requested profiler, after the samples and the accuracy check
+    (so neither sees them); a profiling failure never fails the case."""
+    try:
+        return profile_case(str(job["profile"]), kernel.call,
+                            backend.synchronizer(job["backend"]),
+                            int(job.get("profile_iters") or DEFAULT_PROFILE_ITERS),
+                            Path(job["profile_dir"]), str(job.get("case_id") or "case"),
+                            str(job["framework"]), str(job["backend"]))
+    except Exception as exc:
+        return {"path": None, "kind": job["profile"],
+                "reason": f"profiling failed: {type(exc).__name__}: {exc}"[:500]}
 
 
 def slowed(call: Callable[[], object], factor: float) -> Callable[[], object]:

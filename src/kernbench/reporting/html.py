@@ -229,7 +229,17 @@ def detail_view(record: Record, anchor: str, verdict: str | None) -> dict[str, A
             "processes": counts, "verdict": verdict, "size": size_label(record.get("problem_size")),
             "timing": timing, "memory": section(record, "memory"),
             "energy": section(record, "energy"), "work": section(record, "work"),
-            "accuracy": accuracy_text(section(record, "accuracy"))}
+            "accuracy": accuracy_text(section(record, "accuracy")),
+            "profile": profile_link(record)}
+
+
+def profile_link(record: Record) -> dict[str, Any] | None:
+    """The case's `--profile` output (path relative to the report), when it has one."""
+    profile = record.get("profile")
+    if not isinstance(profile, Mapping) or not profile.get("path"):
+        return None
+    return {"path": str(profile["path"]), "kind": str(profile.get("kind") or "profile"),
+            "iterations": profile.get("iterations")}
 
 
 def _distribution_svg(timed: Sequence[Record], anchors: Mapping[int, str]) -> Markup | None:
