@@ -6,7 +6,7 @@ every finished result on disk as it goes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,9 +65,11 @@ def exit_code_for(results: Sequence[CaseResult]) -> int:
 
 def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | None = None,
               log: Log | None = None, on_result: OnResult | None = None,
-              on_start: OnStart | None = None) -> RunOutcome:
+              on_start: OnStart | None = None,
+              extra_settings: Mapping[str, Any] | None = None) -> RunOutcome:
     """Discover, run every selected case and write the JSON report set under `output_dir`
-    (with summary.md); :func:`render_reports` adds the other formats."""
+    (with summary.md); :func:`render_reports` adds the other formats. `extra_settings`
+    (e.g. the suite file) is kept in summary.json's `settings` with the run's own."""
     started = now_iso()
     specs, manifest = discover(settings.root, paths, log)
     selected = select_kernels(specs, settings.filters)
@@ -102,7 +104,8 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
         if on_result is not None:
             on_result(result, index, total)
 
-    run_settings = _settings_record(settings, output_dir, manifest["paths"])
+    run_settings = {**_settings_record(settings, output_dir, manifest["paths"]),
+                    **(extra_settings or {})}
     complete = False
     try:
         runner.run(planned, on_result=record, on_start=on_start)
@@ -172,7 +175,8 @@ def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any])
 def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
            thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
            paths: Sequence[str] | None = None, log: Log | None = None,
-           progress: Progress | None = None) -> tuple[RunOutcome, dict[str, Any]]:
+           progress: Progress | None = None,
+           extra_settings: Mapping[str, Any] | None = None) -> tuple[RunOutcome, dict[str, Any]]:
     """Interleaved A/B of REF (baseline, in a temporary worktree) against this tree.
 
     The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
@@ -198,7 +202,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
         **{s.name: dict(s.config.regression) for s in cand_specs
            if s.config is not None and s.config.regression}, **thresholds.per_kernel})
     record = {**_settings_record(settings, output_dir, cand_manifest["paths"]),
-              "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
+              **(extra_settings or {}), "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
     finished = now_iso()
     cand_run = RunResult(started, finished, True, record, environment,
                          tuple(select_kernels(cand_specs, settings.filters)),
@@ -246,12 +250,14 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
     return document
 
 
-def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
+def merge_shards(shard_dirs: Sequence[Path],
+                 output_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Join shard outputs (each a report directory) into one report set under `output_dir`.
 
     Shards of an `--ab` run also hold `baseline/` and comparison.json: their baselines are
     merged into `output_dir/baseline` and the comparison is made again over all cases at once,
     with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
+    Returns the merged summary and that comparison (None for plain shards).
     """
     merged = _merge_report_sets(shard_dirs, output_dir)
     comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
@@ -261,20 +267,20 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]
             raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
                                  "comparison.json) and some do not: merge shards of one run")
         _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline")
-        settings = (comparisons[0] or {}).get("settings") or {}
+        first = comparisons[0] or {}
+        settings = first.get("settings") or {}
         base = load_run(output_dir / "baseline")
         cand = load_run(output_dir)
-        sources = [(c or {}).get(side, {}).get("source") for c in comparisons[:1]
-                   for side in ("baseline", "candidate")]
-        base.meta["source"] = sources[0] or base.meta.get("source")
-        cand.meta["source"] = sources[1] or cand.meta.get("source")
+        for run, side in ((base, "baseline"), (cand, "candidate")):
+            run.meta["source"] = (first.get(side) or {}).get("source") or run.meta.get("source")
         thresholds = Thresholds(float(settings.get("threshold", DEFAULT_THRESHOLD)),
                                 float(settings.get("accuracy_drift", DEFAULT_ACCURACY_DRIFT)),
                                 dict(settings.get("per_kernel") or {}))
-        write_run_comparison(base, cand, output_dir, thresholds,
-                             float(settings.get("alpha", DEFAULT_ALPHA)),
-                             paired=bool(settings.get("paired")))
-    return merged
+        comparison = write_run_comparison(base, cand, output_dir, thresholds,
+                                          float(settings.get("alpha", DEFAULT_ALPHA)),
+                                          paired=bool(settings.get("paired")))
+        return merged, comparison
+    return merged, None
 
 
 def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:

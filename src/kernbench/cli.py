@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from kernbench.errors import EXIT_USAGE, KernbenchError
 
 if TYPE_CHECKING:
-    from kernbench.api import RunOutcome
     from kernbench.runner import RunSettings
 
 PRECISION_CHOICES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
@@ -395,11 +394,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             settings, args.output_dir, args.paths, log=_log(args.verbose and not args.quiet),
             on_result=None if progress is None else (
                 lambda result, i, n: progress.case_finished(result_line(result), i, n)),
-            on_start=None if progress is None else progress.case_started)
+            on_start=None if progress is None else progress.case_started,
+            extra_settings=_suite_settings(args))
     finally:
         if progress is not None:
             progress.close()
-    outcome = _record_suite(args, outcome)
     code = max(outcome.exit_code, _after_run(args, outcome.run))
     written = _render(args, args.output_dir)
     if not args.quiet:
@@ -411,19 +410,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def _record_suite(args: argparse.Namespace, outcome: RunOutcome) -> RunOutcome:
-    """With --config, keep the suite file and its resolved values in summary.json's
-    `settings.config` (and so in the history record) and the outcome's run."""
-    from dataclasses import replace
-
-    from kernbench.reporting import ReportGenerator
-
-    if getattr(args, "suite", None) is None:
-        return outcome
-    run = replace(outcome.run, settings={**outcome.run.settings,
-                                         "config": args.suite.record(args)})
-    ReportGenerator(outcome.output_dir).write_summary(run)
-    return replace(outcome, run=run)
+def _suite_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """With --config, the suite file and its resolved values for summary.json's
+    `settings.config` (and so the history record)."""
+    suite = getattr(args, "suite", None)
+    return None if suite is None else {"config": suite.record(args)}
 
 
 def _render(args: argparse.Namespace, output_dir: Path) -> list[str]:
@@ -445,11 +436,11 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     try:
         outcome, document = run_ab(settings, args.ab, args.output_dir, args.rounds, thresholds,
                                    args.alpha, args.paths,
-                                   _log(args.verbose and not args.quiet), progress)
+                                   _log(args.verbose and not args.quiet), progress,
+                                   extra_settings=_suite_settings(args))
     finally:
         if progress is not None:
             progress.close()
-    _record_suite(args, outcome)
     _render(args, args.output_dir)
     return max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))
@@ -509,7 +500,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     from kernbench.api import merge_shards
 
-    document = merge_shards(args.shards, args.output_dir)
+    document, shard_comparison = merge_shards(args.shards, args.output_dir)
     counts = document["counts"]
     print(f"Merged {len(args.shards)} shards: {counts['total']} cases into "
           f"{args.output_dir}/", file=sys.stderr)
@@ -528,12 +519,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
                                                    document.get("regression_thresholds") or {}),
                                         args.alpha)
         code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
-    elif (args.output_dir / "comparison.json").is_file():  # shards of an --ab run
-        from kernbench.reporting import read_json_object
-
-        comparison = read_json_object(args.output_dir / "comparison.json") or {}
-        if comparison.get("counts"):
-            code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
+    elif shard_comparison is not None:  # shards of an --ab run
+        code = report_comparison(shard_comparison, args.output_dir, args.fail_on_regression)
     _render(args, args.output_dir)
     return code
 
