@@ -25,6 +25,7 @@ from typing import Any
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
 from kernbench.golden import detect_sku, golden_check
 from kernbench.isolation import WorkerExit, run_isolated
+from kernbench.limits import explain_memory_limit
 from kernbench.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.metrics.roofline import work_figures
 from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
@@ -77,6 +78,8 @@ class RunSettings:
     """Kernel calls made under the profiler."""
     profile_dir: Path | None = None
     """The run's output directory: profiles go to its `profiles/` folder."""
+    max_memory_bytes: int | None = None
+    """Address-space limit (RLIMIT_AS) of each worker; None: no limit (kernbench.limits)."""
 
 
 def now_iso() -> str:
@@ -204,8 +207,9 @@ class BenchmarkRunner:
             saved = Path(extra["save_output_path"]).is_file()
             self._references[key] = None if saved else _reference_failure(payload, exit_info,
                                                                            timeout)
-        return build_result(case, payload, exit_info, started, timeout,
-                            self._peak_for(case, payload))
+        result = build_result(case, payload, exit_info, started, timeout,
+                              self._peak_for(case, payload))
+        return explain_memory_limit(result, self.settings.max_memory_bytes)
 
     def _peak_for(self, case: Case, payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The device's peak, for % of peak: the GPU table, or this CPU's probe (measured once
@@ -233,7 +237,8 @@ class BenchmarkRunner:
             job = {**job, **extra, "result_path": str(result_path)}
             job_path.write_text(json.dumps(job), encoding="utf-8")
             exit_info = run_isolated([sys.executable, "-m", "kernbench.worker", str(job_path)],
-                                     cwd=self.settings.root, env=_worker_env(), timeout_s=timeout)
+                                     cwd=self.settings.root, env=_worker_env(), timeout_s=timeout,
+                                     max_memory_bytes=self.settings.max_memory_bytes)
             return read_json_object(result_path), exit_info
 
     def _reference_fields(self, case: Case) -> dict[str, Any]:

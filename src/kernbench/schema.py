@@ -192,6 +192,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "compare_to": {"type": "string"},
             "threshold": {"type": "number", "exclusiveMinimum": 0},
             "fail_on_regression": {"type": "boolean"},
+            "max_memory": {"type": ["string", "integer"]},
         },
     }
 

@@ -38,6 +38,7 @@ SUITE_KEYS: dict[str, tuple[str, str]] = {
     "compare_to": ("compare_to", "--compare-to"),
     "threshold": ("threshold", "--threshold"),
     "fail_on_regression": ("fail_on_regression", "--fail-on-regression"),
+    "max_memory": ("max_memory", "--max-memory"),
 }
 """Suite-file key -> (the run parser's dest, the flag it stands for)."""
 
@@ -87,10 +88,26 @@ def load_suite(path: Path) -> SuiteConfig:
         raise ConfigError(source, "", "a mapping of run options (the file is empty)")
     validate_suite_config(data, source, format_names())
     assert isinstance(data, dict)  # the schema's top-level "type": "object"
+    if "max_memory" in data:
+        _check_size(data["max_memory"], source)
     return SuiteConfig(source, path, dict(data))
 
 
+def _check_size(value: object, source: str) -> None:
+    from kernbench.limits import parse_size
+
+    try:
+        parse_size(str(value), "max_memory")
+    except KernbenchError as exc:
+        raise ConfigError(source, "max_memory", "a size such as 512M or 2G, at least 64M",
+                          got=value) from exc
+
+
 def _convert(key: str, value: Any) -> Any:
+    if key == "max_memory":
+        from kernbench.limits import parse_size
+
+        return parse_size(str(value), "max_memory")
     if key in ("root", "output_dir"):
         return Path(value)
     if key == "formats":
