@@ -26,7 +26,6 @@ from typing import Any
 from kernbench.errors import KernbenchError
 from kernbench.model import NATIVE, Case, CaseResult, KernelSpec
 from kernbench.schema import migrate
-from kernbench.serialize import result_from_dict
 
 COMPARED_SETTINGS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
                      "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
@@ -62,17 +61,9 @@ def read_document(path: Path) -> dict[str, Any]:
 
 def records_of(document: Mapping[str, Any], path: Path) -> list[CaseResult]:
     """The `results` of a summary.json or kernels/<name>.json, as records."""
-    entries = document.get("results")
-    if not isinstance(entries, list):
-        raise KernbenchError(f"{path}: key 'results': expected a list of case records")
-    records = []
-    for index, entry in enumerate(entries):
-        try:
-            records.append(result_from_dict(entry))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise KernbenchError(f"{path}: key 'results[{index}]': not a case record "
-                                 f"({type(exc).__name__}: {exc})") from exc
-    return records
+    from kernbench.inputs import records_from_entries
+
+    return records_from_entries(document.get("results"), str(path))
 
 
 def load_previous(directory: Path) -> PreviousRun:
