@@ -248,3 +248,31 @@ def test_handlers_are_installed_for_the_run_and_restored_after() -> None:
             time.sleep(1)  # the handler runs between bytecodes
         assert caught.value.signal_number == signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_resuming_inside_a_kernel_keeps_its_earlier_points(tmp_path: Path) -> None:
+    from kernbench.api import run_suite
+    from kernbench.model import ProtocolSettings
+    from kernbench.runner import RunSettings
+
+    kernel(tmp_path, "swept", "def run_benchmark(n):\n    return float(n)\n")
+    write(tmp_path / "kernels" / "swept" / "bench.yaml", "sweep: {params: {n: [1, 2, 3]}}\n")
+    settings = RunSettings(root=tmp_path, protocol=ProtocolSettings(warmup=1, iterations=3),
+                           fake_call_ms=1.0)
+    out = tmp_path / "out"
+
+    def stop_after_two(result: Any, index: int, total: int) -> None:
+        if index == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings, out, on_result=stop_after_two)
+    first = load(out / "kernels" / "swept.json")["results"]
+    assert [r["case_id"] for r in first] == ["swept[cpu,fp64,n=1]", "swept[cpu,fp64,n=2]"]
+    outcome = run_suite(settings, out, resume=True)
+    ids = ["swept[cpu,fp64,n=1]", "swept[cpu,fp64,n=2]", "swept[cpu,fp64,n=3]"]
+    assert [r.case_id for r in outcome.run.results] == ids
+    document = load(out / "kernels" / "swept.json")
+    assert [r["case_id"] for r in document["results"]] == ids
+    assert document["results"][:2] == first
+    assert load(out / "summary.json")["results"] == document["results"]

@@ -95,7 +95,8 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
             sink.start(environment, manifest, started, run_settings)
         complete = False
         try:
-            BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start)
+            BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
+                                          keep=False)
             complete = True
         finally:
             with guard.critical():
@@ -144,19 +145,21 @@ class _ResultSink:
     """Writes a run's files as it goes: each finished case into its kernel's file (inside the
     signal guard's critical section), the summary at the start and at the end.
 
-    Records are kept once, in `results` (the summary needs them all at the end); a kernel's
-    file is rewritten with that kernel's records only."""
+    The parent's memory stays flat however many cases run: only the current kernel's records
+    are held (its file is rewritten with them after each case; a kernel met again is read
+    back from its file). At the end every kernel file is read back, in the order the kernels
+    first finished a case, for the summary and the returned run."""
 
     def __init__(self, output_dir: Path, selected: Sequence[KernelSpec],
                  kept: Sequence[CaseResult], critical: Callable[[], Any],
                  on_result: OnResult | None) -> None:
         self.reports = ReportGenerator(output_dir)
         self.entries = {s.name: spec_dict(s) for s in selected}
-        self.results: list[CaseResult] = list(kept)
-        self.by_kernel: dict[str, list[CaseResult]] = {}
-        for result in kept:
-            self.by_kernel.setdefault(result.kernel_name, []).append(result)
         self.kernels = tuple(selected)
+        self._kept = list(kept)
+        self._written: dict[str, None] = {}
+        """Kernels whose file this run wrote, in order: an ordered set."""
+        self._current: tuple[str, list[CaseResult]] = ("", [])
         self._critical = critical
         self._on_result = on_result
         self._started = ""
@@ -171,31 +174,50 @@ class _ResultSink:
         self._environment = dict(environment)
         self.reports.write_environment(environment)
         self.reports.write_manifest(dict(manifest))
-        for name, results in self.by_kernel.items():
+        by_kernel: dict[str, list[CaseResult]] = {}
+        for result in self._kept:
+            by_kernel.setdefault(result.kernel_name, []).append(result)
+        for name, results in by_kernel.items():
             self.reports.write_kernel(name, self.entries.get(name), results)
-        self.reports.write_summary(self._run(False))
+            self._written[name] = None
+        self.reports.write_summary(self._run(False, self._kept))
+        self._kept = []
 
     def record(self, result: CaseResult, index: int, total: int) -> None:
         with self._critical():
-            self.results.append(result)
-            mine = self.by_kernel.setdefault(result.kernel_name, [])
+            name = result.kernel_name
+            mine = self._records_of(name)
             mine.append(result)
-            self.reports.write_kernel(result.kernel_name, self.entries.get(result.kernel_name),
-                                      mine)
+            self.reports.write_kernel(name, self.entries.get(name), mine)
+            self._written[name] = None
         if self._on_result is not None:
             self._on_result(result, index, total)
 
+    def _records_of(self, name: str) -> list[CaseResult]:
+        if self._current[0] != name:
+            earlier = self._read_back(name) if name in self._written else []
+            self._current = (name, earlier)
+        return self._current[1]
+
+    def _read_back(self, name: str) -> list[CaseResult]:
+        from kernbench.resume import read_document, records_of
+
+        path = self.reports.kernel_path(name)
+        return records_of(read_document(path), path)
+
     def finish(self, complete: bool) -> RunResult:
-        run = self._run(complete)
+        self._current = ("", [])
+        results = [r for name in self._written for r in self._read_back(name)]
+        run = self._run(complete, results)
         self.reports.write_environment(run.environment)
         self.reports.write_summary(run)
         return run
 
-    def _run(self, complete: bool) -> RunResult:
-        environment = {**self._environment, "devices": _devices(self.results)}
+    def _run(self, complete: bool, results: Sequence[CaseResult]) -> RunResult:
+        environment = {**self._environment, "devices": _devices(results)}
         return RunResult(started_at=self._started, finished_at=now_iso(), complete=complete,
                          settings=self._settings, environment=environment,
-                         kernels=self.kernels, results=tuple(self.results))
+                         kernels=self.kernels, results=tuple(results))
 
 
 # Files a run owns in its output directory besides the JSON it writes as it goes. A new run

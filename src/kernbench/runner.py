@@ -159,9 +159,11 @@ class BenchmarkRunner:
 
     def run(self, planned: Sequence[Case | KernelSpec],
             on_result: Callable[[CaseResult, int, int], None] | None = None,
-            on_start: Callable[[str, int, int], None] | None = None) -> list[CaseResult]:
+            on_start: Callable[[str, int, int], None] | None = None,
+            keep: bool = True) -> list[CaseResult]:
         """Run the planned cases in order; `on_start(label, index, total)` before each and
-        `on_result(result, index, total)` after each (1-based index)."""
+        `on_result(result, index, total)` after each (1-based index). With `keep` False the
+        results only go to `on_result` (constant memory) and the list returned is empty."""
         results = []
         with self.session():
             for index, item in enumerate(planned, start=1):
@@ -170,7 +172,8 @@ class BenchmarkRunner:
                              len(planned))
                 result = (invalid_result(item) if isinstance(item, KernelSpec)
                           else self.run_case(item))
-                results.append(result)
+                if keep:
+                    results.append(result)
                 if on_result is not None:
                     on_result(result, index, len(planned))
         return results
