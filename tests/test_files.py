@@ -3,7 +3,7 @@
 Result files (summary.json, kernels/*.json, history records, comparison inputs) that are
 corrupt, truncated, of a newer schema or of the wrong shape give a KernbenchError naming the
 file (and the key where one is at fault), never a traceback. Hypothesis feeds the loaders
-arbitrary documents and bytes.
+arbitrary documents and bytes (60 examples each; set KERNBENCH_FUZZ_EXAMPLES for more).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from test_e2e import FAST, kernel, load, write
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "report_run"
 SUMMARY = json.loads((FIXTURE / "summary.json").read_text(encoding="utf-8"))
-FUZZ = settings(max_examples=60, deadline=None,
+FUZZ = settings(max_examples=int(os.environ.get("KERNBENCH_FUZZ_EXAMPLES", "60")), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -267,3 +267,64 @@ def test_nothing_is_written_outside_the_output_dir(tmp_path: Path,
     assert code == 2
     assert snapshot(tmp_path, out) == before
     assert (out / "summary.json").is_file()
+
+
+# -- fuzzing bench.yaml and suite files: a config or a clear error, nothing else --------------
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def readme_yaml(after: str) -> str:
+    """The first ```yaml block of the README after the heading `after`."""
+    block = README[README.index(after):]
+    block = block[block.index("```yaml\n") + 8:]
+    return block[:block.index("```")]
+
+
+BENCH_EXAMPLE = readme_yaml("## bench.yaml reference")
+SUITE_EXAMPLE = readme_yaml("### Suite files")
+
+
+@st.composite
+def mutated(draw: st.DrawFn, text: str) -> str:
+    """`text` with a few characters deleted, replaced or inserted."""
+    for _ in range(draw(st.integers(1, 5))):
+        at = draw(st.integers(0, len(text)))
+        cut = draw(st.integers(0, 3))
+        text = text[:at] + draw(st.text(max_size=3)) + text[at + cut:]
+    return text
+
+
+@FUZZ
+@given(data=st.binary(max_size=300) | mutated(BENCH_EXAMPLE).map(
+    lambda t: t.encode("utf-8", "surrogatepass")))
+def test_fuzz_bench_yaml_bytes_give_a_config_or_a_config_error(tmp_path: Path,
+                                                               data: bytes) -> None:
+    from kernbench.config import load_bench_config
+    from kernbench.errors import ConfigError
+
+    path = put(tmp_path, "bench.yaml", data)
+    try:
+        load_bench_config(path, "kernels/x/bench.yaml")
+    except ConfigError as exc:
+        assert exc.message.startswith("kernels/x/bench.yaml")
+
+
+@FUZZ
+@given(text=mutated(SUITE_EXAMPLE))
+def test_fuzz_suite_files_give_a_suite_or_a_clear_error(tmp_path: Path, text: str) -> None:
+    from kernbench.suite import load_suite
+
+    path = put(tmp_path, "suite.yml", text.encode("utf-8", "surrogatepass"))
+    try:
+        load_suite(path)
+    except KernbenchError as exc:
+        assert exc.message.startswith(str(path))
+
+
+def test_the_readme_examples_are_valid(tmp_path: Path) -> None:
+    from kernbench.config import load_bench_config
+    from kernbench.suite import load_suite
+
+    load_bench_config(put(tmp_path, "bench.yaml", BENCH_EXAMPLE), "bench.yaml")
+    assert load_suite(put(tmp_path, "suite.yml", SUITE_EXAMPLE)).values["max_memory"] == "2G"
