@@ -179,3 +179,33 @@ def test_other_failures_and_runs_without_a_limit_are_left_alone() -> None:
     assert explain_memory_limit(memory, None) is memory
     ok = dataclasses.replace(memory, status="ok", reason=None)
     assert explain_memory_limit(ok, 1 << 30) is ok
+
+
+def test_a_worker_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "worker.pid"
+    parent = f"""
+import sys
+from pathlib import Path
+from kernbench.isolation import run_isolated
+code = "import os, time, pathlib; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()));" \\
+       " time.sleep(1000)"
+run_isolated([sys.executable, "-c", code], cwd=Path("."), env={{}}, timeout_s=1000)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", parent], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        worker = int(pid_file.read_text())
+        proc.send_signal(signal.SIGKILL)  # no cleanup runs in the parent
+        proc.wait()
+        assert gone_within(worker), f"worker {worker} outlived its parent"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -7,18 +7,21 @@ gets a unique token in its environment, which its descendants inherit: on Linux 
 kills every process whose ``/proc/PID/environ`` holds the token, wherever it was reparented.
 Only a descendant that leaves the session *and* execs with a scrubbed environment escapes.
 stdout and stderr are drained by threads into bounded tails: a kernel that floods either cannot
-fill a pipe, stall the worker or grow the parent's memory. An optional address-space limit
-(RLIMIT_AS) is set in the child before it runs anything.
+fill a pipe, stall the worker or grow the parent's memory. Before it runs anything the child
+asks to be killed when the parent dies (PR_SET_PDEATHSIG) and sets the optional
+address-space limit (RLIMIT_AS).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import secrets
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -122,18 +125,40 @@ def kill_marked(token: str) -> int:
     return killed
 
 
-def limit_address_space(max_memory_bytes: int | None) -> Callable[[], None] | None:
-    """A `preexec_fn` that sets RLIMIT_AS in the child before it execs (None: no limit).
+PR_SET_PDEATHSIG = 1
 
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up in the parent (never between fork and exec); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def child_setup(max_memory_bytes: int | None) -> Callable[[], None]:
+    """The `preexec_fn` of a worker: die with the parent, and an optional memory limit.
+
+    PR_SET_PDEATHSIG makes the kernel SIGKILL the worker when kernbench itself dies (even by
+    SIGKILL, which runs no cleanup), so a worker in its own session cannot outlive the run.
     RLIMIT_AS bounds virtual memory, which is more than resident memory: Python with numpy
     maps about 150 MB, torch about 650 MB and jax about 1.6 GB on a 2-core machine (thread
     pools grow it with the core count). An allocation past the limit fails (MemoryError in
     Python, a failed malloc in native code) instead of driving the machine into swap."""
-    if max_memory_bytes is None:
-        return None
+    prctl, parent = _prctl(), os.getpid()
 
     def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (max_memory_bytes, max_memory_bytes))
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before the line above
+                os.kill(os.getpid(), signal.SIGKILL)
+        if max_memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (max_memory_bytes, max_memory_bytes))
     return apply
 
 
@@ -146,7 +171,7 @@ def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
     proc = subprocess.Popen(list(argv), cwd=cwd, env={**env, TOKEN_VARIABLE: token},
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=limit_address_space(max_memory_bytes))
+                            preexec_fn=child_setup(max_memory_bytes))
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Tail(proc.stdout), _Tail(proc.stderr)
     timed_out = False
