@@ -100,7 +100,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_sigint_leaves_a_valid_report_set_marked_incomplete(interrupted: dict[str, Any]) -> None:
     assert interrupted["code"] == 130, interrupted["err"]
     assert "interrupted (SIGINT)" in interrupted["err"]
-    assert "--resume" in interrupted["err"]
+    assert f"continue with --resume {interrupted['out']}" in interrupted["err"]
     before = interrupted["before"]
     assert before["complete"] is False
     assert 2 <= before["counts"]["total"] < len(NAMES)

@@ -311,30 +311,42 @@ def _resume_output_dir(args: argparse.Namespace, argv: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from kernbench.interrupts import signals_handled
+
+    args: argparse.Namespace | None = None
     try:
-        args = parse_args(argv)
-        if args.command == "compare":
-            return cmd_compare(args)
-        if args.command == "history":
-            return cmd_history(args)
-        if args.command == "merge":
-            return cmd_merge(args)
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "comment":
-            return cmd_comment(args)
-        if args.command == "list" or getattr(args, "list", False):
-            return cmd_list(args)
-        return cmd_run(args)
+        with signals_handled():  # SIGTERM ends any command as Ctrl-C does: cleanly
+            args = parse_args(argv)
+            return dispatch(args)
     except KernbenchError as exc:
         print(f"kernbench: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         from kernbench.interrupts import exit_code_for_interrupt
 
-        print(f"kernbench: interrupted ({exc.args[0] if exc.args else 'SIGINT'}); "
-              "finished cases are saved; continue with --resume OUTPUT_DIR", file=sys.stderr)
+        what = exc.args[0] if exc.args else "SIGINT"
+        resumable = args is not None and args.command == "run" and not args.ab
+        saved = ("; finished cases are saved: continue with --resume "
+                 f"{args.output_dir}" if resumable and args is not None else "")
+        print(f"kernbench: interrupted ({what}){saved}", file=sys.stderr)
         return exit_code_for_interrupt(exc)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command `args` names; its exit code."""
+    if args.command == "compare":
+        return cmd_compare(args)
+    if args.command == "history":
+        return cmd_history(args)
+    if args.command == "merge":
+        return cmd_merge(args)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "comment":
+        return cmd_comment(args)
+    if args.command == "list" or getattr(args, "list", False):
+        return cmd_list(args)
+    return cmd_run(args)
 
 
 def _log(enabled: bool) -> Any:
