@@ -334,11 +334,22 @@ def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> st
             continue
         precisions = (",".join(spec.config.precisions) if spec.config and spec.config.precisions
                       else ("fp32" if spec.takes_precision else "native"))
-        points = len(spec.config.sweep) if spec.config else 0
-        sweep = f"  ({points} point{'s' * (points != 1)})" if points else ""
         lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
-                     f"{precisions:<20} {spec.path}{sweep}")
+                     f"{precisions:<20} {spec.path}{_variants_note(spec)}")
     return "\n".join(lines)
+
+
+def _variants_note(spec: Any) -> str:
+    """`  (3 points)`, `  (4 implementations: numpy*, eager, compiled, jax; 3 points)`: what a
+    kernel expands to besides backends and precisions (* marks the reference)."""
+    config = spec.config
+    points = len(config.sweep) if config else 0
+    parts = [f"{points} point{'s' * (points != 1)}"] if points else []
+    if config is not None and config.implementations:
+        names = [i.name + ("*" if i.name == config.reference_implementation else "")
+                 for i in config.implementations]
+        parts.insert(0, f"{len(names)} implementations: {', '.join(names)}")
+    return f"  ({'; '.join(parts)})" if parts else ""
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
