@@ -408,3 +408,33 @@ def test_an_unavailable_device_is_probed_once_per_framework(tmp_path: Path) -> N
     for record in rest:
         assert record["status"] == "skipped" and record["worker"]["pid"] is None
         assert record["reason"] == f"{first['reason']} (as an earlier case of this run found)"
+
+
+def test_compile_mode_run_option_replaces_each_implementations_mode() -> None:
+    from kernbench.model import COMPILE_MODES
+    from kernbench.runner import _implementation_job
+    from kernbench.schema import COMPILE_MODE_NAMES
+
+    assert COMPILE_MODES == COMPILE_MODE_NAMES
+    cfg = config(implementations=IMPLS)
+    eager, compiled = cfg.implementations[0], cfg.implementations[2]
+    assert _implementation_job(compiled) == {"name": "torch", "setup": None,
+                                             "compile": {"mode": "max-autotune"}}
+    assert _implementation_job(compiled, "reduce-overhead")["compile"] == {  # type: ignore[index]
+        "mode": "reduce-overhead"}
+    assert _implementation_job(eager, "reduce-overhead")["compile"] is None  # type: ignore[index]
+    assert _implementation_job(None, "default") is None
+
+
+def test_key_findings_name_the_fastest_implementation() -> None:
+    from kernbench.reporting.findings import key_findings
+
+    summary = {"implementations": {"k": {"reference": "ref", "names": ["ref", "a", "b"]}},
+               "results": [record("ref", "n=1", 4.0), record("a", "n=1", 2.0),
+                           record("b", "n=1", 8.0)]}
+    found = [f for f in key_findings(summary) if f.kind == "implementations"]
+    assert [f.message for f in found] == [
+        "k: a is fastest, 2.00x the reference ref (geometric mean over 1 shape)"]
+    summary["results"] = [record("ref", "n=1", 1.0), record("a", "n=1", 2.0)]
+    (only,) = [f for f in key_findings(summary) if f.kind == "implementations"]
+    assert only.message == "k: ref is the reference and none beats it"

@@ -108,6 +108,7 @@ def _add_discovery_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    from kernbench.model import COMPILE_MODES
     from kernbench.profiling import DEFAULT_PROFILE_ITERS, PROFILERS
 
     parser.add_argument("--config", type=Path, default=None, metavar="SUITE.yml",
@@ -170,6 +171,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         "profiled)")
     parser.add_argument("--profile-iters", type=positive_int(1), default=DEFAULT_PROFILE_ITERS,
                         metavar="N", help="kernel calls made under --profile (default: 5)")
+    parser.add_argument("--compile-mode", choices=COMPILE_MODES, default=None,
+                        help="torch.compile mode for every implementation whose bench.yaml has "
+                        "`compile:`, instead of the mode it names")
     _add_comparison_args(parser)
     _add_format_arg(parser)
     parser.add_argument("-q", "--quiet", action="store_true",
@@ -385,7 +389,18 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer,
         profile=getattr(args, "profile", None),
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
-        profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None)
+        profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
+        sweeps=_suite_sweeps(args), compile_mode=getattr(args, "compile_mode", None))
+
+
+def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:
+    """The suite file's `sweeps`, expanded (a suite file is the only way to give them)."""
+    sweeps = getattr(args, "sweeps", None)
+    if not sweeps:
+        return ()
+    from kernbench.suite import sweep_overrides
+
+    return sweep_overrides(sweeps, str(args.config))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
+from kernbench.errors import KernbenchError
 from kernbench.golden import detect_sku, golden_check
 from kernbench.isolation import WorkerExit, run_isolated
 from kernbench.metrics.peaks import cpu_peak, gpu_peak
@@ -35,6 +36,7 @@ from kernbench.model import (
     Implementation,
     KernelSpec,
     ProtocolSettings,
+    SweepPoint,
 )
 from kernbench.precision import canonical
 from kernbench.replicates import merge_replicates
@@ -85,6 +87,11 @@ class RunSettings:
     """Kernel calls made under the profiler."""
     profile_dir: Path | None = None
     """The run's output directory: profiles go to its `profiles/` folder."""
+    compile_mode: str | None = None
+    """torch.compile mode for every implementation with `compile:` (None: each one's own)."""
+    sweeps: tuple[tuple[str, tuple[SweepPoint, ...]], ...] = ()
+    """Suite-file sweeps: (kernel-name glob, points) replacing matching kernels' bench.yaml
+    sweep."""
 
 
 def now_iso() -> str:
@@ -126,7 +133,7 @@ def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
     compare to their saved outputs."""
     config = spec.config
     problem_size = config.problem_size if config else None
-    points = config.sweep if config else ()
+    points = _sweep_points(spec, settings.sweeps)
     sizes = ([(problem_size_at(problem_size, p), p.label) for p in points] if points
              else [(problem_size, None)])
     variants: tuple[Implementation | None, ...] = (config.implementations if config and
@@ -149,6 +156,21 @@ def unavailable_result(case: Case, reason: str) -> CaseResult:
                       status="skipped", reason=f"{reason} (as an earlier case of this run found)",
                       energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY,
                       worker=dict.fromkeys(WORKER_KEYS), started_at=now_iso(), duration_s=0.0)
+
+
+def _sweep_points(spec: KernelSpec, overrides: tuple[tuple[str, tuple[SweepPoint, ...]], ...]
+                  ) -> tuple[SweepPoint, ...]:
+    """The kernel's bench.yaml sweep, or the suite file's sweep for it (the first glob that
+    matches its name wins)."""
+    for pattern, points in overrides:
+        if fnmatch.fnmatchcase(spec.name, pattern):
+            problem_size = spec.config.problem_size if spec.config else None
+            if problem_size is not None and not isinstance(problem_size, Mapping):
+                raise KernbenchError(
+                    f"suite file key 'sweeps.{pattern}': kernel {spec.name} has a scalar "
+                    f"problem_size ({problem_size!r}); a sweep needs a mapping, or none")
+            return points
+    return spec.config.sweep if spec.config else ()
 
 
 def invalid_result(spec: KernelSpec) -> CaseResult:
@@ -312,7 +334,7 @@ class BenchmarkRunner:
             "kernel_file": str(self.settings.root / spec.path), "root": str(self.settings.root),
             "kernel_name": spec.name,
             "function_name": impl.function if impl else spec.function_name,
-            "implementation": _implementation_job(impl),
+            "implementation": _implementation_job(impl, self.settings.compile_mode),
             "framework": case.framework, "backend": case.backend, "precision": case.precision,
             "problem_size": case.problem_size, "skip_rules": rules,
             "settings": dataclasses.asdict(self.settings.protocol),
@@ -345,13 +367,20 @@ def apply_golden(result: CaseResult, case: Case, sku: str | None) -> CaseResult:
     found = sku or detect_sku(result.device_info.get("device_name"), case.backend)
     latency = percentile(result.samples_ms, 50) if result.samples_ms else None
     check = golden_check(config.golden, config.ignore_skus, found, latency,
-                         result.output.get("nbytes"))
+                         result.output.get("nbytes"), _case_point(case))
     if check is None:
         return result
     if check.get("passed") is False:
         return dataclasses.replace(result, golden=check, status="failed",
                                    reason=f"golden check failed: {check.get('reason')}")
     return dataclasses.replace(result, golden=check)
+
+
+def _case_point(case: Case) -> str | None:
+    """What the case id holds after backend and precision: `impl=jax,cols=256`, or None."""
+    inside = case.case_id[len(case.kernel.name) + 1:-1]
+    parts = inside.split(",", 2)
+    return parts[2] if len(parts) == 3 else None
 
 
 def _timeout_for(case: Case, default: float) -> float:
@@ -403,12 +432,16 @@ def _is_reference(case: Case) -> bool:
         key.backend, key.precision, key.implementation)
 
 
-def _implementation_job(impl: Implementation | None) -> dict[str, Any] | None:
-    """What the worker needs of an implementation: its name, setup and compile options."""
+def _implementation_job(impl: Implementation | None,
+                        compile_mode: str | None = None) -> dict[str, Any] | None:
+    """What the worker needs of an implementation: its name, setup and compile options (with
+    the run's --compile-mode, when given, in place of the implementation's mode)."""
     if impl is None:
         return None
-    return {"name": impl.name, "setup": impl.setup,
-            "compile": dict(impl.compile) if impl.compile is not None else None}
+    options = dict(impl.compile) if impl.compile is not None else None
+    if options is not None and compile_mode is not None:
+        options["mode"] = compile_mode
+    return {"name": impl.name, "setup": impl.setup, "compile": options}
 
 
 def _reference_failure(payload: dict[str, Any] | None, exit_info: WorkerExit,

@@ -47,22 +47,34 @@ _SKIP_CONDITION = {
         "check": {"type": "string", "minLength": 1},
     },
 }
+_GOLDEN_VALUES: dict[str, Any] = {
+    "time_ms": {"type": "number", "exclusiveMinimum": 0},
+    "tolerance_multiplier": {"type": "number", "minimum": 1},
+    "size_bytes": {"type": "integer", "minimum": 0},
+}
 GOLDEN_SCHEMA: dict[str, Any] = {
     "type": "object",
     "minProperties": 1,
     "additionalProperties": {
         "type": "object",
         "additionalProperties": False,
-        "required": ["time_ms"],
+        "minProperties": 1,
         "properties": {
-            "time_ms": {"type": "number", "exclusiveMinimum": 0},
-            "tolerance_multiplier": {"type": "number", "minimum": 1},
-            "size_bytes": {"type": "integer", "minimum": 0},
+            **_GOLDEN_VALUES,
+            "points": {
+                "type": "object", "minProperties": 1,
+                "propertyNames": {"minLength": 1, "maxLength": 300},
+                "additionalProperties": {"type": "object", "additionalProperties": False,
+                                         "required": ["time_ms"], "properties": _GOLDEN_VALUES},
+            },
         },
+        "anyOf": [{"required": ["time_ms"]}, {"required": ["points"]}],
     },
 }
-"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms, tolerance_multiplier?,
-size_bytes?}."""
+"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms?, tolerance_multiplier?,
+size_bytes?, points?}, where ``points`` maps a case's point (what its case id holds after
+backend and precision, e.g. ``m=64,k=64,n=64`` or ``impl=jax,cols=256``) to its own values;
+an entry needs ``time_ms`` or ``points``."""
 
 SWEEP_GENERATORS = ("custom", "llama", "pow2", "pow2_extended", "sweep")
 """`sweep.matrix_shapes[].name`: the shape generators of the seed's microbenchmark runner."""
@@ -225,6 +237,10 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "compare_to": {"type": "string"},
             "threshold": {"type": "number", "exclusiveMinimum": 0},
             "fail_on_regression": {"type": "boolean"},
+            "profile": {"enum": ["cprofile", "torch", "jax"]},
+            "profile_iters": {"type": "integer", "minimum": 1},
+            "compile_mode": {"enum": list(COMPILE_MODE_NAMES)},
+            "sweeps": {"type": "object", "minProperties": 1, "additionalProperties": SWEEP_SCHEMA},
         },
     }
 
