@@ -438,3 +438,28 @@ def test_key_findings_name_the_fastest_implementation() -> None:
     summary["results"] = [record("ref", "n=1", 1.0), record("a", "n=1", 2.0)]
     (only,) = [f for f in key_findings(summary) if f.kind == "implementations"]
     assert only.message == "k: ref is the reference and none beats it"
+
+
+def test_a_broken_reference_leaves_the_others_unchecked_not_failed(tmp_path: Path) -> None:
+    write_kernel(tmp_path / "repo", """
+        implementations:
+          ref:  {function: broken, framework: numpy}
+          good: {function: doubled, framework: numpy}
+    """, SETUP + """
+def broken(x):
+    raise RuntimeError("reference exploded")
+
+def doubled(x):
+    return 2 * x
+""", name="fragile")
+    out = tmp_path / "out"
+    proc = kernbench("run", "--root", str(tmp_path / "repo"), "--output-dir", str(out),
+                     "--iters", "3", "--debug-fake-timer", "1.0", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    ref, good = load(out / "summary.json")["results"]
+    assert ref["implementation"] == "ref" and ref["status"] == "failed"
+    assert "reference exploded" in ref["reason"]
+    assert good["status"] == "ok" and good["accuracy"]["passed"] is None
+    assert good["accuracy"]["reason"].startswith(
+        "not checked: reference implementation ref [cpu,fp32]: failed: RuntimeError: "
+        "reference exploded")
