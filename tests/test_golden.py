@@ -215,6 +215,9 @@ def test_golden_schema_accepts_and_refuses() -> None:
     good = {"mi300": {"time_ms": 1.2, "tolerance_multiplier": 1.1, "size_bytes": 1048576},
             "h100": {"time_ms": 0.85}}
     assert list(validator.iter_errors(good)) == []
+    per_point = {"h100": {"points": {"n=8": {"time_ms": 0.5}, "impl=jax,n=8": {"time_ms": 0.4,
+                                                                              "size_bytes": 8}}}}
+    assert list(validator.iter_errors(per_point)) == []
     bad: object
     for bad in ({"h100": {}},                                   # time_ms required
                 {"h100": {"time_ms": 0}},                       # > 0
@@ -222,6 +225,10 @@ def test_golden_schema_accepts_and_refuses() -> None:
                 {"h100": {"time_ms": 1, "size_bytes": -1}},
                 {"h100": {"time_ms": 1, "size_bytes": 1.5}},
                 {"h100": {"time_ms": 1, "typo": 1}},
+                {"h100": {"tolerance_multiplier": 1.2}},       # time_ms or points
+                {"h100": {"points": {}}},
+                {"h100": {"points": {"n=8": {"tolerance_multiplier": 1.2}}}},
+                {"h100": {"points": {"n=8": {"time_ms": 1, "typo": 1}}}},
                 {}, []):
         assert list(validator.iter_errors(bad)), bad
     ignore = Draft202012Validator(IGNORE_SKUS_SCHEMA)
@@ -229,3 +236,32 @@ def test_golden_schema_accepts_and_refuses() -> None:
     assert list(ignore.iter_errors("mi250"))
     assert list(ignore.iter_errors([""]))
     assert list(ignore.iter_errors([1]))
+
+
+PER_POINT = {"h100": {"time_ms": 10.0, "tolerance_multiplier": 1.5,
+                      "points": {"n=8": {"time_ms": 1.0},
+                                 "impl=jax,n=8": {"time_ms": 2.0, "tolerance_multiplier": 1.0}}}}
+
+
+def test_a_point_uses_its_own_golden_value_and_inherits_the_multiplier() -> None:
+    check = golden_check(PER_POINT, [], "h100", 1.4, point="n=8")
+    assert check is not None
+    assert (check["golden_time_ms"], check["tolerance_multiplier"], check["limit_ms"]) == (
+        1.0, 1.5, 1.5)
+    assert check["golden_point"] == "n=8" and check["passed"] is True
+    slow = golden_check(PER_POINT, [], "h100", 2.2, point="impl=jax,n=8")
+    assert slow is not None and slow["passed"] is False and slow["limit_ms"] == 2.0
+
+
+def test_a_point_without_its_own_value_falls_back_to_the_skus() -> None:
+    check = golden_check(PER_POINT, [], "h100", 12.0, point="n=16")
+    assert check is not None
+    assert check["golden_time_ms"] == 10.0 and check["passed"] is True
+    assert "golden_point" not in check
+
+
+def test_points_only_entry_has_no_value_for_other_points() -> None:
+    golden = {"h100": {"points": {"n=8": {"time_ms": 1.0}}}}
+    check = golden_check(golden, [], "h100", 1.0, point="n=16")
+    assert check is not None and check["passed"] is None
+    assert check["reason"] == "no golden value for n=16 on SKU h100 (golden points: n=8)"

@@ -801,3 +801,30 @@ def test_merged_shards_save_history_and_compare_to_a_ref(tmp_path: Path) -> None
     assert code == 0, err
     assert set(verdicts(again).values()) == {"unchanged"}
     assert "No regression" in err
+
+
+def test_golden_values_per_sweep_point(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    write(root / "kernels" / "gold" / "gold.py", "import numpy as np\n\n"
+          "def run_benchmark(n=1):\n    return np.ones(n, dtype=np.float32)\n")
+    write(root / "kernels" / "gold" / "bench.yaml", """\
+sweep:
+  params:
+    n: [1, 2, 3]
+golden:
+  mysku:
+    time_ms: 2.0
+    points:
+      n=1: {time_ms: 0.5}
+      n=2: {time_ms: 1.0, tolerance_multiplier: 1.5}
+""")
+    out = tmp_path / "out"
+    code, err = run(root, out, "--debug-fake-timer", "1", "--sku", "mysku")
+    assert code == 1, err
+    records = {r["case_id"]: r for r in load(out / "summary.json")["results"]}
+    first, second, third = (records[f"gold[cpu,fp32,n={n}]"] for n in (1, 2, 3))
+    assert first["status"] == "failed" and first["golden"]["golden_point"] == "n=1"
+    assert first["golden"]["limit_ms"] == pytest.approx(0.55)
+    assert second["status"] == "ok" and second["golden"]["limit_ms"] == pytest.approx(1.5)
+    assert third["status"] == "ok" and third["golden"]["golden_time_ms"] == 2.0
+    assert "golden_point" not in third["golden"]

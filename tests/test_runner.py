@@ -141,7 +141,7 @@ def test_each_sweep_point_has_its_own_reference_case_first() -> None:
     assert [c.case_id for c in cases] == ["mm[cpu,fp64,n=2]", "mm[cpu,fp64,n=3]",
                                           "mm[cpu,fp32,n=2]", "mm[cpu,fp32,n=3]"]
     keys = {_reference_key(c) for c in cases}
-    assert keys == {("mm", "cpu", "fp64", "n=2"), ("mm", "cpu", "fp64", "n=3")}
+    assert keys == {("mm", "cpu", "fp64", "n=2", ""), ("mm", "cpu", "fp64", "n=3", "")}
 
 
 def test_a_sweep_points_record_carries_its_point() -> None:

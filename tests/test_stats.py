@@ -223,3 +223,14 @@ def test_several_warnings_together() -> None:
     assert sorted(codes(warnings)) == ["high_spread", "timer_overhead", "too_few_samples"]
     for warning in warnings:
         assert set(warning) == {"code", "message", "value"}
+
+
+def test_geometric_mean_of_ratios() -> None:
+    from kernbench.stats import geometric_mean
+
+    assert geometric_mean([2.0, 0.5]) == pytest.approx(1.0)
+    assert geometric_mean([1.0, 2.0, 4.0]) == pytest.approx(2.0)
+    assert geometric_mean([3.0]) == pytest.approx(3.0)
+    for bad in ([], [1.0, 0.0], [1.0, -2.0], [float("nan")], [float("inf")]):
+        with pytest.raises(ValueError):
+            geometric_mean(bad)

@@ -45,6 +45,12 @@ save_history: true
 compare_to: main
 threshold: 0.05
 fail_on_regression: true
+profile: cprofile
+profile_iters: 7
+compile_mode: max-autotune
+sweeps:
+  "gem*":
+    matrix_shapes: [{name: pow2, min_power: 4, max_power: 5}]
 max_memory: 2G
 """
 
@@ -94,6 +100,10 @@ def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     assert settings.precisions == ("fp32", "bf16")
     assert settings.sku == "H100"
     assert settings.trace_python is True
+    assert settings.profile == "cprofile" and settings.profile_iters == 7
+    assert settings.compile_mode == "max-autotune"
+    ((pattern, points),) = settings.sweeps
+    assert pattern == "gem*" and [p.label for p in points] == ["m=16,k=16,n=16", "m=32,k=32,n=32"]
     # Options that are not RunSettings: the namespace cmd_run reads.
     assert args.paths == ("kernels", "ops")
     assert args.output_dir == Path("reports/nightly")
@@ -114,8 +124,9 @@ def test_the_full_example_sets_every_key_and_each_key_names_a_real_flag(tmp_path
     defaults = parse_args(["run"])
     resolved = parse_args(["run", "--config", str(suite.path)])
     for key, (dest, flag) in SUITE_KEYS.items():
-        assert dests[flag] == dest, key
-        assert getattr(resolved, dest) != getattr(defaults, dest), key
+        if key != "sweeps":  # the one key no flag stands for
+            assert dests[flag] == dest, key
+        assert getattr(resolved, dest) != getattr(defaults, dest, None), key
 
 
 def test_schema_choices_match_the_cli() -> None:
@@ -275,3 +286,47 @@ def test_readme_example_is_valid_and_documents_every_key(tmp_path: Path) -> None
     assert set(suite.values) == set(SUITE_KEYS)
     for key, (_, flag) in SUITE_KEYS.items():
         assert f"| `{key}` | `{flag}` |" in section, key
+
+
+def test_suite_sweeps_replace_the_matching_kernels_sweep(tmp_path: Path) -> None:
+    kernel = write(tmp_path / "repo" / "kernels" / "mm" / "mm.py", """
+        import numpy as np
+
+        def run_benchmark(m=2, k=2, n=2, block=1):
+            return np.ones((m, n))
+    """)
+    write(kernel.with_name("bench.yaml"), "sweep:\n  params:\n    m: [3, 5]\n")
+    write(tmp_path / "repo" / "kernels" / "other" / "other.py", GOOD)
+    write(tmp_path / "suite.yml", """
+        root: repo
+        output_dir: out
+        iterations: 3
+        warmup: 0
+        sweeps:
+          "m*":
+            matrix_shapes: [{name: custom, shapes: [[4, 8, 16]]}]
+            params: {block: [1, 2]}
+    """)
+    proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "run", "--config", "suite.yml",
+                           "--debug-fake-timer", "1.0", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    by_id = {r["case_id"]: r for r in summary["results"]}
+    # A kernel without a precision parameter is labelled with its output's dtype.
+    assert sorted(by_id) == ["mm[cpu,fp64,m=4,k=8,n=16,block=1]",
+                             "mm[cpu,fp64,m=4,k=8,n=16,block=2]", "other[cpu,fp32]"]
+    assert by_id["mm[cpu,fp64,m=4,k=8,n=16,block=2]"]["problem_size"] == {
+        "m": 4, "k": 8, "n": 16, "block": 2}
+    assert summary["settings"]["config"]["values"]["sweeps"]["m*"]["params"] == {"block": [1, 2]}
+
+
+def test_suite_sweeps_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    message = config_error(tmp_path, """
+        sweeps:
+          gemm:
+            matrix_shapes: [{name: pow2, min_power: 9, max_power: 3}]
+    """)
+    assert message.startswith("suite.yml (sweeps.gemm): key 'sweep.matrix_shapes[0]"), message
+    bad = config_error(tmp_path, "sweeps:\n  gemm:\n    matrix_shapes: [{name: pow3}]\n")
+    assert "key 'sweeps.gemm.matrix_shapes[0].name'" in bad and "pow2" in bad, bad

@@ -261,7 +261,7 @@ def test_skip_rule_for_the_case_precision_applies(tmp_path: Path) -> None:
 
 def test_cuda_backend_for_a_numpy_kernel_skips(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", backend="cuda")
-    assert result == {"status": "skipped",
+    assert result == {"status": "skipped", "backend_unavailable": True,
                       "reason": "numpy kernels run on the CPU only; backend 'cuda' does not apply"}
 
 
@@ -271,7 +271,7 @@ def test_cuda_backend_for_a_torch_kernel_skips_without_a_gpu(tmp_path: Path) -> 
         pytest.skip("a CUDA device is present")
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
                         framework="pytorch", backend="cuda")
-    assert result == {"status": "skipped",
+    assert result == {"status": "skipped", "backend_unavailable": True,
                       "reason": "CUDA not available (torch.cuda.is_available() is False)"}
 
 

@@ -1,65 +1,63 @@
-"""PyTorch RMSNorm written out: y = x * rsqrt(mean(x^2) + eps) * weight (default 4096 x 1024).
+"""RMSNorm of a (rows, hidden) activation in four implementations, on the same inputs.
 
-The mean of squares is taken in fp32 for half-precision input, as model code does, and the
-result is cast back to the input dtype.
+y = x / sqrt(mean(x^2) + eps) * weight. bench.yaml lists the implementations: NumPy (the
+reference the others are checked against), PyTorch eager, the same PyTorch function under
+torch.compile, and JAX jit. `setup` returns NumPy arrays; the harness converts them to each
+implementation's framework, device and precision. Each implementation runs in its own worker,
+so each imports only its own framework (the imports are inside the functions).
 
-Work (`flops` / `bytes_moved`): flops = 4 per element (square, sum, scale by the row's
-rsqrt, multiply by weight), the per-row mean and rsqrt not counted; bytes = the compulsory
-traffic of reading x and weight once and writing y once, at the case's itemsize.
+Work (bench.yaml `work`): flops = 4 per element (square, sum, scale by the row's rsqrt,
+multiply by weight), the per-row mean and rsqrt not counted; bytes = reading x and weight once
+and writing y once, at the case's itemsize.
 
-Accuracy: `reference` evaluates the same formula in float64 with NumPy from the same input
-values, so the fp16/bf16 cases' error includes the kernel's two roundings to the input dtype
-(after normalising and after the weight).
+Accuracy: `reference` evaluates the formula in float64; the NumPy implementation is checked
+against it, the other three against the NumPy implementation's output.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import torch
+import functools
+from typing import Any
 
-from kernbench.precision import dtype_for
+import numpy as np
 
 EPS = 1e-6
 
 
-def setup(
-    rows: int = 4096,
-    hidden: int = 1024,
-    precision: str = "fp32",
-    device: str = "cpu",
-    seed: int = 0,
-) -> dict[str, torch.Tensor]:
-    """Random activations and a weight vector near one, at `precision` on `device`."""
-    generator = torch.Generator().manual_seed(seed)
-    dtype = dtype_for("torch", precision)
-    x = torch.randn(rows, hidden, generator=generator)
-    weight = 1.0 + 0.1 * torch.randn(hidden, generator=generator)
-    return {
-        "x": x.to(device=device, dtype=dtype),
-        "weight": weight.to(device=device, dtype=dtype),
-    }
+def setup(rows: int = 1024, hidden: int = 1024, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random activations and a weight vector near one."""
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((rows, hidden)),
+            "weight": 1.0 + 0.1 * rng.standard_normal(hidden)}
 
 
-def run_benchmark(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """RMS-normalise each row of `x` and scale by `weight`."""
-    xf = x.float()
-    inv_rms = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + EPS)
-    return (xf * inv_rms).to(x.dtype) * weight
+def rmsnorm_numpy(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    inv_rms = 1.0 / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + EPS)
+    return (x * inv_rms * weight).astype(x.dtype, copy=False)  # type: ignore[no-any-return]
 
 
-def reference(x: torch.Tensor, weight: torch.Tensor) -> np.ndarray:
-    """The same RMSNorm in float64 with NumPy."""
-    x64 = x.detach().cpu().double().numpy()
-    w64 = weight.detach().cpu().double().numpy()
-    return x64 / np.sqrt(np.square(x64).mean(axis=-1, keepdims=True) + EPS) * w64
+def rmsnorm_torch(x: Any, weight: Any) -> Any:
+    """Eager PyTorch (bench.yaml also runs it under torch.compile)."""
+    import torch
+
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS) * weight
 
 
-def flops(rows: int = 4096, hidden: int = 1024) -> int:
-    """4 flops per element of x."""
-    return 4 * rows * hidden
+@functools.cache
+def _rmsnorm_jit() -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    def rmsnorm(x: Any, weight: Any) -> Any:
+        return x * jax.lax.rsqrt(jnp.mean(jnp.square(x), axis=-1, keepdims=True) + EPS) * weight
+    return jax.jit(rmsnorm)
 
 
-def bytes_moved(rows: int = 4096, hidden: int = 1024, precision: str = "fp32") -> int:
-    """itemsize * (x + weight + y), each read or written once."""
-    itemsize = torch.empty((), dtype=dtype_for("torch", precision)).element_size()
-    return itemsize * (2 * rows * hidden + hidden)
+def rmsnorm_jax(x: Any, weight: Any) -> Any:
+    """JAX under jit (compiled on the first call, in warmup)."""
+    return _rmsnorm_jit()(x, weight)
+
+
+def reference(x: Any, weight: Any) -> np.ndarray:
+    """The formula in float64 with NumPy, from the same input values."""
+    return rmsnorm_numpy(np.asarray(x, dtype=np.float64), np.asarray(weight, dtype=np.float64))

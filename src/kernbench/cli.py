@@ -117,6 +117,7 @@ def _add_discovery_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    from kernbench.model import COMPILE_MODES
     from kernbench.profiling import DEFAULT_PROFILE_ITERS, PROFILERS
 
     parser.add_argument("--config", type=Path, default=None, metavar="SUITE.yml",
@@ -186,6 +187,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         "profiled)")
     parser.add_argument("--profile-iters", type=positive_int(1), default=DEFAULT_PROFILE_ITERS,
                         metavar="N", help="kernel calls made under --profile (default: 5)")
+    parser.add_argument("--compile-mode", choices=COMPILE_MODES, default=None,
+                        help="torch.compile mode for every implementation whose bench.yaml has "
+                        "`compile:`, instead of the mode it names")
     _add_comparison_args(parser)
     _add_format_arg(parser)
     parser.add_argument("-q", "--quiet", action="store_true",
@@ -379,11 +383,22 @@ def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> st
             continue
         precisions = (",".join(spec.config.precisions) if spec.config and spec.config.precisions
                       else ("fp32" if spec.takes_precision else "native"))
-        points = len(spec.config.sweep) if spec.config else 0
-        sweep = f"  ({points} point{'s' * (points != 1)})" if points else ""
         lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
-                     f"{precisions:<20} {spec.path}{sweep}")
+                     f"{precisions:<20} {spec.path}{_variants_note(spec)}")
     return "\n".join(lines)
+
+
+def _variants_note(spec: Any) -> str:
+    """`  (3 points)`, `  (4 implementations: numpy*, eager, compiled, jax; 3 points)`: what a
+    kernel expands to besides backends and precisions (* marks the reference)."""
+    config = spec.config
+    points = len(config.sweep) if config else 0
+    parts = [f"{points} point{'s' * (points != 1)}"] if points else []
+    if config is not None and config.implementations:
+        names = [i.name + ("*" if i.name == config.reference_implementation else "")
+                 for i in config.implementations]
+        parts.insert(0, f"{len(names)} implementations: {', '.join(names)}")
+    return f"  ({'; '.join(parts)})" if parts else ""
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -420,7 +435,18 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         max_memory_bytes=getattr(args, "max_memory", None),
         profile=getattr(args, "profile", None),
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
-        profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None)
+        profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
+        sweeps=_suite_sweeps(args), compile_mode=getattr(args, "compile_mode", None))
+
+
+def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:
+    """The suite file's `sweeps`, expanded (a suite file is the only way to give them)."""
+    sweeps = getattr(args, "sweeps", None)
+    if not sweeps:
+        return ()
+    from kernbench.suite import sweep_overrides
+
+    return sweep_overrides(sweeps, str(args.config))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

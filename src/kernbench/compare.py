@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernbench.model import CaseResult, case_id_of
+from kernbench.model import IMPL_PREFIX, CaseResult, case_id_of
 from kernbench.stats import percentile
 from kernbench.stats_compare import (
     Comparison,
@@ -71,10 +71,13 @@ class CaseComparison:
     note: str | None = None
     point: str | None = None
     """The bench.yaml sweep point (its label is part of the case id); None without a sweep."""
+    implementation: str | None = None
+    """The implementation, for a kernel with several (part of the case id)."""
 
     @property
     def label(self) -> str:
-        return case_id_of(self.kernel_name, self.backend, self.precision, self.point)
+        return case_id_of(self.kernel_name, self.backend, self.precision, self.point,
+                          self.implementation)
 
     @property
     def impact(self) -> float:
@@ -83,9 +86,12 @@ class CaseComparison:
 
 
 def case_key(result: CaseResult) -> str:
+    """kernel[backend,precision] (with `,impl=NAME` for one of several implementations) and
+    the problem size as JSON: the same case in two runs has the same key."""
     size = "" if result.problem_size is None else json.dumps(result.problem_size,
                                                              sort_keys=True)
-    return f"{result.kernel_name}[{result.backend},{result.precision}]{size}"
+    impl = f",{IMPL_PREFIX}{result.implementation}" if result.implementation else ""
+    return f"{result.kernel_name}[{result.backend},{result.precision}{impl}]{size}"
 
 
 def process_groups(result: CaseResult) -> list[list[float]]:
@@ -119,7 +125,8 @@ def _unpaired(key: str, result: CaseResult, verdict_name: str, threshold: float,
     side = {"baseline_p50_ms": p50} if verdict_name == "missing" else {"candidate_p50_ms": p50}
     return CaseComparison(key=key, kernel_name=result.kernel_name, backend=result.backend,
                           precision=result.precision, verdict=verdict_name, threshold=threshold,
-                          note=note, point=result.point, **side)  # type: ignore[arg-type]
+                          note=note, point=result.point, implementation=result.implementation,
+                          **side)  # type: ignore[arg-type]
 
 
 def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
@@ -176,7 +183,7 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
             accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
-            point=cand.point))
+            point=cand.point, implementation=cand.implementation))
     return sorted(decided, key=lambda c: c.key)
 
 

@@ -16,7 +16,7 @@ import yaml
 from kernbench.conditions import parse_condition
 from kernbench.errors import ConfigError
 from kernbench.formulas import parse_formula
-from kernbench.model import HARNESS_ARGS, BenchConfig, SkipRule, SweepPoint
+from kernbench.model import HARNESS_ARGS, BenchConfig, Implementation, SkipRule, SweepPoint
 from kernbench.precision import canonical
 from kernbench.schema import key_path, validate_bench_yaml
 from kernbench.sweeps import expand_sweep
@@ -80,6 +80,8 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
             raise ConfigError(source, f"problem_size.{clash[0]}",
                               f"a kernel parameter; {', '.join(HARNESS_ARGS)} are set by the "
                               "harness (use --precision/--backends/--seed)")
+    implementations = _implementations(data.get("implementations"), data.get("framework"),
+                                       source)
     return BenchConfig(
         source=source,
         problem_size=problem_size,
@@ -97,8 +99,48 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         regression=data.get("regression"),
         golden=data.get("golden"),
         ignore_skus=tuple(data.get("ignore_skus", ())),
+        implementations=implementations,
+        reference_implementation=_reference_implementation(
+            implementations, data.get("reference"), source),
         raw=data,
     )
+
+
+CPU_ONLY_FRAMEWORKS = ("numpy", "numba", "python")
+"""Frameworks whose implementations default to the CPU only."""
+
+
+def _implementations(entry: dict[str, Any] | None, framework: str | None,
+                     source: str) -> tuple[Implementation, ...]:
+    """bench.yaml `implementations`, in their order; `compile` only for PyTorch ones. A
+    framework left out is the top-level `framework`, else what discovery finds imported."""
+    found = []
+    for name, item in (entry or {}).items():
+        impl_framework = item.get("framework") or framework
+        if "compile" in item and impl_framework not in ("pytorch", None):
+            raise ConfigError(source, f"implementations.{name}.compile",
+                              "torch.compile options on a pytorch implementation only",
+                              got=f"framework {impl_framework}")
+        found.append(Implementation(
+            name=name, function=item["function"], framework=impl_framework,
+            setup=item.get("setup"), backends=tuple(item.get("backends", ())),
+            compile=dict(item["compile"]) if "compile" in item else None))
+    return tuple(found)
+
+
+def _reference_implementation(implementations: tuple[Implementation, ...],
+                              reference: dict[str, str] | None, source: str) -> str | None:
+    """The implementation the others are checked against: `reference.implementation`, else
+    the first one."""
+    named = (reference or {}).get("implementation")
+    names = [i.name for i in implementations]
+    if named is None:
+        return names[0] if names else None
+    if named not in names:
+        expected = f"one of the implementations ({', '.join(names)})" if names else \
+            "an implementations key (this bench.yaml defines no `implementations`)"
+        raise ConfigError(source, "reference.implementation", expected, got=named)
+    return named
 
 
 def _reference(entry: dict[str, str] | None) -> dict[str, str] | None:

@@ -115,16 +115,24 @@ class BoundKernel:
         return float(value)
 
 
+Convert = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
 def bind_kernel(module: ModuleType, function: Callable[..., Any], problem_size: Any,
-                harness: Mapping[str, Any]) -> BoundKernel:
-    """Run `setup` (if any) and bind the benchmark function's arguments."""
+                harness: Mapping[str, Any], setup_name: str = SETUP_FUNCTION,
+                convert: Convert | None = None) -> BoundKernel:
+    """Run the setup function (if any; `setup_name`) and bind the benchmark function's
+    arguments; `convert` turns setup's result into the function's inputs (see
+    :mod:`kernbench.convert`)."""
     sizes = problem_kwargs(problem_size)
-    setup = getattr(module, SETUP_FUNCTION, None)
+    setup = getattr(module, setup_name, None)
     if callable(setup):
         prepared = setup(**bind_arguments(setup, sizes, harness, "bench.yaml problem_size"))
         if not isinstance(prepared, Mapping):
-            raise ContractError(f"setup() must return a dict of keyword arguments for "
+            raise ContractError(f"{setup_name}() must return a dict of keyword arguments for "
                                 f"{function.__name__}(), got {type(prepared).__name__}")
+        if convert is not None:
+            prepared = convert(prepared)
         named = _declared(function)
         extra = {k: v for k, v in sizes.items() if k in named and k not in prepared}
         kwargs = bind_arguments(function, {**prepared, **extra}, harness, "setup()'s result")

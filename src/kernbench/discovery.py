@@ -149,6 +149,9 @@ class KernelDiscovery:
             return replace(spec, status="invalid", error=config.message)
         if config is not None:
             spec = _apply_config(spec, config)
+            missing = _missing_implementation_function(tree, config)
+            if missing:
+                return replace(spec, status="invalid", error=f"{missing} in {rel}")
         self._log(f"discovery: {rel}: kernel ({spec.framework}; backends "
                   f"{', '.join(spec.backends)}; function {function})")
         return spec
@@ -185,7 +188,11 @@ class KernelDiscovery:
 
 
 def _function_name(config: BenchConfig | ConfigError | None, path: Path) -> str:
+    """The function that makes a file a kernel: bench.yaml `function_name`, else the first
+    implementation's function, else run_benchmark."""
     if isinstance(config, BenchConfig):
+        if config.function_name is None and config.implementations:
+            return config.implementations[0].function
         return config.function_name or DEFAULT_FUNCTION
     if isinstance(config, ConfigError):
         # The file is broken, but its function_name line may still be readable.
@@ -295,9 +302,37 @@ def _infer_backends(framework: str, parameters: tuple[str, ...],
     return tuple(backends)
 
 
+def _missing_implementation_function(tree: ast.Module, config: BenchConfig) -> str | None:
+    """The first `implementations` function or setup the kernel's file does not define at
+    module level, as an error message; None when all are there."""
+    for impl in config.implementations:
+        for key, name in (("function", impl.function), ("setup", impl.setup)):
+            if name is not None and _find_function(tree, name) is None:
+                return (f"{config.source}: key 'implementations.{impl.name}.{key}': expected a "
+                        f"module-level function, got {name!r}, which is not defined")
+    return None
+
+
+def _resolve_implementations(config: BenchConfig, framework: str,
+                             backends: tuple[str, ...]) -> BenchConfig:
+    """Fill in each implementation's framework (the kernel's, when bench.yaml leaves it out)
+    and backends (the kernel's, less the GPUs for a CPU-only framework)."""
+    resolved = []
+    for impl in config.implementations:
+        impl_framework = impl.framework or framework
+        impl_backends = impl.backends or tuple(
+            b for b in backends if b == "cpu" or impl_framework in GPU_CAPABLE_FRAMEWORKS)
+        resolved.append(replace(impl, framework=impl_framework, backends=impl_backends))
+    return replace(config, implementations=tuple(resolved))
+
+
 def _apply_config(spec: KernelSpec, config: BenchConfig) -> KernelSpec:
     backends = config.backends or spec.backends
     framework = config.framework or spec.framework
+    if config.implementations:
+        config = _resolve_implementations(config, framework, tuple(backends))
+        used = {i.framework or framework for i in config.implementations}
+        framework = used.pop() if len(used) == 1 else "mixed"
     spec = replace(spec, config=config, backends=tuple(backends), framework=framework)
     if config.precisions and spec.signature_known and not spec.takes_precision:
         return replace(spec, status="invalid", error=(

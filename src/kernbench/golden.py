@@ -163,9 +163,21 @@ def _record(sku: str | None, reason: str | None, *, passed: bool | None = None,
     return record
 
 
+def entry_for_point(entry: Mapping[str, Any], point: str | None) -> Mapping[str, Any] | None:
+    """The values that apply to a case: its point's entry under ``points`` (taking the SKU's
+    ``tolerance_multiplier`` and ``size_bytes`` where it gives none), else the SKU's own
+    ``time_ms``; None when neither exists."""
+    points = entry.get("points") or {}
+    if point is not None and point in points:
+        inherited = {k: entry[k] for k in ("tolerance_multiplier", "size_bytes") if k in entry}
+        return {**inherited, **points[point]}
+    return entry if "time_ms" in entry else None
+
+
 def golden_check(golden: Mapping[str, Mapping[str, Any]] | None, ignore_skus: Sequence[str],
                  sku: str | None, latency_ms: float | None,
-                 output_bytes: int | None = None) -> dict[str, Any] | None:
+                 output_bytes: int | None = None, point: str | None = None
+                 ) -> dict[str, Any] | None:
     """Compare a case's median latency (``latency_ms``, the p50) with its SKU's golden value.
 
     Returns None when there is no golden table (None or empty).  Otherwise a record with
@@ -174,9 +186,12 @@ def golden_check(golden: Mapping[str, Mapping[str, Any]] | None, ignore_skus: Se
     ``exceeded_by_pct`` (how far the median is beyond the limit, in per cent of the limit;
     None within it), ``golden_size_bytes``, ``output_bytes``, ``passed`` and ``reason``.
 
+    ``point`` (what the case id holds after backend and precision) selects a per-point value
+    from the SKU's ``points`` (see :func:`entry_for_point`); ``golden_point`` then names it.
+
     ``passed`` is None, with a reason, when the SKU is unknown, ignored, has no golden entry
-    or there is no latency (the case did not run); False when the median is over the limit or
-    the output size differs from ``size_bytes``; True otherwise (reason None).
+    (for this point) or there is no latency (the case did not run); False when the median is
+    over the limit or the output size differs from ``size_bytes``; True otherwise.
     """
     if not golden:
         return None
@@ -189,12 +204,19 @@ def golden_check(golden: Mapping[str, Mapping[str, Any]] | None, ignore_skus: Se
     if key is None:
         return _record(sku, f"no golden value for SKU {sku} (golden values exist for: "
                             f"{', '.join(sorted(golden))})")
-    time_ms, multiplier, size = _entry_values(key, golden[key])
+    entry = entry_for_point(golden[key], point)
+    if entry is None:
+        known = ", ".join(sorted(golden[key].get("points") or {}))
+        return _record(sku, f"no golden value for {point or 'this case'} on SKU {sku} (golden "
+                            f"points: {known})", golden_sku=key)
+    time_ms, multiplier, size = _entry_values(key, entry)
     limit = time_ms * multiplier
     base: dict[str, Any] = {
         "golden_sku": key, "golden_time_ms": time_ms, "tolerance_multiplier": multiplier,
         "limit_ms": limit, "golden_size_bytes": size, "output_bytes": output_bytes,
     }
+    if point is not None and point in (golden[key].get("points") or {}):
+        base["golden_point"] = point
     if latency_ms is None:
         return _record(sku, "no median latency to compare (the case did not run)", **base)
     failures: list[str] = []

@@ -180,6 +180,7 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
         "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
         "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
         **_sweep_case_id(record),
+        **({"implementation": record["implementation"]} if record.get("implementation") else {}),
     }
 
 

@@ -42,18 +42,54 @@ class SkipRule:
         return self.backend in (None, backend) and self.precision in (None, precision)
 
 
-def case_id_of(kernel: str, backend: str, precision: str, point: str | None = None) -> str:
-    """`gemm[cpu,fp32]`, or `gemm[cpu,fp32,m=64,k=64,n=64]` for a point of a sweep."""
-    inside = f"{backend},{precision}" + (f",{point}" if point else "")
-    return f"{kernel}[{inside}]"
+IMPL_PREFIX = "impl="
+"""How an implementation is named inside a case id: `softmax[cpu,fp32,impl=jax,rows=64]`."""
 
 
-def point_of(case_id: object, kernel: str, backend: str, precision: str) -> str | None:
+def case_id_of(kernel: str, backend: str, precision: str, point: str | None = None,
+               implementation: str | None = None) -> str:
+    """`gemm[cpu,fp32]`; `gemm[cpu,fp32,m=64,k=64,n=64]` for a point of a sweep;
+    `softmax[cpu,fp32,impl=jax,rows=64]` for one implementation of a kernel that has several."""
+    parts = [backend, precision]
+    if implementation:
+        parts.append(IMPL_PREFIX + implementation)
+    if point:
+        parts.append(point)
+    return f"{kernel}[{','.join(parts)}]"
+
+
+def point_of(case_id: object, kernel: str, backend: str, precision: str,
+             implementation: str | None = None) -> str | None:
     """The sweep point a record's case id names (the inverse of :func:`case_id_of`), else None."""
-    prefix = f"{kernel}[{backend},{precision},"
+    prefix = case_id_of(kernel, backend, precision, implementation=implementation)[:-1] + ","
     if isinstance(case_id, str) and case_id.startswith(prefix) and case_id.endswith("]"):
         return case_id[len(prefix):-1] or None
     return None
+
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""torch.compile modes an implementation's `compile.mode` may name."""
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One of several implementations of a kernel (bench.yaml `implementations`): they run on
+    the same inputs and every one but the reference is checked against the reference's output."""
+
+    name: str
+    """File-name safe; part of the case id (`impl=NAME`)."""
+    function: str
+    """The module-level function that does the work."""
+    framework: str | None
+    """What it is written in (numpy, pytorch, jax, ...): how its inputs are converted and its
+    results waited for. None until discovery fills in the kernel's own framework."""
+    setup: str | None = None
+    """Its own setup function; None: the kernel's `setup`, whose NumPy arrays the harness
+    converts to this implementation's framework (so all see the same values)."""
+    backends: tuple[str, ...] = ()
+    """Device kinds it runs on; empty: the kernel's, less those its framework cannot use."""
+    compile: Mapping[str, Any] | None = None
+    """torch.compile options ({mode, fullgraph, dynamic, backend}); None: run eagerly."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +127,12 @@ class BenchConfig:
     """Formulas (or numbers) for `flops` and `bytes` over problem-size variables."""
     sweep: tuple[SweepPoint, ...] = ()
     """The expanded `sweep`: one case per point (empty: the single `problem_size`)."""
+    implementations: tuple[Implementation, ...] = ()
+    """Several implementations of the kernel, compared on the same inputs (empty: one, the
+    module's benchmark function)."""
+    reference_implementation: str | None = None
+    """The implementation the others are checked against (the first one unless
+    `reference.implementation` names another)."""
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -119,8 +161,10 @@ class KernelSpec:
 
     @property
     def takes_precision(self) -> bool:
-        """Whether `run_benchmark` or `setup` declares `precision` (else: one native case)."""
-        return "precision" in self.parameters or "precision" in self.setup_parameters
+        """Whether `run_benchmark` or `setup` declares `precision` (else: one native case).
+        A kernel with several implementations always does: the harness casts their inputs."""
+        return ("precision" in self.parameters or "precision" in self.setup_parameters
+                or bool(self.config and self.config.implementations))
 
 
 @dataclass(frozen=True)
@@ -133,10 +177,18 @@ class Case:
     problem_size: Any = None
     point: str | None = None
     """The bench.yaml sweep point's label, when the kernel has a sweep."""
+    implementation: Implementation | None = None
+    """Which of the kernel's implementations, when it has several."""
 
     @property
     def case_id(self) -> str:
-        return case_id_of(self.kernel.name, self.backend, self.precision, self.point)
+        return case_id_of(self.kernel.name, self.backend, self.precision, self.point,
+                          self.implementation.name if self.implementation else None)
+
+    @property
+    def framework(self) -> str:
+        impl = self.implementation
+        return impl.framework if impl and impl.framework else self.kernel.framework
 
 
 @dataclass(frozen=True)
@@ -210,6 +262,11 @@ class CaseResult:
     profile: Mapping[str, Any] | None = None
     """`--profile` outcome: {path (relative to the output dir), kind, iterations, wall_s}, or
     {path: None, reason}; None when no profile was asked for."""
+    implementation: str | None = None
+    """The implementation's name (it is part of `case_id`); None for a single-function kernel."""
+    compile: Mapping[str, Any] | None = None
+    """torch.compile facts: mode, first_call_s (compilation included), graphs compiled and
+    recompilations during timing; None for an eager implementation."""
 
     @property
     def success(self) -> bool:
@@ -217,7 +274,8 @@ class CaseResult:
 
     @property
     def case_id(self) -> str:
-        return case_id_of(self.kernel_name, self.backend, self.precision, self.point)
+        return case_id_of(self.kernel_name, self.backend, self.precision, self.point,
+                          self.implementation)
 
 
 @dataclass(frozen=True)

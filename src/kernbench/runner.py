@@ -20,15 +20,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
+from kernbench.errors import KernbenchError
 from kernbench.golden import detect_sku, golden_check
 from kernbench.isolation import WorkerExit, run_isolated
 from kernbench.limits import explain_memory_limit
 from kernbench.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.metrics.roofline import work_figures
-from kernbench.model import NATIVE, WORKER_KEYS, Case, CaseResult, KernelSpec, ProtocolSettings
+from kernbench.model import (
+    NATIVE,
+    WORKER_KEYS,
+    Case,
+    CaseResult,
+    Implementation,
+    KernelSpec,
+    ProtocolSettings,
+    SweepPoint,
+)
 from kernbench.precision import canonical
 from kernbench.replicates import merge_replicates
 from kernbench.reporting import read_json_object
@@ -78,6 +88,11 @@ class RunSettings:
     """Kernel calls made under the profiler."""
     profile_dir: Path | None = None
     """The run's output directory: profiles go to its `profiles/` folder."""
+    compile_mode: str | None = None
+    """torch.compile mode for every implementation with `compile:` (None: each one's own)."""
+    sweeps: tuple[tuple[str, tuple[SweepPoint, ...]], ...] = ()
+    """Suite-file sweeps: (kernel-name glob, points) replacing matching kernels' bench.yaml
+    sweep."""
     max_memory_bytes: int | None = None
     """Address-space limit (RLIMIT_AS) of each worker; None: no limit (kernbench.limits)."""
 
@@ -93,11 +108,15 @@ def select_kernels(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[
     return [s for s in specs if any(fnmatch.fnmatchcase(s.name, f) for f in filters)]
 
 
-def plan_backends(spec: KernelSpec, requested: tuple[str, ...] | None) -> list[str]:
+def plan_backends(spec: KernelSpec, requested: tuple[str, ...] | None,
+                  implementation: Implementation | None = None) -> list[str]:
+    declared = implementation.backends if implementation and implementation.backends \
+        else spec.backends
     if requested is None:
-        return list(spec.backends)
-    gpu_capable = spec.framework in GPU_CAPABLE_FRAMEWORKS and "cuda" in spec.backends
-    return [b for b in requested if b in spec.backends or (b == "rocm" and gpu_capable)]
+        return list(declared)
+    framework = implementation.framework if implementation else spec.framework
+    gpu_capable = framework in GPU_CAPABLE_FRAMEWORKS and "cuda" in declared
+    return [b for b in requested if b in declared or (b == "rocm" and gpu_capable)]
 
 
 def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list[str]:
@@ -111,18 +130,50 @@ def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list
 
 
 def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
-    """The cases of one valid kernel under the run's backend and precision selection; the
-    bench.yaml `reference` case, when selected, comes first so the others can compare to it."""
-    problem_size = spec.config.problem_size if spec.config else None
-    points = spec.config.sweep if spec.config else ()
+    """The cases of one valid kernel under the run's backend and precision selection: each
+    implementation (when it has several) x backend x precision x sweep point. Reference cases
+    (bench.yaml `reference`, or the reference implementation) come first, so the others can
+    compare to their saved outputs."""
+    config = spec.config
+    problem_size = config.problem_size if config else None
+    points = _sweep_points(spec, settings.sweeps)
     sizes = ([(problem_size_at(problem_size, p), p.label) for p in points] if points
              else [(problem_size, None)])
-    cases = [Case(spec, backend, precision, size, point)
-             for backend in plan_backends(spec, settings.backends)
+    variants: tuple[Implementation | None, ...] = (config.implementations if config and
+                                                   config.implementations else (None,))
+    cases = [Case(spec, backend, precision, size, point, impl)
+             for impl in variants
+             for backend in plan_backends(spec, settings.backends, impl)
              for precision in plan_precisions(spec, settings.precisions)
              for size, point in sizes]
-    return sorted(cases, key=lambda c: _reference_key(c) is None or
-                  (c.backend, c.precision) != _reference_key(c)[1:3])  # type: ignore[index]
+    return sorted(cases, key=lambda c: not _is_reference(c))
+
+
+def unavailable_result(case: Case, reason: str) -> CaseResult:
+    """The record of a case skipped because an earlier worker of the run found its device
+    unavailable to its framework; no worker ran."""
+    return CaseResult(kernel_name=case.kernel.name, kernel_path=case.kernel.path,
+                      framework=case.framework, backend=case.backend, precision=case.precision,
+                      problem_size=case.problem_size, point=case.point,
+                      implementation=case.implementation.name if case.implementation else None,
+                      status="skipped", reason=f"{reason} (as an earlier case of this run found)",
+                      energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY,
+                      worker=dict.fromkeys(WORKER_KEYS), started_at=now_iso(), duration_s=0.0)
+
+
+def _sweep_points(spec: KernelSpec, overrides: tuple[tuple[str, tuple[SweepPoint, ...]], ...]
+                  ) -> tuple[SweepPoint, ...]:
+    """The kernel's bench.yaml sweep, or the suite file's sweep for it (the first glob that
+    matches its name wins)."""
+    for pattern, points in overrides:
+        if fnmatch.fnmatchcase(spec.name, pattern):
+            problem_size = spec.config.problem_size if spec.config else None
+            if problem_size is not None and not isinstance(problem_size, Mapping):
+                raise KernbenchError(
+                    f"suite file key 'sweeps.{pattern}': kernel {spec.name} has a scalar "
+                    f"problem_size ({problem_size!r}); a sweep needs a mapping, or none")
+            return points
+    return spec.config.sweep if spec.config else ()
 
 
 def invalid_result(spec: KernelSpec) -> CaseResult:
@@ -138,9 +189,10 @@ class BenchmarkRunner:
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
-        self._references: dict[tuple[str, str, str, str], str | None] = {}
-        """(kernel, backend, precision, sweep point) -> None when the saved output exists, else
-        why not."""
+        self._references: dict[ReferenceKey, str | None] = {}
+        """Reference case -> None when its saved output exists, else why not."""
+        self._unavailable: dict[tuple[str, str], str] = {}
+        """(framework, backend) -> why a worker found that device unavailable."""
         self._scratch: Path | None = None
         self._cpu_peak: dict[str, Any] | None = None
 
@@ -189,7 +241,12 @@ class BenchmarkRunner:
                 self._scratch = None
 
     def run_case(self, case: Case) -> CaseResult:
-        """Run one case in `processes` fresh worker processes and build its record."""
+        """Run one case in `processes` fresh worker processes and build its record. A device
+        a worker found unavailable to a framework stays so for the rest of the run: later
+        cases of that framework and backend are skipped without starting a worker."""
+        known = self._unavailable.get((case.framework, case.backend))
+        if known is not None:
+            return unavailable_result(case, known)
         first = self._run_once(case, first=True)
         if self.settings.processes <= 1 or first.status != "ok":
             return apply_golden(first, case, self.settings.sku)
@@ -205,6 +262,8 @@ class BenchmarkRunner:
                          profile_dir=str(self.settings.profile_dir), case_id=case.case_id)
         timeout = _timeout_for(case, self.settings.timeout_s)
         payload, exit_info = self._launch(self._job(case), extra, timeout)
+        if payload and payload.get("backend_unavailable") and payload.get("reason"):
+            self._unavailable[(case.framework, case.backend)] = str(payload["reason"])
         key = _reference_key(case)
         if extra.get("save_output_path") and key is not None:
             saved = Path(extra["save_output_path"]).is_file()
@@ -253,19 +312,20 @@ class BenchmarkRunner:
         key = _reference_key(case)
         assert key is not None
         path = self._scratch / f"ref-{abs(hash(key))}.npz"
-        if (case.backend, case.precision) == key[1:3]:
+        if _is_reference(case):
             return {"save_output_path": str(path), "is_reference": True}
         if key not in self._references:
             self._references[key] = self._compute_reference(case, key, path)
         error = self._references[key]
-        label = f"reference case [{key[1]},{key[2]}]"
+        label = (f"reference implementation {key.implementation} [{key.backend},{key.precision}]"
+                 if key.implementation else f"reference case [{key.backend},{key.precision}]")
         if error is not None:
             return {"reference_error": f"{label}: {error}"}
         return {"reference_output_path": str(path), "reference_label": label}
 
-    def _compute_reference(self, case: Case, key: tuple[str, str, str, str],
-                           path: Path) -> str | None:
-        reference_case = dataclasses.replace(case, backend=key[1], precision=key[2])
+    def _compute_reference(self, case: Case, key: ReferenceKey, path: Path) -> str | None:
+        reference_case = dataclasses.replace(case, backend=key.backend, precision=key.precision,
+                                             implementation=_reference_impl(case))
         timeout = _timeout_for(case, self.settings.timeout_s)
         payload, exit_info = self._launch(
             self._job(reference_case), {"reference_only": True, "save_output_path": str(path)},
@@ -277,10 +337,13 @@ class BenchmarkRunner:
         config = spec.config
         rules = [dict(dataclasses.asdict(rule), source=config.source)
                  for rule in config.skip_conditions] if config else []
+        impl = case.implementation
         return {
             "kernel_file": str(self.settings.root / spec.path), "root": str(self.settings.root),
-            "kernel_name": spec.name, "function_name": spec.function_name,
-            "framework": spec.framework, "backend": case.backend, "precision": case.precision,
+            "kernel_name": spec.name,
+            "function_name": impl.function if impl else spec.function_name,
+            "implementation": _implementation_job(impl, self.settings.compile_mode),
+            "framework": case.framework, "backend": case.backend, "precision": case.precision,
             "problem_size": case.problem_size, "skip_rules": rules,
             "settings": dataclasses.asdict(self.settings.protocol),
             "tolerances": dict(config.tolerances) if config else {},
@@ -312,7 +375,7 @@ def apply_golden(result: CaseResult, case: Case, sku: str | None) -> CaseResult:
     found = sku or detect_sku(result.device_info.get("device_name"), case.backend)
     latency = percentile(result.samples_ms, 50) if result.samples_ms else None
     check = golden_check(config.golden, config.ignore_skus, found, latency,
-                         result.output.get("nbytes"))
+                         result.output.get("nbytes"), _case_point(case))
     if check is None:
         return result
     if check.get("passed") is False:
@@ -321,19 +384,72 @@ def apply_golden(result: CaseResult, case: Case, sku: str | None) -> CaseResult:
     return dataclasses.replace(result, golden=check)
 
 
+def _case_point(case: Case) -> str | None:
+    """What the case id holds after backend and precision: `impl=jax,cols=256`, or None."""
+    inside = case.case_id[len(case.kernel.name) + 1:-1]
+    parts = inside.split(",", 2)
+    return parts[2] if len(parts) == 3 else None
+
+
 def _timeout_for(case: Case, default: float) -> float:
     config = case.kernel.config
     return config.timeout_s if config and config.timeout_s else default
 
 
-def _reference_key(case: Case) -> tuple[str, str, str, str] | None:
-    """(kernel, backend, precision, sweep point) of the case's bench.yaml reference case: each
-    point of a sweep has its own reference output."""
+class ReferenceKey(NamedTuple):
+    """The case whose saved output a case is checked against."""
+
+    kernel: str
+    backend: str
+    precision: str
+    point: str
+    """The sweep point: each point of a sweep has its own reference output."""
+    implementation: str
+    """The reference implementation ("" for a kernel with one)."""
+
+
+def _reference_impl(case: Case) -> Implementation | None:
     config = case.kernel.config
-    if config is None or not config.reference:
+    name = config.reference_implementation if config else None
+    if config is None or name is None:
         return None
-    return (case.kernel.name, config.reference.get("backend", case.backend),
-            config.reference.get("precision", case.precision), case.point or "")
+    return next(i for i in config.implementations if i.name == name)
+
+
+def _reference_key(case: Case) -> ReferenceKey | None:
+    """The reference case of `case`: bench.yaml `reference` {backend, precision,
+    implementation} with the case's own for what it leaves out; the reference implementation
+    runs on the case's backend if it can, else on its first."""
+    config = case.kernel.config
+    impl = _reference_impl(case)
+    if config is None or (not config.reference and impl is None):
+        return None
+    reference = config.reference or {}
+    backend = reference.get("backend", case.backend)
+    if impl is not None and "backend" not in reference and impl.backends \
+            and backend not in impl.backends:
+        backend = impl.backends[0]
+    return ReferenceKey(case.kernel.name, backend, reference.get("precision", case.precision),
+                        case.point or "", impl.name if impl else "")
+
+
+def _is_reference(case: Case) -> bool:
+    key = _reference_key(case)
+    name = case.implementation.name if case.implementation else ""
+    return key is not None and (case.backend, case.precision, name) == (
+        key.backend, key.precision, key.implementation)
+
+
+def _implementation_job(impl: Implementation | None,
+                        compile_mode: str | None = None) -> dict[str, Any] | None:
+    """What the worker needs of an implementation: its name, setup and compile options (with
+    the run's --compile-mode, when given, in place of the implementation's mode)."""
+    if impl is None:
+        return None
+    options = dict(impl.compile) if impl.compile is not None else None
+    if options is not None and compile_mode is not None:
+        options["mode"] = compile_mode
+    return {"name": impl.name, "setup": impl.setup, "compile": options}
 
 
 def _reference_failure(payload: dict[str, Any] | None, exit_info: WorkerExit,
@@ -376,9 +492,10 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
     """Turn the worker's result file (or its absence) into a record."""
     spec = case.kernel
     base: dict[str, Any] = dict(
-        kernel_name=spec.name, kernel_path=spec.path, framework=spec.framework,
+        kernel_name=spec.name, kernel_path=spec.path, framework=case.framework,
         backend=case.backend, precision=case.precision, problem_size=case.problem_size,
-        point=case.point, started_at=started, duration_s=exit_info.wall_s,
+        point=case.point, implementation=case.implementation.name if case.implementation else None,
+        started_at=started, duration_s=exit_info.wall_s,
         worker=_worker_facts(exit_info), energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY)
     if payload is None or exit_info.timed_out:
         status, reason = _died_reason(exit_info, timeout)
@@ -403,7 +520,7 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
         memory=payload.get("memory") or {}, output=output, device=device_info.get("device"),
         device_info=device_info, work=_work(payload.get("work"), samples_ms, peak, base),
         gpu_state=payload.get("gpu_state"), l2_flush=payload.get("l2_flush"),
-        profile=payload.get("profile"), **base)
+        profile=payload.get("profile"), compile=payload.get("compile"), **base)
 
 
 def _work(counts: Mapping[str, Any] | None, samples_ms: tuple[float, ...],

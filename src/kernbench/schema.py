@@ -47,22 +47,34 @@ _SKIP_CONDITION = {
         "check": {"type": "string", "minLength": 1},
     },
 }
+_GOLDEN_VALUES: dict[str, Any] = {
+    "time_ms": {"type": "number", "exclusiveMinimum": 0},
+    "tolerance_multiplier": {"type": "number", "minimum": 1},
+    "size_bytes": {"type": "integer", "minimum": 0},
+}
 GOLDEN_SCHEMA: dict[str, Any] = {
     "type": "object",
     "minProperties": 1,
     "additionalProperties": {
         "type": "object",
         "additionalProperties": False,
-        "required": ["time_ms"],
+        "minProperties": 1,
         "properties": {
-            "time_ms": {"type": "number", "exclusiveMinimum": 0},
-            "tolerance_multiplier": {"type": "number", "minimum": 1},
-            "size_bytes": {"type": "integer", "minimum": 0},
+            **_GOLDEN_VALUES,
+            "points": {
+                "type": "object", "minProperties": 1,
+                "propertyNames": {"minLength": 1, "maxLength": 300},
+                "additionalProperties": {"type": "object", "additionalProperties": False,
+                                         "required": ["time_ms"], "properties": _GOLDEN_VALUES},
+            },
         },
+        "anyOf": [{"required": ["time_ms"]}, {"required": ["points"]}],
     },
 }
-"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms, tolerance_multiplier?,
-size_bytes?}."""
+"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms?, tolerance_multiplier?,
+size_bytes?, points?}, where ``points`` maps a case's point (what its case id holds after
+backend and precision, e.g. ``m=64,k=64,n=64`` or ``impl=jax,cols=256``) to its own values;
+an entry needs ``time_ms`` or ``points``."""
 
 SWEEP_GENERATORS = ("custom", "llama", "pow2", "pow2_extended", "sweep")
 """`sweep.matrix_shapes[].name`: the shape generators of the seed's microbenchmark runner."""
@@ -110,6 +122,37 @@ SWEEP_SCHEMA: dict[str, Any] = {
 """JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators and
 ``params`` lists (checks jsonschema cannot make are in :mod:`kernbench.sweeps`)."""
 
+IMPL_NAME = "^[A-Za-z_][A-Za-z0-9_-]{0,39}$"
+"""An implementation's name: it becomes part of case ids and file names."""
+COMPILE_MODE_NAMES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+IMPLEMENTATIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "maxProperties": 32,
+    "propertyNames": {"pattern": IMPL_NAME},
+    "additionalProperties": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["function"],
+        "properties": {
+            "function": {"type": "string", "pattern": IDENTIFIER},
+            "framework": {"enum": list(FRAMEWORK_NAMES)},
+            "setup": {"type": "string", "pattern": IDENTIFIER},
+            "backends": {"type": "array", "minItems": 1, "uniqueItems": True,
+                         "items": {"enum": list(BACKEND_NAMES)}},
+            "compile": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"mode": {"enum": list(COMPILE_MODE_NAMES)},
+                               "fullgraph": {"type": "boolean"},
+                               "dynamic": {"type": ["boolean", "null"]},
+                               "backend": {"type": "string", "pattern": IDENTIFIER}},
+            },
+        },
+    },
+}
+"""JSON-schema fragment for bench.yaml's ``implementations``: name -> {function, framework?,
+setup?, backends?, compile?} (cross-key checks are in :mod:`kernbench.config`)."""
+
 IGNORE_SKUS_SCHEMA: dict[str, Any] = {
     "type": "array",
     "uniqueItems": True,
@@ -140,7 +183,8 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
         "reference": {
             "type": "object", "additionalProperties": False, "minProperties": 1,
             "properties": {"backend": {"enum": list(BACKEND_NAMES)},
-                           "precision": {"enum": list(PRECISION_NAMES)}},
+                           "precision": {"enum": list(PRECISION_NAMES)},
+                           "implementation": {"type": "string", "pattern": IMPL_NAME}},
         },
         "golden": GOLDEN_SCHEMA,
         "ignore_skus": IGNORE_SKUS_SCHEMA,
@@ -155,6 +199,7 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
                            "bytes": {"type": ["string", "number"]}},
         },
         "sweep": SWEEP_SCHEMA,
+        "implementations": IMPLEMENTATIONS_SCHEMA,
     },
 }
 
@@ -192,6 +237,10 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "compare_to": {"type": "string"},
             "threshold": {"type": "number", "exclusiveMinimum": 0},
             "fail_on_regression": {"type": "boolean"},
+            "profile": {"enum": ["cprofile", "torch", "jax"]},
+            "profile_iters": {"type": "integer", "minimum": 1},
+            "compile_mode": {"enum": list(COMPILE_MODE_NAMES)},
+            "sweeps": {"type": "object", "minProperties": 1, "additionalProperties": SWEEP_SCHEMA},
             "max_memory": {"type": ["string", "integer"]},
         },
     }
@@ -269,10 +318,10 @@ def _config_error(error: Any, source: str) -> ConfigError:
     if kind in ("minimum", "exclusiveMinimum", "maximum"):
         relation = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<="}[kind]
         return ConfigError(source, key, f"a number {relation} {value}", got=instance)
-    if kind in ("minItems", "maxItems", "minProperties"):
-        what = "a mapping with" if kind == "minProperties" else "a list of"
+    if kind in ("minItems", "maxItems", "minProperties", "maxProperties"):
+        what = "a mapping with" if kind.endswith("Properties") else "a list of"
         bound = "at least" if kind.startswith("min") else "at most"
-        noun = "key" if kind == "minProperties" else "item"
+        noun = "key" if kind.endswith("Properties") else "item"
         return ConfigError(source, key, f"{what} {bound} {value} {noun}{'s' * (value != 1)}",
                            got=instance)
     if kind == "uniqueItems":
@@ -285,6 +334,8 @@ def _config_error(error: Any, source: str) -> ConfigError:
 
 _PATTERN_WORDS = {
     IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
+    IMPL_NAME: "an implementation name of letters, digits, _ and - (at most 40, starting with a "
+               "letter or _; it names cases)",
     POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "
                 "characters): sweep values name the cases",
 }

@@ -39,6 +39,11 @@ def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
     if result.memory.get("python_source"):
         warnings.append({"code": "tracemalloc", "value": True,
                          "message": "tracemalloc was on: Python code ran slower than usual"})
+    recompiles = (result.compile or {}).get("recompiles_during_timing")
+    if isinstance(recompiles, int) and recompiles > 0:
+        warnings.append({"code": "recompiled_during_timing", "value": recompiles,
+                         "message": f"torch.compile compiled {recompiles} new graph(s) during "
+                                    "warmup and sampling: the samples include compilation"})
     return warnings
 
 
@@ -77,6 +82,9 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
     }
     if result.profile is not None:  # only runs with --profile carry the field
         record["profile"] = dict(result.profile)
+    if result.implementation is not None:  # only kernels with several implementations
+        record["implementation"] = result.implementation
+        record["compile"] = dict(result.compile) if result.compile else None
     return record
 
 
@@ -102,8 +110,9 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         golden=data.get("golden"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
         worker=data.get("worker") or {}, profile=data.get("profile"),
+        implementation=data.get("implementation"), compile=data.get("compile"),
         point=point_of(data.get("case_id"), data["kernel_name"], data["backend"],
-                       data["precision"]))
+                       data["precision"], data.get("implementation")))
 
 
 def spec_dict(spec: KernelSpec) -> dict[str, Any]:
@@ -160,8 +169,17 @@ def summary_dict(run: RunResult) -> dict[str, Any]:
         "counts": counts(run.results),
         "regression_thresholds": {k.name: dict(k.config.regression) for k in run.kernels
                                   if k.config is not None and k.config.regression},
+        "implementations": implementations_dict(run.kernels),
         "results": [record_dict(r) for r in run.results],
     }
+
+
+def implementations_dict(kernels: tuple[KernelSpec, ...]) -> dict[str, Any]:
+    """Kernels with several implementations: {kernel: {reference, names}}, for the reports'
+    side-by-side tables (speedups are over the reference implementation)."""
+    return {k.name: {"reference": k.config.reference_implementation,
+                     "names": [i.name for i in k.config.implementations]}
+            for k in kernels if k.config is not None and k.config.implementations}
 
 
 def results_from_summary(document: dict[str, Any], source: str) -> list[CaseResult]:

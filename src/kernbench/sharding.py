@@ -150,5 +150,7 @@ def merge_summaries(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[
         "counts": _tally([r for r, _ in records], [s for _, s in records]),
         "regression_thresholds": {k: v for _, d in migrated
                                   for k, v in (d.get("regression_thresholds") or {}).items()},
+        "implementations": {k: v for _, d in migrated
+                            for k, v in (d.get("implementations") or {}).items()},
         "results": [r for r, _ in records],
     }

@@ -123,3 +123,13 @@ def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | Non
             warnings.append({"code": "timer_overhead", "value": ratio,
                              "message": f"timer overhead is {ratio:.2%} of a sample"})
     return warnings
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """exp(mean(log x)): the average of ratios such as speedups, where 2x and 0.5x cancel.
+    Every value must be a finite number > 0; ValueError otherwise, or for no values."""
+    if not values:
+        raise ValueError("geometric mean of no values")
+    if any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError(f"geometric mean needs finite values > 0, got {list(values)}")
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))

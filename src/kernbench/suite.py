@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import ConfigError, KernbenchError
+from kernbench.model import SweepPoint
 
 SUITE_KEYS: dict[str, tuple[str, str]] = {
     "root": ("root", "--root"),
@@ -38,6 +39,10 @@ SUITE_KEYS: dict[str, tuple[str, str]] = {
     "compare_to": ("compare_to", "--compare-to"),
     "threshold": ("threshold", "--threshold"),
     "fail_on_regression": ("fail_on_regression", "--fail-on-regression"),
+    "profile": ("profile", "--profile"),
+    "profile_iters": ("profile_iters", "--profile-iters"),
+    "compile_mode": ("compile_mode", "--compile-mode"),
+    "sweeps": ("sweeps", "(suite file only)"),
     "max_memory": ("max_memory", "--max-memory"),
 }
 """Suite-file key -> (the run parser's dest, the flag it stands for)."""
@@ -88,9 +93,22 @@ def load_suite(path: Path) -> SuiteConfig:
         raise ConfigError(source, "", "a mapping of run options (the file is empty)")
     validate_suite_config(data, source, format_names())
     assert isinstance(data, dict)  # the schema's top-level "type": "object"
+    sweep_overrides(data.get("sweeps") or {}, source)  # checked now, before anything runs
     if "max_memory" in data:
         _check_size(data["max_memory"], source)
     return SuiteConfig(source, path, dict(data))
+
+
+SweepOverrides = tuple[tuple[str, tuple[SweepPoint, ...]], ...]
+
+
+def sweep_overrides(sweeps: Mapping[str, Any], source: str) -> SweepOverrides:
+    """The suite file's `sweeps` (kernel-name glob -> a bench.yaml `sweep`), expanded: each
+    replaces the sweep of the kernels it matches (the first matching glob wins)."""
+    from kernbench.sweeps import expand_sweep
+
+    return tuple((pattern, expand_sweep(spec, f"{source} (sweeps.{pattern})"))
+                 for pattern, spec in sweeps.items())
 
 
 def _check_size(value: object, source: str) -> None:

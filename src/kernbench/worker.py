@@ -23,8 +23,10 @@ from typing import Any
 
 from kernbench.backends import backend_for
 from kernbench.backends.base import Backend, iter_leaves
+from kernbench.compiling import CompileWatch, compile_function
 from kernbench.conditions import parse_condition
 from kernbench.contract import BoundKernel, ContractError, bind_kernel, import_kernel
+from kernbench.convert import to_framework
 from kernbench.errors import SkipCase, UnsupportedPrecision
 from kernbench.formulas import parse_formula
 from kernbench.metrics import MetricsCollector
@@ -48,6 +50,10 @@ NO_ACCURACY = {"rmse": None, "max_error": None, "relative_error": None, "passed"
 
 class CaseSkipped(Exception):
     """The case cannot run here; the message is the reason."""
+
+
+class BackendUnavailable(CaseSkipped):
+    """The framework cannot use the case's device kind here (no GPU, wrong build)."""
 
 
 class FakeClock:
@@ -88,6 +94,8 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """Run one case; every outcome becomes a result dict, never an exception."""
     try:
         return {"status": "ok", **_run_case(job)}
+    except BackendUnavailable as exc:
+        return {"status": "skipped", "reason": str(exc), "backend_unavailable": True}
     except CaseSkipped as exc:
         return {"status": "skipped", "reason": str(exc)}
     except (SkipCase, UnsupportedPrecision) as exc:
@@ -132,7 +140,7 @@ def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
     backend = backend_for(job["framework"])
     reason = backend.unavailable_reason(backend_name)
     if reason:
-        raise CaseSkipped(reason)
+        raise BackendUnavailable(reason)
     settings = ProtocolSettings(**job["settings"])
     _seed_everything(settings.seed)
     module = import_kernel(Path(job["kernel_file"]), Path(job["root"]), job["kernel_name"])
@@ -145,9 +153,23 @@ def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
     if precision == NATIVE:
         del harness["precision"]
     if job.get("reference_only"):
-        return _reference_only(job, backend, bind_kernel(module, function,
-                                                         job.get("problem_size"), harness))
+        return _reference_only(job, backend, _bind(job, module, function, harness))
     return _measure_case(job, settings, backend, module, function, harness)
+
+
+def _bind(job: Mapping[str, Any], module: ModuleType, function: Callable[..., Any],
+          harness: Mapping[str, Any]) -> BoundKernel:
+    """Setup and arguments: an implementation's own setup as it is, else the kernel's setup,
+    whose NumPy arrays an implementation gets converted to its framework and precision."""
+    impl = job.get("implementation")
+    if not impl:
+        return bind_kernel(module, function, job.get("problem_size"), harness)
+    if impl.get("setup"):
+        return bind_kernel(module, function, job.get("problem_size"), harness, impl["setup"])
+
+    def convert(prepared: Mapping[str, Any]) -> Mapping[str, Any]:
+        return to_framework(prepared, job["framework"], job["precision"], job["backend"])
+    return bind_kernel(module, function, job.get("problem_size"), harness, convert=convert)
 
 
 def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: Backend,
@@ -162,10 +184,16 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
         else energy_meter_for(backend_name)
     region: dict[str, Any] = {}
     gpu_before = gpu_state() if backend_name == "cuda" and not fake else None
+    options = (job.get("implementation") or {}).get("compile")
+    watch = CompileWatch(options) if options is not None else None
+    if options is not None:
+        function = compile_function(function, options)
     backend.reset_device_memory(backend_name)
     with collector.measure_memory(bool(job.get("trace_python"))) as host_memory:
-        kernel = bind_kernel(module, function, job.get("problem_size"), harness)
+        kernel = _bind(job, module, function, harness)
         call = kernel.call
+        if watch is not None:  # compiles outside the protocol: never in warmup or samples
+            watch.first_call(call, backend.synchronizer(backend_name))
         if fake:
             clock = FakeClock(float(job["fake_call_ms"]) * 1e6)
             call, collector.timer = clock.wrap(call), clock
@@ -186,6 +214,8 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
     }
     if gpu_before is not None:
         result["gpu_state"] = {"before": gpu_before, "after": gpu_state()}
+    if watch is not None:
+        result["compile"] = watch.record()
     if job.get("save_output_path"):
         save_output(outcome.last_result, Path(job["save_output_path"]))
     # The case's precision sets the tolerance; the output's dtype only labels native kernels.
@@ -255,19 +285,20 @@ def _reference_only(job: Mapping[str, Any], backend: Backend,
 
 def _accuracy(job: Mapping[str, Any], kernel: BoundKernel, value: object,
               precision: str) -> dict[str, Any]:
-    """Compare with the bench.yaml reference case's saved output, else the kernel's
-    reference(); computed once, after timing."""
+    """Compare with the reference case's saved output (bench.yaml `reference` or the reference
+    implementation), else the kernel's reference() (the reference case itself too, when the
+    kernel has one); computed once, after timing."""
     tolerances = job.get("tolerances") or None
     if job.get("reference_error"):
         return {**NO_ACCURACY, "reason": f"not checked: {job['reference_error']}"}
     if job.get("reference_output_path"):
         reference = load_output(Path(job["reference_output_path"]))
         source = str(job.get("reference_label", "reference case"))
-    elif job.get("is_reference"):
-        return {**NO_ACCURACY, "reason": "this case is the reference for the kernel's others"}
     elif kernel.reference_function() is not None:
         reference = kernel.reference()
         source = f"{kernel.reference_function().__name__}()"  # type: ignore[union-attr]
+    elif job.get("is_reference"):
+        return {**NO_ACCURACY, "reason": "this case is the reference for the kernel's others"}
     else:
         return {**NO_ACCURACY, "reason": "not checked: the kernel has no reference() and its "
                                          "bench.yaml names no reference case"}

@@ -76,6 +76,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "golden_passed", "golden_time_ms", "golden_limit_ms",
     "comparison_verdict", "comparison_ratio", "comparison_ratio_ci_low",
     "comparison_ratio_ci_high", "comparison_q_value",
+    "implementation", "compile_first_call_s", "compile_recompiles_during_timing",
 )
 """The columns of results.csv, in order (see :func:`render_csv`)."""
 
@@ -110,6 +111,9 @@ def _csv_row(record: Record, case: Record | None) -> dict[str, str]:
         "status": record.get("status"), "reason": record.get("reason"),
         "latency_ms_p50_ci95_low": low, "latency_ms_p50_ci95_high": high,
         "processes": _processes(record), "duration_s": record.get("duration_s"),
+        "implementation": record.get("implementation"),
+        "compile_first_call_s": dig(record, "compile", "first_call_s"),
+        "compile_recompiles_during_timing": dig(record, "compile", "recompiles_during_timing"),
     }
     values.update({name: dig(record, "timing", name) for name in _TIMING_COLUMNS})
     values.update({name: dig(record, *path) for name, path in _BLOCK_COLUMNS.items()})
@@ -130,7 +134,9 @@ def render_csv(inputs: ReportInputs) -> str:
     ``gflops_per_s``, ``gb_per_s``; ``accuracy_passed``, ``relative_error``; from the golden
     check ``golden_passed``, ``golden_time_ms``, ``golden_limit_ms``; from the baseline
     comparison ``comparison_verdict``, ``comparison_ratio`` (candidate / baseline),
-    ``comparison_ratio_ci_low`` / ``_high`` and ``comparison_q_value``.
+    ``comparison_ratio_ci_low`` / ``_high`` and ``comparison_q_value``; for a kernel with
+    several implementations, ``implementation`` and, for a torch.compile one,
+    ``compile_first_call_s`` (compilation included) and ``compile_recompiles_during_timing``.
 
     Cells: empty for a missing value, floats with repr precision (never rounded), booleans
     ``true`` / ``false``.
@@ -183,6 +189,8 @@ def _v3_model(record: Record) -> dict[str, Any]:
     info = {"case_id": case_id(record), "problem_size": record.get("problem_size"),
             "framework": record.get("framework"), "device": record.get("device"),
             "kernel_path": record.get("kernel_path")}
+    if record.get("implementation"):
+        info["implementation"] = record["implementation"]
     return {"name": record.get("kernel_name"), "type": "kernel", "backend": record.get("backend"),
             "origins": ["kernbench"], "extra_info": _string_map(info)}
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from kernbench.reporting import safe_filename
 from kernbench.reporting.digest import Change, RegressionDigest, regression_digest  # re-exported
+from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.views import (
     PROBLEM_STATUSES,
     Record,
@@ -93,7 +94,8 @@ NO_RECOMMENDATIONS = ("Nothing to recommend: no failures, no accuracy problems, 
                       "measurements and no performance anomalies were found.")
 
 FINDING_GROUPS = {
-    "fastest": "Fastest", "slowest": "Slowest", "unstable": "Unstable",
+    "fastest": "Fastest", "slowest": "Slowest", "implementations": "Implementations",
+    "unstable": "Unstable",
     "accuracy_failure": "Accuracy failures", "failure": "Anomalies",
     "narrow_slower": "Anomalies", "tail_latency": "Anomalies", "memory_growth": "Anomalies",
 }  # fmt: skip
@@ -164,8 +166,11 @@ def _ratio(slow: Record, fast: Record) -> float:
 
 
 def _shape(record: Record) -> str:
-    """The problem size as a sort key (None is "null", unlike :func:`views.size_json`)."""
-    return json.dumps(record.get("problem_size"), sort_keys=True, default=str)
+    """The problem size as a sort key (None is "null", unlike :func:`views.size_json`), with
+    the implementation for a kernel that has several: cases pair up within one."""
+    size = json.dumps(record.get("problem_size"), sort_keys=True, default=str)
+    impl = record.get("implementation")
+    return f"{size} impl={impl}" if impl else size
 
 
 # --- findings -----------------------------------------------------------------------------
@@ -174,7 +179,8 @@ def _shape(record: Record) -> str:
 def key_findings(document: Mapping[str, Any]) -> list[Finding]:
     """Every finding of the run, grouped in the order of the module docstring."""
     results = mappings(document.get("results"))
-    return [*_extremes(results), *_unstable(results), *_accuracy_failures(results),
+    return [*_extremes(results), *_best_implementations(document), *_unstable(results),
+            *_accuracy_failures(results),
             *_failures(results), *_narrow_slower(results), *_tails(results),
             *_memory_growth(results)]
 
@@ -194,6 +200,25 @@ def _extremes(results: Sequence[Record]) -> list[Finding]:
         ends.append(("slowest", ok[-1]))
     return [Finding(kind, case_id(r), f"{case_id(r)}: {fmt_num(p50_ms(r))} ms p50"
                     f"{_ci_text(r)}", p50_ms(r)) for kind, r in ends]
+
+
+def _best_implementations(document: Mapping[str, Any]) -> list[Finding]:
+    """Per kernel with several implementations: the one with the highest geometric-mean
+    speedup over the reference (the reference itself when none beats it)."""
+    found = []
+    for table in implementation_tables(document):
+        ranked = sorted(((g, n) for n, g in table.geomean_speedup.items() if g is not None),
+                        reverse=True)
+        if not ranked:
+            continue
+        best, name = ranked[0]
+        rows = table.geomean_rows[name]
+        message = (f"{table.kernel}: {name} is the reference and none beats it" if
+                   name == table.reference else
+                   f"{table.kernel}: {name} is fastest, {best:.2f}x the reference "
+                   f"{table.reference} (geometric mean over {rows} shape{'s' * (rows != 1)})")
+        found.append(Finding("implementations", f"{table.kernel}[impl={name}]", message, best))
+    return found
 
 
 def _spread_warning(record: Record) -> float | None:

@@ -22,6 +22,7 @@ import jinja2
 from markupsafe import Markup
 
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.svg import (
     Bar,
     BoxRow,
@@ -90,6 +91,7 @@ def render_html(inputs: ReportInputs) -> str:
         details=[detail_view(r, anchors[id(r)], verdicts.get(str(r.get("case_id"))))
                  for r in timed],
         speedups=speedup_chart(ran, colours), bandwidth=bandwidth_charts(ran, colours),
+        implementations=implementation_views(inputs.summary, anchors_by_case(results, anchors)),
         trends=trend_views(inputs, results, verdicts, anchors), history_runs=len(inputs.history),
         comparison=comparison_view(inputs.comparison, results, anchors),
         problems=[problem_view(r, anchors[id(r)], id(r) in has_detail)
@@ -305,12 +307,57 @@ def bandwidth_charts(ran: Sequence[Record],
     return charts
 
 
+# --- implementations side by side ---------------------------------------------------------
+
+def anchors_by_case(results: Sequence[Record], anchors: Mapping[int, str]) -> dict[str, str]:
+    return {str(r.get("case_id")): anchors[id(r)] for r in results}
+
+
+def implementation_views(summary: Mapping[str, Any],
+                         anchors: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Per kernel with several implementations: its table, a speedup chart (bars per shape,
+    one per implementation) and a GB/s chart (a line per implementation)."""
+    views = []
+    for table in implementation_tables(summary):
+        colours = colour_map(list(table.names))
+        views.append({"table": table, "anchors": anchors,
+                      "speedup_svg": _impl_speedup_svg(table, colours),
+                      "bandwidth_svg": _impl_bandwidth_svg(table, colours)})
+    return views
+
+
+def _impl_speedup_svg(table: ImplementationTable, colours: Mapping[str, str]) -> Markup | None:
+    groups = [(row.label, [Bar(name, cell.speedup, f"{fmt_num(cell.speedup, 3)}x",
+                               f"{table.kernel} {name} {row.label}: {fmt_num(cell.speedup, 3)}x "
+                               f"vs {table.reference} (p50 {fmt_num(cell.p50_ms)} ms)")
+                           for name, cell in row.cells.items() if cell.speedup is not None])
+              for row in table.rows]
+    groups = [(label, bars) for label, bars in groups if bars]
+    if not groups:
+        return None
+    return _safe(grouped_bar_svg(groups, reference=1.0, colours=colours,
+                                 y_label=f"speedup over {table.reference} (x, higher is faster)"))
+
+
+def _impl_bandwidth_svg(table: ImplementationTable, colours: Mapping[str, str]) -> Markup | None:
+    if not table.has_bandwidth:
+        return None
+    labels = [row.label for row in table.rows]
+    series = [Series(name, [row.cells[name].gb_per_s for row in table.rows],
+                     [f"{table.kernel} {name} {row.label}: {fmt_num(row.cells[name].gb_per_s)} "
+                      "GB/s" for row in table.rows]) for name in table.names]
+    return _safe(line_chart_svg(labels, series, y_label="GB/s", colours=colours, width=960))
+
+
 # --- history, comparison, failures -----------------------------------------------------------
 
 def _case_key(record: Record) -> str:
     """Identity of a case across runs; a JSON list, so unambiguous, unlike views.case_key."""
-    return json.dumps([record.get("kernel_name"), record.get("backend"), record.get("precision"),
-                       record.get("problem_size")], sort_keys=True, default=str)
+    key = [record.get("kernel_name"), record.get("backend"), record.get("precision"),
+           record.get("problem_size")]
+    if record.get("implementation"):  # kernels with one implementation keep their old keys
+        key.append(record["implementation"])
+    return json.dumps(key, sort_keys=True, default=str)
 
 
 def _instant(text: object) -> datetime | None:

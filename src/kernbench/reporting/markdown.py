@@ -9,6 +9,7 @@ import jinja2
 
 from kernbench.reporting import findings as fx
 from kernbench.reporting.digest import regression_digest
+from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.views import PROBLEM_STATUSES
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
 
@@ -39,14 +40,15 @@ def template_environment() -> jinja2.Environment:
 
 
 def kernel_label(record: Mapping[str, Any]) -> str:
-    """The kernel name, with the sweep point when the case is one (`matmul m=64,k=64,n=64`),
-    so the points of a sweep read as different rows."""
+    """The kernel name, with the implementation and the sweep point when the case has them
+    (`softmax jax rows=64`, `matmul m=64,k=64,n=64`), so they read as different rows."""
     from kernbench.model import point_of
 
     name = str(record.get("kernel_name"))
+    impl = record.get("implementation")
     point = point_of(record.get("case_id"), name, str(record.get("backend")),
-                     str(record.get("precision")))
-    return f"{name} {point}" if point else name
+                     str(record.get("precision")), impl if isinstance(impl, str) else None)
+    return " ".join(str(part) for part in (name, impl, point) if part)
 
 
 def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -73,7 +75,7 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
         finding_groups=fx.group_findings(found), max_listed=MAX_LISTED,
         unstable=any(f.kind == "unstable" for f in found), noisy_pct=fx.NOISY_CI_RATIO * 100,
         advice=fx.recommendations(document, comparison), no_advice=fx.NO_RECOMMENDATIONS,
-        digest=regression_digest(comparison),
+        digest=regression_digest(comparison), impl_tables=implementation_tables(document),
     )
 
 

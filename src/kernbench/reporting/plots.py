@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
+from kernbench.reporting import safe_filename
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.views import (
     Record,
     case_key,
@@ -80,6 +82,9 @@ def render_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
             figures["history.png"] = _history(new_figure, inputs)
         if inputs.comparison is not None:
             figures["regressions.png"] = _regressions(new_figure, inputs.comparison)
+        for table in implementation_tables(inputs.summary):
+            name = f"implementations_{safe_filename(table.kernel)}.png"
+            figures[name] = _implementations(new_figure, table)
         return [_save(figure, target / name) for name, figure in figures.items()]
 
 
@@ -212,6 +217,43 @@ def _speedups(new_figure: NewFigure, results: Sequence[Record]) -> Figure:
     axes.axvline(1.0, color="black", linewidth=0.8)
     axes.set_xlabel("speedup (x)")
     axes.set_title(title, fontsize=10)
+    return figure
+
+
+# --- implementations side by side -----------------------------------------------------------
+
+
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _implementations(new_figure: NewFigure, table: ImplementationTable) -> Figure:
+    """Speedup over the reference per shape (grouped bars), and GB/s per shape (lines)."""
+    figure = new_figure(7.0 if table.has_bandwidth else 3.8)
+    axes = figure.add_subplot(2 if table.has_bandwidth else 1, 1, 1)
+    labels = [row.label for row in table.rows]
+    width = 0.8 / len(table.names)
+    for index, name in enumerate(table.names):
+        values = [row.cells[name].speedup or 0.0 for row in table.rows]
+        geomean = table.geomean_speedup[name]
+        legend = f"{name} (geomean {geomean:.3g}x)" if geomean is not None else name
+        axes.bar([i + (index - (len(table.names) - 1) / 2) * width for i in range(len(labels))],
+                 values, width, label=legend)
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_xticks(range(len(labels)), labels, fontsize=8)
+    axes.set_ylabel(f"speedup over {table.reference} (x)")
+    axes.set_title(f"{table.kernel}: implementations on the same inputs "
+                   "(reference p50 / p50; > 1 is faster)", fontsize=10)
+    axes.legend(fontsize=8)
+    if table.has_bandwidth:
+        lines = figure.add_subplot(2, 1, 2)
+        for name in table.names:
+            values = [_or_nan(row.cells[name].gb_per_s) for row in table.rows]
+            lines.plot(labels, values, marker="o", label=name)
+        lines.set_ylabel("GB/s")
+        lines.set_ylim(bottom=0)
+        lines.tick_params(axis="x", labelsize=8)
+        lines.legend(fontsize=8)
     return figure
 
 

@@ -103,8 +103,11 @@ def compact_json(value: object) -> str:
 
 
 def variant(record: Record) -> str:
-    """The case's backend and precision as "backend/precision"."""
-    return f"{record.get('backend')}/{record.get('precision')}"
+    """The case's backend and precision as "backend/precision", with the implementation after
+    a space for a kernel that has several ("cpu/fp32 jax")."""
+    impl = record.get("implementation")
+    base = f"{record.get('backend')}/{record.get('precision')}"
+    return f"{base} {impl}" if impl else base
 
 
 def case_id(record: Record) -> str:
@@ -118,8 +121,10 @@ def case_id(record: Record) -> str:
 def case_key(record: Record) -> str:
     """The comparison's case key, as :func:`kernbench.compare.case_key` builds it:
     kernel[backend,precision] plus the problem size as JSON."""
-    return (f"{record.get('kernel_name')}[{record.get('backend')},{record.get('precision')}]"
-            f"{size_json(record.get('problem_size'))}")
+    impl = record.get("implementation")
+    inside = f"{record.get('backend')},{record.get('precision')}" + (
+        f",impl={impl}" if impl else "")
+    return f"{record.get('kernel_name')}[{inside}]{size_json(record.get('problem_size'))}"
 
 
 def case_names(results: Sequence[Record]) -> list[str]:
