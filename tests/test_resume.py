@@ -276,3 +276,52 @@ def test_resuming_inside_a_kernel_keeps_its_earlier_points(tmp_path: Path) -> No
     assert [r["case_id"] for r in document["results"]] == ids
     assert document["results"][:2] == first
     assert load(out / "summary.json")["results"] == document["results"]
+
+
+def test_resuming_after_a_reference_implementation_still_checks_the_others(
+        tmp_path: Path) -> None:
+    from kernbench.api import run_suite
+    from kernbench.model import ProtocolSettings
+    from kernbench.runner import RunSettings
+
+    kernel(tmp_path, "total", """
+        import numpy as np
+
+        def setup(n=16, seed=0):
+            return {"x": np.random.default_rng(seed).standard_normal(n)}
+
+        def total_ref(x):
+            return np.cumsum(x)
+
+        def total_tree(x):
+            return np.add.accumulate(x)
+
+        def total_wrong(x):
+            return np.cumsum(x) + 1e-2
+    """)
+    write(tmp_path / "kernels" / "total" / "bench.yaml", """
+        precisions: [fp32]
+        implementations:
+          ref:   {function: total_ref, framework: numpy}
+          tree:  {function: total_tree, framework: numpy}
+          wrong: {function: total_wrong, framework: numpy}
+    """)
+    settings = RunSettings(root=tmp_path, protocol=ProtocolSettings(warmup=1, iterations=3),
+                           fake_call_ms=1.0)
+    out = tmp_path / "out"
+
+    def stop_after_one(result: Any, index: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings, out, on_result=stop_after_one)
+    (first,) = load(out / "kernels" / "total.json")["results"]
+    assert first["case_id"] == "total[cpu,fp32,impl=ref]"
+    outcome = run_suite(settings, out, resume=True)
+    records = {r.case_id: r for r in outcome.run.results}
+    assert list(records) == ["total[cpu,fp32,impl=ref]", "total[cpu,fp32,impl=tree]",
+                             "total[cpu,fp32,impl=wrong]"]
+    assert records["total[cpu,fp32,impl=ref]"].worker["pid"] == first["worker"]["pid"]
+    assert records["total[cpu,fp32,impl=tree]"].accuracy["passed"] is True
+    assert records["total[cpu,fp32,impl=wrong]"].status == "failed"
+    assert "accuracy check failed" in str(records["total[cpu,fp32,impl=wrong]"].reason)

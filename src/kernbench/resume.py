@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
-from kernbench.model import NATIVE, Case, CaseResult, KernelSpec
+from kernbench.model import NATIVE, Case, CaseResult, KernelSpec, case_id_of
 from kernbench.schema import migrate
 
 COMPARED_SETTINGS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
@@ -103,12 +103,10 @@ def _plan_keys(item: Case | KernelSpec) -> tuple[str, ...]:
     if isinstance(item, KernelSpec):
         return (f"{item.name}[n/a,n/a]",)
     if item.precision == NATIVE:
-        return (item.case_id, _native_key(item.kernel.name, item.backend, item.point))
+        implementation = item.implementation.name if item.implementation else None
+        return (item.case_id, case_id_of(item.kernel.name, item.backend, "*", item.point,
+                                         implementation))
     return (item.case_id,)
-
-
-def _native_key(kernel: str, backend: str, point: str | None) -> str:
-    return f"{kernel}[{backend},*{',' + point if point else ''}]"
 
 
 def split_plan(planned: Sequence[Case | KernelSpec], records: Sequence[CaseResult]
@@ -117,7 +115,8 @@ def split_plan(planned: Sequence[Case | KernelSpec], records: Sequence[CaseResul
     by_key: dict[str, CaseResult] = {}
     for record in records:
         by_key.setdefault(record.case_id, record)
-        by_key.setdefault(_native_key(record.kernel_name, record.backend, record.point), record)
+        by_key.setdefault(case_id_of(record.kernel_name, record.backend, "*", record.point,
+                                     record.implementation), record)
     kept: list[CaseResult] = []
     todo: list[Case | KernelSpec] = []
     seen: set[int] = set()
