@@ -51,6 +51,7 @@ compile_mode: max-autotune
 sweeps:
   "gem*":
     matrix_shapes: [{name: pow2, min_power: 4, max_power: 5}]
+max_memory: 2G
 """
 
 GOOD = """
@@ -111,6 +112,7 @@ def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     assert args.compare_to == "main"
     assert args.threshold == 0.05
     assert args.fail_on_regression is True
+    assert settings.max_memory_bytes == 2 << 30
 
 
 def test_the_full_example_sets_every_key_and_each_key_names_a_real_flag(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from kernbench.discovery import KernelDiscovery
 from kernbench.environment import collect_environment
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.inputs import LoadedRun, load_run, run_from_document
-from kernbench.model import CaseResult, KernelSpec, RunResult
+from kernbench.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.reporting import ReportGenerator, read_json_object
 from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
 from kernbench.serialize import manifest_dict, spec_dict, summary_dict
@@ -66,20 +66,53 @@ def exit_code_for(results: Sequence[CaseResult]) -> int:
 def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | None = None,
               log: Log | None = None, on_result: OnResult | None = None,
               on_start: OnStart | None = None,
-              extra_settings: Mapping[str, Any] | None = None) -> RunOutcome:
+              extra_settings: Mapping[str, Any] | None = None,
+              resume: bool = False) -> RunOutcome:
     """Discover, run every selected case and write the JSON report set under `output_dir`
     (with summary.md); :func:`render_reports` adds the other formats. `extra_settings`
-    (e.g. the suite file) is kept in summary.json's `settings` with the run's own."""
-    started = now_iso()
+    (e.g. the suite file) is kept in summary.json's `settings` with the run's own.
+
+    SIGINT and SIGTERM stop the run between writes (:mod:`kernbench.interrupts`): the summary
+    written on the way out has `complete: false`. With `resume`, `output_dir` holds such an
+    interrupted run: its finished cases are kept and only the others run
+    (:mod:`kernbench.resume`)."""
+    from kernbench.interrupts import signals_handled
+
     specs, manifest = discover(settings.root, paths, log)
     selected = select_kernels(specs, settings.filters)
+    planned = _plan_run(settings, manifest, selected)
+    environment = collect_environment(settings.root)
+    run_settings = {**_settings_record(settings, output_dir, manifest["paths"]),
+                    **(extra_settings or {})}
+    started, kept = now_iso(), list[CaseResult]()
+    if resume:
+        started, kept, planned, run_settings = _resume_state(
+            output_dir, planned, run_settings, environment, log)
+    with signals_handled() as guard:
+        sink = _ResultSink(output_dir, selected, kept, guard.critical, on_result)
+        with guard.critical():
+            clear_previous_reports(output_dir)
+            sink.start(environment, manifest, started, run_settings)
+        complete = False
+        try:
+            BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
+                                          keep=False)
+            complete = True
+        finally:
+            with guard.critical():
+                run = sink.finish(complete)
+    return RunOutcome(run, output_dir, exit_code_for(run.results))
+
+
+def _plan_run(settings: RunSettings, manifest: Mapping[str, Any],
+              selected: list[KernelSpec]) -> list[Case | KernelSpec]:
+    """The planned cases; KernbenchError when there are no kernels or no cases to run."""
     if not selected:
         where = ", ".join(manifest["paths"])
         what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
         raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
-    runner = BenchmarkRunner(settings)
-    planned = runner.plan(selected)
+    planned = BenchmarkRunner(settings).plan(selected)
     # A shard of a small suite may hold no case: in a CI matrix that is normal, not an error;
     # it writes an empty report set that `kernbench merge` joins like any other.
     if not planned and settings.shard is None:
@@ -87,37 +120,104 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
             f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
             f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
-    environment = collect_environment(settings.root)
-    clear_previous_reports(output_dir)
-    reports = ReportGenerator(output_dir)
-    reports.write_environment(environment)
-    reports.write_manifest(manifest)
-    by_kernel: dict[str, list[CaseResult]] = {}
-    entries = {s.name: spec_dict(s) for s in selected}
-    results: list[CaseResult] = []
+    return planned
 
-    def record(result: CaseResult, index: int, total: int) -> None:
-        results.append(result)
-        by_kernel.setdefault(result.kernel_name, []).append(result)
-        reports.write_kernel(result.kernel_name, entries.get(result.kernel_name),
-                             by_kernel[result.kernel_name])
-        if on_result is not None:
-            on_result(result, index, total)
 
-    run_settings = {**_settings_record(settings, output_dir, manifest["paths"]),
-                    **(extra_settings or {})}
-    complete = False
-    try:
-        runner.run(planned, on_result=record, on_start=on_start)
-        complete = True
-    finally:
-        environment = {**environment, "devices": _devices(results)}
-        reports.write_environment(environment)
-        run = RunResult(started_at=started, finished_at=now_iso(), complete=complete,
-                        settings=run_settings, environment=environment,
-                        kernels=tuple(selected), results=tuple(results))
-        reports.write_summary(run)
-    return RunOutcome(run, output_dir, exit_code_for(results))
+def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],
+                  run_settings: dict[str, Any], environment: Mapping[str, Any],
+                  log: Log | None) -> tuple[str, list[CaseResult], list[Case | KernelSpec],
+                                            dict[str, Any]]:
+    """(started_at, kept records, cases still to run, settings) of a resumed run."""
+    from kernbench.resume import check_compatible, load_previous, split_plan
+
+    previous = load_previous(output_dir)
+    check_compatible(previous, run_settings, environment.get("fingerprint"))
+    kept, todo = split_plan(planned, previous.records)
+    if log is not None:
+        log(f"resuming {output_dir}: {len(kept)} finished cases kept, {len(todo)} to run")
+    resumed = [*(previous.summary.get("settings") or {}).get("resumed", []),
+               {"at": now_iso(), "kept_cases": len(kept), "remaining_cases": len(todo)}]
+    started = str(previous.summary.get("started_at") or now_iso())
+    return started, kept, todo, {**run_settings, "resumed": resumed}
+
+
+class _ResultSink:
+    """Writes a run's files as it goes: each finished case into its kernel's file (inside the
+    signal guard's critical section), the summary at the start and at the end.
+
+    The parent's memory stays flat however many cases run: only the current kernel's records
+    are held (its file is rewritten with them after each case; a kernel met again is read
+    back from its file). At the end every kernel file is read back, in the order the kernels
+    first finished a case, for the summary and the returned run."""
+
+    def __init__(self, output_dir: Path, selected: Sequence[KernelSpec],
+                 kept: Sequence[CaseResult], critical: Callable[[], Any],
+                 on_result: OnResult | None) -> None:
+        self.reports = ReportGenerator(output_dir)
+        self.entries = {s.name: spec_dict(s) for s in selected}
+        self.kernels = tuple(selected)
+        self._kept = list(kept)
+        self._written: dict[str, None] = {}
+        """Kernels whose file this run wrote, in order: an ordered set."""
+        self._current: tuple[str, list[CaseResult]] = ("", [])
+        self._critical = critical
+        self._on_result = on_result
+        self._started = ""
+        self._settings: dict[str, Any] = {}
+        self._environment: dict[str, Any] = {}
+
+    def start(self, environment: Mapping[str, Any], manifest: Mapping[str, Any],
+              started: str, settings: dict[str, Any]) -> None:
+        """env.json, the manifest, kept kernels' files and an incomplete summary.json, so a
+        run killed before its end (SIGKILL, power loss) still leaves a report set to resume."""
+        self._started, self._settings = started, settings
+        self._environment = dict(environment)
+        self.reports.write_environment(environment)
+        self.reports.write_manifest(dict(manifest))
+        by_kernel: dict[str, list[CaseResult]] = {}
+        for result in self._kept:
+            by_kernel.setdefault(result.kernel_name, []).append(result)
+        for name, results in by_kernel.items():
+            self.reports.write_kernel(name, self.entries.get(name), results)
+            self._written[name] = None
+        self.reports.write_summary(self._run(False, self._kept))
+        self._kept = []
+
+    def record(self, result: CaseResult, index: int, total: int) -> None:
+        with self._critical():
+            name = result.kernel_name
+            mine = self._records_of(name)
+            mine.append(result)
+            self.reports.write_kernel(name, self.entries.get(name), mine)
+            self._written[name] = None
+        if self._on_result is not None:
+            self._on_result(result, index, total)
+
+    def _records_of(self, name: str) -> list[CaseResult]:
+        if self._current[0] != name:
+            earlier = self._read_back(name) if name in self._written else []
+            self._current = (name, earlier)
+        return self._current[1]
+
+    def _read_back(self, name: str) -> list[CaseResult]:
+        from kernbench.resume import read_document, records_of
+
+        path = self.reports.kernel_path(name)
+        return records_of(read_document(path), path)
+
+    def finish(self, complete: bool) -> RunResult:
+        self._current = ("", [])
+        results = [r for name in self._written for r in self._read_back(name)]
+        run = self._run(complete, results)
+        self.reports.write_environment(run.environment)
+        self.reports.write_summary(run)
+        return run
+
+    def _run(self, complete: bool, results: Sequence[CaseResult]) -> RunResult:
+        environment = {**self._environment, "devices": _devices(results)}
+        return RunResult(started_at=self._started, finished_at=now_iso(), complete=complete,
+                         settings=self._settings, environment=environment,
+                         kernels=self.kernels, results=tuple(results))
 
 
 # Files a run owns in its output directory besides the JSON it writes as it goes. A new run
@@ -328,4 +428,6 @@ def _settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) 
             "precisions": list(settings.precisions) if settings.precisions else None,
             "filters": list(settings.filters), "timeout_s": settings.timeout_s,
             "root": str(settings.root), "paths": paths, "output_dir": str(output_dir),
-            "fake_call_ms": settings.fake_call_ms}
+            "fake_call_ms": settings.fake_call_ms,
+            "max_memory_bytes": settings.max_memory_bytes,
+            "shard": list(settings.shard) if settings.shard else None}

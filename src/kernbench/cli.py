@@ -79,6 +79,15 @@ def _formats(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(exc.message.removeprefix("--format: ")) from None
 
 
+def _memory_size(text: str) -> int:
+    from kernbench.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except KernbenchError as exc:
+        raise argparse.ArgumentTypeError(exc.message.removeprefix("--max-memory: ")) from None
+
+
 def _add_format_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", type=_formats, default=("json", "md", "html"),
                         metavar="F[,F]", help="report formats: json, md, html, csv, pytorch_v3, "
@@ -134,6 +143,13 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive_float, default=300.0, metavar="SECONDS",
                         help="per-case limit; the worker and its children are killed after it "
                         "(default: 300; bench.yaml timeout_s overrides per kernel)")
+    parser.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
+                        help="address-space limit of each worker (RLIMIT_AS), e.g. 512M or 2G; "
+                        "an allocation past it fails the case, naming the limit (torch needs "
+                        "about 1G, jax 2G; see README)")
+    parser.add_argument("--resume", type=Path, default=None, metavar="DIR",
+                        help="finish the interrupted run in DIR (its report set), running only "
+                        "the cases it did not finish; repeat the run's flags")
     parser.add_argument("--trace-memory", action="store_true",
                         help="also record Python allocations with tracemalloc (slows Python code)")
     parser.add_argument("--no-l2-flush", action="store_true",
@@ -281,31 +297,60 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             suite = load_suite(args.config)
             args = build_parser(suite.parser_defaults()).parse_args(argv)
             args.suite = suite
+        if args.resume is not None:
+            _resume_output_dir(args, sys.argv[1:] if argv is None else argv)
     return args
 
 
+def _resume_output_dir(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """--resume DIR writes into DIR: an --output-dir naming another folder is an error."""
+    given = any(a == "--output-dir" or a.startswith("--output-dir=") for a in argv)
+    if given and args.output_dir.resolve() != args.resume.resolve():
+        raise KernbenchError(f"--resume {args.resume} writes into {args.resume}; leave out "
+                             f"--output-dir {args.output_dir}")
+    if args.ab:
+        raise KernbenchError("--resume cannot be combined with --ab (an A/B run is not "
+                             "resumable); run it again")
+    args.output_dir = args.resume
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from kernbench.interrupts import signals_handled
+
+    args: argparse.Namespace | None = None
     try:
-        args = parse_args(argv)
-        if args.command == "compare":
-            return cmd_compare(args)
-        if args.command == "history":
-            return cmd_history(args)
-        if args.command == "merge":
-            return cmd_merge(args)
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "comment":
-            return cmd_comment(args)
-        if args.command == "list" or getattr(args, "list", False):
-            return cmd_list(args)
-        return cmd_run(args)
+        with signals_handled():  # SIGTERM ends any command as Ctrl-C does: cleanly
+            args = parse_args(argv)
+            return dispatch(args)
     except KernbenchError as exc:
         print(f"kernbench: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("kernbench: interrupted; finished cases are saved", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from kernbench.interrupts import exit_code_for_interrupt
+
+        what = exc.args[0] if exc.args else "SIGINT"
+        resumable = args is not None and args.command == "run" and not args.ab
+        saved = ("; finished cases are saved: continue with --resume "
+                 f"{args.output_dir}" if resumable and args is not None else "")
+        print(f"kernbench: interrupted ({what}){saved}", file=sys.stderr)
+        return exit_code_for_interrupt(exc)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command `args` names; its exit code."""
+    if args.command == "compare":
+        return cmd_compare(args)
+    if args.command == "history":
+        return cmd_history(args)
+    if args.command == "merge":
+        return cmd_merge(args)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "comment":
+        return cmd_comment(args)
+    if args.command == "list" or getattr(args, "list", False):
+        return cmd_list(args)
+    return cmd_run(args)
 
 
 def _log(enabled: bool) -> Any:
@@ -387,6 +432,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         flush_l2=not args.no_l2_flush,
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
         inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer,
+        max_memory_bytes=getattr(args, "max_memory", None),
         profile=getattr(args, "profile", None),
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
@@ -412,6 +458,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise KernbenchError("--profile cannot be combined with --ab (every round would "
                                  "profile again); profile a plain run")
         return _run_ab(args, settings)
+    if args.resume is not None and _already_complete(args.resume):
+        return _rerender_complete(args)
     from kernbench.progress import make_progress, result_line
 
     progress = make_progress(args.quiet)
@@ -421,7 +469,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_result=None if progress is None else (
                 lambda result, i, n: progress.case_finished(result_line(result), i, n)),
             on_start=None if progress is None else progress.case_started,
-            extra_settings=_suite_settings(args))
+            extra_settings=_suite_settings(args), resume=args.resume is not None)
     finally:
         if progress is not None:
             progress.close()
@@ -434,6 +482,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(outcome.run.results)} cases: {tally}. Reports in {outcome.output_dir}/ "
               f"({', '.join(written)})", file=sys.stderr)
     return code
+
+
+def _already_complete(directory: Path) -> bool:
+    from kernbench.resume import load_previous
+
+    return load_previous(directory).complete
+
+
+def _rerender_complete(args: argparse.Namespace) -> int:
+    """--resume of a run that already finished: say so, render its reports again, and exit
+    as the run itself did (1 if a case failed), without running anything."""
+    from kernbench.api import exit_code_for
+    from kernbench.resume import load_previous
+
+    previous = load_previous(args.resume)
+    written = _render(args, args.output_dir)
+    print(f"{args.resume}: the run is already complete (finished "
+          f"{previous.summary.get('finished_at')}); nothing to resume. Rendered "
+          f"{', '.join(written)}", file=sys.stderr)
+    return exit_code_for(previous.records)
 
 
 def _suite_settings(args: argparse.Namespace) -> dict[str, Any] | None:

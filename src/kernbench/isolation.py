@@ -2,25 +2,40 @@
 
 The worker starts a new session (process group), so a timeout kills the kernel *and* every
 child it started; after a normal exit the group is swept too, so no orphans outlive a case.
+A descendant can leave the group (``setsid``, a double-forking daemon), so every worker also
+gets a unique token in its environment, which its descendants inherit: on Linux the sweep
+kills every process whose ``/proc/PID/environ`` holds the token, wherever it was reparented.
+Only a descendant that leaves the session *and* execs with a scrubbed environment escapes.
 stdout and stderr are drained by threads into bounded tails: a kernel that floods either cannot
-fill a pipe, stall the worker or grow the parent's memory.
+fill a pipe, stall the worker or grow the parent's memory. Before it runs anything the child
+asks to be killed when the parent dies (PR_SET_PDEATHSIG) and sets the optional
+address-space limit (RLIMIT_AS).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import resource
+import secrets
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 TAIL_BYTES = 4096
+TOKEN_VARIABLE = "KERNBENCH_WORKER_TOKEN"
+"""Environment variable that marks a worker and every descendant that inherits it."""
+SWEEP_ROUNDS = 5
+"""Scans for marked processes after a worker ends: a process forking while it is killed may
+leave a new child, which the next round finds."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +92,86 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def marked_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
+    """Pids of processes whose environment holds ``KERNBENCH_WORKER_TOKEN=token`` (Linux /proc;
+    an empty list elsewhere). Zombies and other users' processes have unreadable environs."""
+    needle = f"{TOKEN_VARIABLE}={token}".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(proc_root):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                environ = Path(entry.path, "environ").read_bytes()
+            except OSError:
+                continue
+            if needle in environ.split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+def kill_marked(token: str) -> int:
+    """SIGKILL every process marked with `token`, in rounds until none is left; how many."""
+    killed = 0
+    for _ in range(SWEEP_ROUNDS):
+        pids = marked_processes(token)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.01)
+    return killed
+
+
+PR_SET_PDEATHSIG = 1
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up in the parent (never between fork and exec); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def child_setup(max_memory_bytes: int | None) -> Callable[[], None]:
+    """The `preexec_fn` of a worker: die with the parent, and an optional memory limit.
+
+    PR_SET_PDEATHSIG makes the kernel SIGKILL the worker when kernbench itself dies (even by
+    SIGKILL, which runs no cleanup), so a worker in its own session cannot outlive the run.
+    RLIMIT_AS bounds virtual memory, which is more than resident memory: Python with numpy
+    maps about 150 MB, torch about 650 MB and jax about 1.6 GB on a 2-core machine (thread
+    pools grow it with the core count). An allocation past the limit fails (MemoryError in
+    Python, a failed malloc in native code) instead of driving the machine into swap."""
+    prctl, parent = _prctl(), os.getpid()
+
+    def apply() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before the line above
+                os.kill(os.getpid(), signal.SIGKILL)
+        if max_memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (max_memory_bytes, max_memory_bytes))
+    return apply
+
+
 def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
-                 timeout_s: float) -> WorkerExit:
-    """Run `argv` in a new session; kill its whole process group on timeout and at the end."""
+                 timeout_s: float, max_memory_bytes: int | None = None) -> WorkerExit:
+    """Run `argv` in a new session; kill its whole process group, and every descendant that
+    inherited its token, on timeout and at the end. `max_memory_bytes` sets RLIMIT_AS."""
     started = time.monotonic()
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    token = secrets.token_hex(16)
+    proc = subprocess.Popen(list(argv), cwd=cwd, env={**env, TOKEN_VARIABLE: token},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=child_setup(max_memory_bytes))
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Tail(proc.stdout), _Tail(proc.stderr)
     timed_out = False
@@ -93,6 +181,7 @@ def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
         timed_out = True
     finally:
         _kill_group(proc.pid)  # the kernel's children too, whether it ended or not
+        kill_marked(token)  # and those that left the group
         proc.wait()
     return WorkerExit(returncode=proc.returncode, timed_out=timed_out,
                       wall_s=time.monotonic() - started, pid=proc.pid,

@@ -26,6 +26,7 @@ from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
 from kernbench.errors import KernbenchError
 from kernbench.golden import detect_sku, golden_check
 from kernbench.isolation import WorkerExit, run_isolated
+from kernbench.limits import explain_memory_limit
 from kernbench.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.metrics.roofline import work_figures
 from kernbench.model import (
@@ -92,6 +93,8 @@ class RunSettings:
     sweeps: tuple[tuple[str, tuple[SweepPoint, ...]], ...] = ()
     """Suite-file sweeps: (kernel-name glob, points) replacing matching kernels' bench.yaml
     sweep."""
+    max_memory_bytes: int | None = None
+    """Address-space limit (RLIMIT_AS) of each worker; None: no limit (kernbench.limits)."""
 
 
 def now_iso() -> str:
@@ -208,9 +211,11 @@ class BenchmarkRunner:
 
     def run(self, planned: Sequence[Case | KernelSpec],
             on_result: Callable[[CaseResult, int, int], None] | None = None,
-            on_start: Callable[[str, int, int], None] | None = None) -> list[CaseResult]:
+            on_start: Callable[[str, int, int], None] | None = None,
+            keep: bool = True) -> list[CaseResult]:
         """Run the planned cases in order; `on_start(label, index, total)` before each and
-        `on_result(result, index, total)` after each (1-based index)."""
+        `on_result(result, index, total)` after each (1-based index). With `keep` False the
+        results only go to `on_result` (constant memory) and the list returned is empty."""
         results = []
         with self.session():
             for index, item in enumerate(planned, start=1):
@@ -219,7 +224,8 @@ class BenchmarkRunner:
                              len(planned))
                 result = (invalid_result(item) if isinstance(item, KernelSpec)
                           else self.run_case(item))
-                results.append(result)
+                if keep:
+                    results.append(result)
                 if on_result is not None:
                     on_result(result, index, len(planned))
         return results
@@ -263,8 +269,9 @@ class BenchmarkRunner:
             saved = Path(extra["save_output_path"]).is_file()
             self._references[key] = None if saved else _reference_failure(payload, exit_info,
                                                                            timeout)
-        return build_result(case, payload, exit_info, started, timeout,
-                            self._peak_for(case, payload))
+        result = build_result(case, payload, exit_info, started, timeout,
+                              self._peak_for(case, payload))
+        return explain_memory_limit(result, self.settings.max_memory_bytes)
 
     def _peak_for(self, case: Case, payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The device's peak, for % of peak: the GPU table, or this CPU's probe (measured once
@@ -292,7 +299,8 @@ class BenchmarkRunner:
             job = {**job, **extra, "result_path": str(result_path)}
             job_path.write_text(json.dumps(job), encoding="utf-8")
             exit_info = run_isolated([sys.executable, "-m", "kernbench.worker", str(job_path)],
-                                     cwd=self.settings.root, env=_worker_env(), timeout_s=timeout)
+                                     cwd=self.settings.root, env=_worker_env(), timeout_s=timeout,
+                                     max_memory_bytes=self.settings.max_memory_bytes)
             return read_json_object(result_path), exit_info
 
     def _reference_fields(self, case: Case) -> dict[str, Any]:

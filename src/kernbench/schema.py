@@ -241,6 +241,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "profile_iters": {"type": "integer", "minimum": 1},
             "compile_mode": {"enum": list(COMPILE_MODE_NAMES)},
             "sweeps": {"type": "object", "minProperties": 1, "additionalProperties": SWEEP_SCHEMA},
+            "max_memory": {"type": ["string", "integer"]},
         },
     }
 

@@ -43,6 +43,7 @@ SUITE_KEYS: dict[str, tuple[str, str]] = {
     "profile_iters": ("profile_iters", "--profile-iters"),
     "compile_mode": ("compile_mode", "--compile-mode"),
     "sweeps": ("sweeps", "(suite file only)"),
+    "max_memory": ("max_memory", "--max-memory"),
 }
 """Suite-file key -> (the run parser's dest, the flag it stands for)."""
 
@@ -93,6 +94,8 @@ def load_suite(path: Path) -> SuiteConfig:
     validate_suite_config(data, source, format_names())
     assert isinstance(data, dict)  # the schema's top-level "type": "object"
     sweep_overrides(data.get("sweeps") or {}, source)  # checked now, before anything runs
+    if "max_memory" in data:
+        _check_size(data["max_memory"], source)
     return SuiteConfig(source, path, dict(data))
 
 
@@ -108,7 +111,21 @@ def sweep_overrides(sweeps: Mapping[str, Any], source: str) -> SweepOverrides:
                  for pattern, spec in sweeps.items())
 
 
+def _check_size(value: object, source: str) -> None:
+    from kernbench.limits import parse_size
+
+    try:
+        parse_size(str(value), "max_memory")
+    except KernbenchError as exc:
+        raise ConfigError(source, "max_memory", "a size such as 512M or 2G, at least 64M",
+                          got=value) from exc
+
+
 def _convert(key: str, value: Any) -> Any:
+    if key == "max_memory":
+        from kernbench.limits import parse_size
+
+        return parse_size(str(value), "max_memory")
     if key in ("root", "output_dir"):
         return Path(value)
     if key == "formats":
