@@ -325,3 +325,29 @@ def test_resuming_after_a_reference_implementation_still_checks_the_others(
     assert records["total[cpu,fp32,impl=tree]"].accuracy["passed"] is True
     assert records["total[cpu,fp32,impl=wrong]"].status == "failed"
     assert "accuracy check failed" in str(records["total[cpu,fp32,impl=wrong]"].reason)
+
+
+def test_resume_alone_repeats_the_interrupted_runs_settings(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    root = tmp_path / "repo"
+    for name in ("k0", "k1"):
+        kernel(root, name, SLOWISH.replace("time.sleep(0.4)", "pass"))
+    out = tmp_path / "out"
+    assert main(["run", "--root", str(root), "--output-dir", str(out), "--iters", "4",
+                 "--warmup", "0", "--seed", "9", "--filter", "k*", "--backends", "cpu",
+                 "--debug-fake-timer", "1.5", "-q"]) == 0
+    summary = load(out / "summary.json")
+    summary["complete"] = False  # as if interrupted after k0: k1's record never written
+    summary["results"] = [r for r in summary["results"] if r["kernel_name"] == "k0"]
+    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    (out / "kernels" / "k1.json").unlink()
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "-q"]) == 0, capsys.readouterr().err
+    after = load(out / "summary.json")
+    assert after["complete"] is True
+    assert [r["case_id"] for r in after["results"]] == ["k0[cpu,fp32]", "k1[cpu,fp32]"]
+    settings = after["settings"]
+    assert (settings["iterations"], settings["warmup"], settings["seed"]) == (4, 0, 9)
+    assert settings["filters"] == ["k*"] and settings["fake_call_ms"] == 1.5
+    assert after["results"][1]["timing"]["samples_ms"] == [1.5] * 4

@@ -298,6 +298,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             args = build_parser(suite.parser_defaults()).parse_args(argv)
             args.suite = suite
         if args.resume is not None:
+            from kernbench.resume import resume_defaults
+
+            # The interrupted run's settings are the defaults: `--resume DIR` alone continues
+            # it as it was; a flag that contradicts them is refused when the run starts.
+            defaults = {**(args.suite.parser_defaults() if args.suite else {}),
+                        **resume_defaults(args.resume)}
+            suite = args.suite
+            args = build_parser(defaults).parse_args(argv)
+            args.suite = suite
             _resume_output_dir(args, sys.argv[1:] if argv is None else argv)
     return args
 

@@ -33,6 +33,36 @@ COMPARED_SETTINGS = ("iterations", "warmup", "seed", "processes", "protocol", "b
 """summary.json `settings` keys a resumed run must share with the interrupted one."""
 
 
+RESUMED_FLAGS: dict[str, str] = {
+    "iterations": "iters", "warmup": "warmup", "seed": "seed", "processes": "processes",
+    "backends": "backends", "precisions": "precision", "filters": "filter",
+    "timeout_s": "timeout", "root": "root", "paths": "paths", "fake_call_ms": "debug_fake_timer",
+    "max_memory_bytes": "max_memory", "shard": "shard",
+}
+"""summary.json `settings` key -> the run parser's dest it becomes a default for."""
+
+
+def resume_defaults(directory: Path) -> dict[str, Any]:
+    """The interrupted run's settings as run-parser defaults (dest -> value), so `--resume
+    DIR` alone repeats them; {} when DIR holds no readable summary (the resume itself then
+    says why it cannot start)."""
+    try:
+        settings = read_document(directory / "summary.json").get("settings") or {}
+    except KernbenchError:
+        return {}
+    defaults: dict[str, Any] = {}
+    for key, dest in RESUMED_FLAGS.items():
+        if key not in settings:
+            continue
+        value = settings[key]
+        if key == "root":
+            value = Path(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        defaults[dest] = value
+    return defaults
+
+
 @dataclass(frozen=True)
 class PreviousRun:
     """What an interrupted run left in its output directory."""
