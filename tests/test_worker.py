@@ -150,7 +150,9 @@ def test_system_exit_fails(tmp_path: Path, where: str) -> None:
     """
     result = run_kernel(tmp_path, source)
     assert result["status"] == "failed"
-    assert result["reason"] == ("SystemExit: 3" if where == "call" else "SystemExit: bye")
+    code = "3" if where == "call" else "'bye'"
+    assert result["reason"] == (f"the kernel called sys.exit({code}) (SystemExit): a kernel must "
+                                "return, not exit")
 
 
 def test_error_at_import_fails(tmp_path: Path) -> None:

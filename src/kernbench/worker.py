@@ -130,8 +130,9 @@ def _unsupported_precision(exc: BaseException, precision: str) -> str | None:
 
 def _failure(exc: BaseException) -> dict[str, Any]:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:2000],
-            "traceback": text[-8000:]}
+    reason = (f"the kernel called sys.exit({exc.code!r}) (SystemExit): a kernel must return, "
+              "not exit" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}")
+    return {"status": "failed", "reason": reason[:2000], "traceback": text[-8000:]}
 
 
 def _run_case(job: Mapping[str, Any]) -> dict[str, Any]:
