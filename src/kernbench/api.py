@@ -6,6 +6,7 @@ every finished result on disk as it goes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -141,14 +142,25 @@ def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],
     return started, kept, todo, {**run_settings, "resumed": resumed}
 
 
+WRITE_SHARE = 0.1
+"""Most of a run's wall time that rewriting kernel files may take (see :class:`_ResultSink`)."""
+
+
 class _ResultSink:
     """Writes a run's files as it goes: each finished case into its kernel's file (inside the
     signal guard's critical section), the summary at the start and at the end.
 
     The parent's memory stays flat however many cases run: only the current kernel's records
-    are held (its file is rewritten with them after each case; a kernel met again is read
-    back from its file). At the end every kernel file is read back, in the order the kernels
-    first finished a case, for the summary and the returned run."""
+    are held (its file is rewritten with them; a kernel met again is read back from its
+    file). At the end every kernel file is read back, in the order the kernels first finished
+    a case, for the summary and the returned run.
+
+    A kernel's file holds all its records, so rewriting it after every case would cost time
+    quadratic in a big sweep's points. It is rewritten after a case only when the time since
+    the last write is at least 1 / :data:`WRITE_SHARE` times what that write took (writes
+    then take at most ~10% of the run), and always when the next kernel starts and when the
+    run stops, interrupted or not. A small kernel's file is still written after every case;
+    only a process killed outright (SIGKILL) can lose the last few cases of a big sweep."""
 
     def __init__(self, output_dir: Path, selected: Sequence[KernelSpec],
                  kept: Sequence[CaseResult], critical: Callable[[], Any],
@@ -162,6 +174,10 @@ class _ResultSink:
         self._current: tuple[str, list[CaseResult]] = ("", [])
         self._critical = critical
         self._on_result = on_result
+        self._pending = False
+        """Records of the current kernel not yet in its file."""
+        self._written_at, self._write_cost_s = 0.0, 0.0
+        """When the last kernel-file write ended, and how long it took."""
         self._started = ""
         self._settings: dict[str, Any] = {}
         self._environment: dict[str, Any] = {}
@@ -186,12 +202,26 @@ class _ResultSink:
     def record(self, result: CaseResult, index: int, total: int) -> None:
         with self._critical():
             name = result.kernel_name
-            mine = self._records_of(name)
-            mine.append(result)
-            self.reports.write_kernel(name, self.entries.get(name), mine)
-            self._written[name] = None
+            if self._current[0] != name:
+                self._flush()  # the previous kernel's records not yet on disk
+                self._write_cost_s = 0.0
+            self._records_of(name).append(result)
+            self._pending = True
+            if time.monotonic() - self._written_at >= self._write_cost_s / WRITE_SHARE:
+                self._flush()
         if self._on_result is not None:
             self._on_result(result, index, total)
+
+    def _flush(self) -> None:
+        """Rewrite the current kernel's file with its records, if any are not on disk yet."""
+        name, records = self._current
+        if not self._pending or not name:
+            return
+        start = time.monotonic()
+        self.reports.write_kernel(name, self.entries.get(name), records)
+        self._written[name] = None
+        self._written_at = time.monotonic()
+        self._write_cost_s, self._pending = self._written_at - start, False
 
     def _records_of(self, name: str) -> list[CaseResult]:
         if self._current[0] != name:
@@ -206,6 +236,7 @@ class _ResultSink:
         return records_of(read_document(path), path)
 
     def finish(self, complete: bool) -> RunResult:
+        self._flush()
         self._current = ("", [])
         results = [r for name in self._written for r in self._read_back(name)]
         run = self._run(complete, results)
