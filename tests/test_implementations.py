@@ -463,3 +463,30 @@ def doubled(x):
     assert good["accuracy"]["reason"].startswith(
         "not checked: reference implementation ref [cpu,fp32]: failed: RuntimeError: "
         "reference exploded")
+
+
+@pytest.mark.parametrize("yaml", [
+    "precison: [fp32]\nimplementations: {x: {function: a}, y: {function: b}}\n",
+    "implementations: {x: {function: a}\n",  # malformed YAML
+    "implementations: {x: {function: a}}\nreference: {implementation: z}\n",
+    "implementations: {x: {function: a, framework: numpy, compile: {mode: default}}}\n",
+    "implementations: {}\n",
+])
+def test_a_broken_implementations_bench_yaml_makes_the_kernel_invalid_not_missing(
+        tmp_path: Path, yaml: str) -> None:
+    write_kernel(tmp_path, yaml, "def a(x):\n    return x\n\ndef b(x):\n    return x\n",
+                 name="ty")
+    (spec,) = KernelDiscovery(tmp_path).discover()
+    assert spec.status == "invalid" and spec.error is not None and spec.name == "ty"
+    assert spec.error.startswith("kernels/ty/bench.yaml"), spec.error
+
+
+def test_a_missing_first_implementation_function_is_reported(tmp_path: Path) -> None:
+    write_kernel(tmp_path, """
+        implementations:
+          first: {function: gone, framework: numpy}
+          second: {function: b, framework: numpy}
+    """, "def b(x):\n    return x\n", name="half")
+    (spec,) = KernelDiscovery(tmp_path).discover()
+    assert spec.status == "invalid"
+    assert "key 'implementations.first.function'" in (spec.error or "")

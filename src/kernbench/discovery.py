@@ -41,7 +41,7 @@ FRAMEWORK_IMPORTS: tuple[tuple[str, str], ...] = (
 GPU_ONLY_FRAMEWORKS = {"cupy", "triton"}
 GPU_CAPABLE_FRAMEWORKS = {"pytorch", "jax", "cupy", "triton", "tensorflow", "numba"}
 _SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages"}
-_FUNCTION_NAME_RE = re.compile(r"^\s*function_name\s*:\s*['\"]?([A-Za-z_]\w*)", re.MULTILINE)
+_FUNCTION_NAME_RE = re.compile(r"\bfunction(?:_name)?\s*:\s*['\"]?([A-Za-z_]\w*)", re.MULTILINE)
 
 Log = Callable[[str], None]
 
@@ -84,7 +84,21 @@ class KernelDiscovery:
             spec = self._inspect(found)
             if spec is not None:
                 specs.append(spec)
+        specs.extend(self._orphaned_config_errors(specs))
         return sorted(_assign_names(specs), key=lambda s: s.name)
+
+    def _orphaned_config_errors(self, specs: list[KernelSpec]) -> list[KernelSpec]:
+        """A broken bench.yaml no kernel file was found for (its error may be what hides the
+        kernel, e.g. a bad `implementations`) is an invalid entry of its own, not silence."""
+        used = {s.config_path for s in specs}
+        orphans = []
+        for path, config in self._configs.items():
+            rel = self._relative(path)
+            if isinstance(config, ConfigError) and rel not in used:
+                self._log(f"discovery: {rel}: broken, and no kernel file found for it")
+                orphans.append(replace(_invalid(rel, DEFAULT_FUNCTION, config.message),
+                                       name=path.parent.name or rel, config_path=rel))
+        return orphans
 
     # -- walking ---------------------------------------------------------------------------
 
@@ -126,22 +140,25 @@ class KernelDiscovery:
     def _inspect_file(self, path: Path) -> KernelSpec | None:
         rel = self._relative(path)
         config = self._config_for(path)
-        function = _function_name(config, path)
+        candidates = _function_names(config, path)
         try:
             source = path.read_bytes()
         except OSError as exc:
-            return _invalid(rel, function, f"{rel}: cannot read: {exc}")
-        if function.encode() not in source:
-            self._log(f"discovery: {rel}: no {function}(), not a kernel")
+            return _invalid(rel, candidates[0], f"{rel}: cannot read: {exc}")
+        present = [name for name in candidates if name.encode() in source]
+        if not present:
+            self._log(f"discovery: {rel}: no {' or '.join(candidates)}(), not a kernel")
             return None
         try:
             tree = ast.parse(source, filename=rel)
         except (SyntaxError, ValueError) as exc:
-            return _invalid(rel, function, _syntax_message(rel, exc))
-        definition = _find_function(tree, function)
+            return _invalid(rel, present[0], _syntax_message(rel, exc))
+        function, definition = next(
+            ((name, found) for name in present
+             if (found := _find_function(tree, name)) is not None), (present[0], None))
         if definition is None:
-            self._log(f"discovery: {rel}: mentions {function} but does not define it at "
-                      "module level, not a kernel")
+            self._log(f"discovery: {rel}: mentions {' or '.join(present)} but does not define "
+                      "it at module level, not a kernel")
             return None
         spec = _spec_from_tree(rel, tree, function, definition)
         spec = replace(spec, config_path=self._config_path_text(path))
@@ -187,24 +204,26 @@ class KernelDiscovery:
         return self._configs[config_file]
 
 
-def _function_name(config: BenchConfig | ConfigError | None, path: Path) -> str:
-    """The function that makes a file a kernel: bench.yaml `function_name`, else the first
-    implementation's function, else run_benchmark."""
+def _function_names(config: BenchConfig | ConfigError | None, path: Path) -> tuple[str, ...]:
+    """The functions that make a file a kernel, any one of them defined at module level:
+    bench.yaml `function_name`, else its implementations' functions, else run_benchmark. With
+    a broken bench.yaml, the `function_name:` and `function:` lines still readable in it (so
+    the kernel is reported invalid rather than silently missed)."""
     if isinstance(config, BenchConfig):
         if config.function_name is None and config.implementations:
-            return config.implementations[0].function
-        return config.function_name or DEFAULT_FUNCTION
+            return tuple(dict.fromkeys(i.function for i in config.implementations))
+        return (config.function_name or DEFAULT_FUNCTION,)
     if isinstance(config, ConfigError):
-        # The file is broken, but its function_name line may still be readable.
         config_file = path.with_name(f"{path.stem}.bench.yaml")
         if not config_file.is_file():
             config_file = path.with_name("bench.yaml")
         try:
-            match = _FUNCTION_NAME_RE.search(config_file.read_text(errors="replace"))
+            text = config_file.read_text(errors="replace")
         except OSError:
-            match = None
-        return match.group(1) if match else DEFAULT_FUNCTION
-    return DEFAULT_FUNCTION
+            text = ""
+        named = [m.group(1) for m in _FUNCTION_NAME_RE.finditer(text)]
+        return tuple(dict.fromkeys([*named, DEFAULT_FUNCTION]))
+    return (DEFAULT_FUNCTION,)
 
 
 def _syntax_message(rel: str, exc: SyntaxError | ValueError) -> str:
