@@ -351,3 +351,42 @@ def test_resume_alone_repeats_the_interrupted_runs_settings(tmp_path: Path,
     assert (settings["iterations"], settings["warmup"], settings["seed"]) == (4, 0, 9)
     assert settings["filters"] == ["k*"] and settings["fake_call_ms"] == 1.5
     assert after["results"][1]["timing"]["samples_ms"] == [1.5] * 4
+
+
+def test_resume_alone_keeps_the_suite_file_sku_and_formats(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    root = tmp_path / "repo"
+    path = kernel(root, "sw", "import numpy as np\n\ndef run_benchmark(n=1):\n"
+                              "    return np.ones(n, dtype=np.float32)\n")
+    write(path.with_name("bench.yaml"), "sweep:\n  params:\n    n: [2, 3]\n"
+                                        "golden:\n  mysku: {time_ms: 100}\n")
+    suite = write(tmp_path / "suite.yml", "iterations: 3\nwarmup: 0\nsweeps:\n  sw:\n"
+                                          "    params: {n: [5, 6, 7]}\n")
+    out = tmp_path / "out"
+    assert main(["run", "--root", str(root), "--config", str(suite), "--output-dir", str(out),
+                 "--sku", "mysku", "--format", "md,csv", "--debug-fake-timer", "1", "-q"]) == 0
+    summary = load(out / "summary.json")
+    summary["complete"] = False  # as if interrupted after the first point
+    summary["results"] = summary["results"][:1]
+    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    kernel_file = load(out / "kernels" / "sw.json")
+    kernel_file["results"] = kernel_file["results"][:1]
+    (out / "kernels" / "sw.json").write_text(json.dumps(kernel_file), encoding="utf-8")
+    (out / "results.csv").unlink()
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--sku", "other", "-q"]) == 2
+    assert 'sku: the run used "mysku", this command "other"' in capsys.readouterr().err
+    write(suite, "iterations: 3\nwarmup: 0\nsweeps:\n  sw:\n    params: {n: [5, 8]}\n")
+    assert main(["run", "--resume", str(out), "-q"]) == 2  # the suite's sweep changed
+    assert "sweeps: the run used" in capsys.readouterr().err
+    write(suite, "iterations: 3\nwarmup: 0\nsweeps:\n  sw:\n    params: {n: [5, 6, 7]}\n")
+    assert main(["run", "--resume", str(out), "-q"]) == 0, capsys.readouterr().err
+    after = load(out / "summary.json")
+    assert [r["case_id"] for r in after["results"]] == [
+        "sw[cpu,fp32,n=5]", "sw[cpu,fp32,n=6]", "sw[cpu,fp32,n=7]"]
+    assert all(r["golden"]["sku"] == "mysku" and r["golden"]["passed"] is True
+               for r in after["results"])
+    assert (out / "results.csv").is_file()
+    assert after["settings"]["config"]["path"] == str(suite.resolve())
+    assert main(["run", "--resume", str(out), "--sku", "other", "-q"]) == 0  # complete now

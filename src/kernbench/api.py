@@ -461,4 +461,9 @@ def _settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) 
             "root": str(settings.root), "paths": paths, "output_dir": str(output_dir),
             "fake_call_ms": settings.fake_call_ms,
             "max_memory_bytes": settings.max_memory_bytes,
-            "shard": list(settings.shard) if settings.shard else None}
+            "shard": list(settings.shard) if settings.shard else None,
+            "sku": settings.sku, "compile_mode": settings.compile_mode,
+            "profile": settings.profile,
+            "profile_iters": settings.profile_iters if settings.profile else None,
+            "sweeps": {pattern: [point.label for point in points]
+                       for pattern, points in settings.sweeps} or None}

@@ -298,15 +298,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             args = build_parser(suite.parser_defaults()).parse_args(argv)
             args.suite = suite
         if args.resume is not None:
-            from kernbench.resume import resume_defaults
+            from kernbench.resume import recorded_suite, resume_defaults
+            from kernbench.suite import load_suite
 
-            # The interrupted run's settings are the defaults: `--resume DIR` alone continues
-            # it as it was; a flag that contradicts them is refused when the run starts.
-            defaults = {**(args.suite.parser_defaults() if args.suite else {}),
-                        **resume_defaults(args.resume)}
+            # The interrupted run's settings (and its suite file) are the defaults: `--resume
+            # DIR` alone continues it as it was; a flag that contradicts them is refused when
+            # the run starts.
             suite = args.suite
+            if suite is None and (path := recorded_suite(args.resume)) is not None:
+                suite = load_suite(path)
+            defaults = {**(suite.parser_defaults() if suite else {}),
+                        **resume_defaults(args.resume)}
             args = build_parser(defaults).parse_args(argv)
             args.suite = suite
+            if suite is not None and args.config is None:
+                args.config = suite.path
             _resume_output_dir(args, sys.argv[1:] if argv is None else argv)
     return args
 
@@ -513,11 +519,15 @@ def _rerender_complete(args: argparse.Namespace) -> int:
     return exit_code_for(previous.records)
 
 
-def _suite_settings(args: argparse.Namespace) -> dict[str, Any] | None:
-    """With --config, the suite file and its resolved values for summary.json's
-    `settings.config` (and so the history record)."""
+def _suite_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings summary.json keeps besides the RunSettings: the report formats, and with
+    --config the suite file and its resolved values (`settings.config`, so the history record
+    and a resume have them)."""
     suite = getattr(args, "suite", None)
-    return None if suite is None else {"config": suite.record(args)}
+    extra: dict[str, Any] = {"formats": list(args.format)}
+    if suite is not None:
+        extra["config"] = suite.record(args)
+    return extra
 
 
 def _render(args: argparse.Namespace, output_dir: Path) -> list[str]:

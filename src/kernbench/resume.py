@@ -29,7 +29,7 @@ from kernbench.schema import migrate
 
 COMPARED_SETTINGS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
                      "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
-                     "max_memory_bytes", "shard")
+                     "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps")
 """summary.json `settings` keys a resumed run must share with the interrupted one."""
 
 
@@ -37,9 +37,23 @@ RESUMED_FLAGS: dict[str, str] = {
     "iterations": "iters", "warmup": "warmup", "seed": "seed", "processes": "processes",
     "backends": "backends", "precisions": "precision", "filters": "filter",
     "timeout_s": "timeout", "root": "root", "paths": "paths", "fake_call_ms": "debug_fake_timer",
-    "max_memory_bytes": "max_memory", "shard": "shard",
+    "max_memory_bytes": "max_memory", "shard": "shard", "sku": "sku",
+    "compile_mode": "compile_mode", "profile": "profile", "profile_iters": "profile_iters",
+    "formats": "format",
 }
 """summary.json `settings` key -> the run parser's dest it becomes a default for."""
+
+
+def recorded_suite(directory: Path) -> Path | None:
+    """The suite file (`--config`) the interrupted run in `directory` used, if it still
+    exists: a resume reads it again, for the keys no flag stands for (`sweeps`)."""
+    try:
+        settings = read_document(directory / "summary.json").get("settings") or {}
+    except KernbenchError:
+        return None
+    path = (settings.get("config") or {}).get("path") if isinstance(
+        settings.get("config"), Mapping) else None
+    return Path(path) if isinstance(path, str) and Path(path).is_file() else None
 
 
 def resume_defaults(directory: Path) -> dict[str, Any]:
@@ -52,9 +66,9 @@ def resume_defaults(directory: Path) -> dict[str, Any]:
         return {}
     defaults: dict[str, Any] = {}
     for key, dest in RESUMED_FLAGS.items():
-        if key not in settings:
+        value = settings.get(key)
+        if value is None:  # not recorded, or recorded as the parser's own default
             continue
-        value = settings[key]
         if key == "root":
             value = Path(value)
         elif isinstance(value, list):
