@@ -490,3 +490,21 @@ def test_a_missing_first_implementation_function_is_reported(tmp_path: Path) -> 
     (spec,) = KernelDiscovery(tmp_path).discover()
     assert spec.status == "invalid"
     assert "key 'implementations.first.function'" in (spec.error or "")
+
+
+def test_golden_point_keys_must_name_points_of_the_kernel() -> None:
+    good = config(implementations=IMPLS, sweep={"params": {"n": [8, 16]}},
+                  golden={"h100": {"points": {"impl=fast,n=16": {"time_ms": 1.0}}}})
+    assert good.golden is not None
+    message = error_of(implementations=IMPLS, sweep={"params": {"n": [8, 16]}},
+                       golden={"h100": {"time_ms": 2.0, "points": {"impl=quick,n=16": {
+                           "time_ms": 1.0}}}})
+    assert "key 'golden.h100.points.impl=quick,n=16'" in message
+    assert "a point of this kernel (impl=fast,n=16, impl=fast,n=8, impl=ref,n=16" in message
+    plain = error_of(golden={"h100": {"points": {"n=8": {"time_ms": 1.0}}}})
+    assert "no points: the kernel has neither a sweep nor implementations" in plain
+
+
+def test_a_sweep_parameter_cannot_be_called_impl() -> None:
+    message = error_of(sweep={"params": {"impl": ["fast", "slow"]}})
+    assert "key 'sweep.params.impl': expected a name other than impl" in message

@@ -330,3 +330,22 @@ def test_suite_sweeps_are_checked_before_anything_runs(tmp_path: Path) -> None:
     assert message.startswith("suite.yml (sweeps.gemm): key 'sweep.matrix_shapes[0]"), message
     bad = config_error(tmp_path, "sweeps:\n  gemm:\n    matrix_shapes: [{name: pow3}]\n")
     assert "key 'sweeps.gemm.matrix_shapes[0].name'" in bad and "pow2" in bad, bad
+
+
+def test_a_suite_sweeps_glob_that_matches_no_kernel_is_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the suite's root is relative to the working directory
+    write(tmp_path / "repo" / "kernels" / "scale" / "scale.py", GOOD)
+    write(tmp_path / "suite.yml", """
+        root: repo
+        sweeps:
+          scael:
+            params: {n: [1, 2]}
+    """)
+    code = main(["run", "--config", str(tmp_path / "suite.yml"), "--output-dir",
+                 str(tmp_path / "out"), "--debug-fake-timer", "1", "-q"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'suite.yml'}: key 'sweeps.scael': expected a glob matching a kernel " \
+           "(kernels: scale)" in err, err

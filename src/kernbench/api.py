@@ -26,7 +26,13 @@ from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.inputs import LoadedRun, load_run, run_from_document
 from kernbench.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.reporting import ReportGenerator, read_json_object
-from kernbench.runner import BenchmarkRunner, RunSettings, now_iso, select_kernels
+from kernbench.runner import (
+    BenchmarkRunner,
+    RunSettings,
+    check_sweep_globs,
+    now_iso,
+    select_kernels,
+)
 from kernbench.serialize import manifest_dict, spec_dict, summary_dict
 
 if TYPE_CHECKING:
@@ -80,6 +86,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     from kernbench.interrupts import signals_handled
 
     specs, manifest = discover(settings.root, paths, log)
+    check_sweep_globs(settings, specs)
     selected = select_kernels(specs, settings.filters)
     planned = _plan_run(settings, manifest, selected)
     environment = collect_environment(settings.root)
@@ -320,6 +327,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     with worktree(settings.root, ref) as (base_root, sha):
         base_specs, base_manifest = discover(base_root, paths, log)
         cand_specs, cand_manifest = discover(settings.root, paths, log)
+        check_sweep_globs(settings, cand_specs)
         # An injected slowdown (a testing aid) is the candidate's change: not the baseline's.
         baseline = make_side("A", base_root, replace(settings, inject_slowdown=()),
                              select_kernels(base_specs, settings.filters))

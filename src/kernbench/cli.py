@@ -451,7 +451,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         profile=getattr(args, "profile", None),
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
-        sweeps=_suite_sweeps(args), compile_mode=getattr(args, "compile_mode", None))
+        sweeps=_suite_sweeps(args), sweeps_source=str(getattr(args, "config", None)),
+        compile_mode=getattr(args, "compile_mode", None))
 
 
 def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:

@@ -82,6 +82,8 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
                               "harness (use --precision/--backends/--seed)")
     implementations = _implementations(data.get("implementations"), data.get("framework"),
                                        source)
+    sweep = _sweep(data.get("sweep"), problem_size, source)
+    _check_golden_points(data.get("golden"), implementations, sweep, source)
     return BenchConfig(
         source=source,
         problem_size=problem_size,
@@ -95,7 +97,7 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         timeout_s=data.get("timeout_s"),
         reference=_reference(data.get("reference")),
         work=_work(data.get("work"), source),
-        sweep=_sweep(data.get("sweep"), problem_size, source),
+        sweep=sweep,
         regression=data.get("regression"),
         golden=data.get("golden"),
         ignore_skus=tuple(data.get("ignore_skus", ())),
@@ -141,6 +143,30 @@ def _reference_implementation(implementations: tuple[Implementation, ...],
             "an implementations key (this bench.yaml defines no `implementations`)"
         raise ConfigError(source, "reference.implementation", expected, got=named)
     return named
+
+
+def case_points(implementations: tuple[Implementation, ...],
+                sweep: tuple[SweepPoint, ...]) -> list[str]:
+    """What each case id holds after backend and precision (`impl=jax,n=8`, `n=8`,
+    `impl=jax`): the keys golden `points` may use."""
+    impls: list[str | None] = [f"impl={i.name}" for i in implementations] or [None]
+    labels: list[str | None] = [p.label for p in sweep] or [None]
+    return [",".join(part for part in (impl, label) if part)
+            for impl in impls for label in labels if impl or label]
+
+
+def _check_golden_points(golden: dict[str, Any] | None, implementations: tuple[Implementation, ...],
+                         sweep: tuple[SweepPoint, ...], source: str) -> None:
+    """Golden `points` keys must name points of this kernel: a typo would silently fall back
+    to the SKU's time_ms."""
+    valid = set(case_points(implementations, sweep))
+    for sku, entry in (golden or {}).items():
+        for key in entry.get("points") or {}:
+            if key not in valid:
+                shown = ", ".join(sorted(valid)[:6]) + (", ..." if len(valid) > 6 else "")
+                expected = (f"a point of this kernel ({shown})" if valid else
+                            "no points: the kernel has neither a sweep nor implementations")
+                raise ConfigError(source, f"golden.{sku}.points.{key}", expected, got=key)
 
 
 def _reference(entry: dict[str, str] | None) -> dict[str, str] | None:

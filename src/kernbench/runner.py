@@ -93,6 +93,8 @@ class RunSettings:
     sweeps: tuple[tuple[str, tuple[SweepPoint, ...]], ...] = ()
     """Suite-file sweeps: (kernel-name glob, points) replacing matching kernels' bench.yaml
     sweep."""
+    sweeps_source: str = "suite file"
+    """The file `sweeps` came from, for error messages."""
     max_memory_bytes: int | None = None
     """Address-space limit (RLIMIT_AS) of each worker; None: no limit (kernbench.limits)."""
 
@@ -136,7 +138,7 @@ def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
     compare to their saved outputs."""
     config = spec.config
     problem_size = config.problem_size if config else None
-    points = _sweep_points(spec, settings.sweeps)
+    points = _sweep_points(spec, settings)
     sizes = ([(problem_size_at(problem_size, p), p.label) for p in points] if points
              else [(problem_size, None)])
     variants: tuple[Implementation | None, ...] = (config.implementations if config and
@@ -161,17 +163,27 @@ def unavailable_result(case: Case, reason: str) -> CaseResult:
                       worker=dict.fromkeys(WORKER_KEYS), started_at=now_iso(), duration_s=0.0)
 
 
-def _sweep_points(spec: KernelSpec, overrides: tuple[tuple[str, tuple[SweepPoint, ...]], ...]
-                  ) -> tuple[SweepPoint, ...]:
+def check_sweep_globs(settings: RunSettings, specs: Iterable[KernelSpec]) -> None:
+    """Every suite-file `sweeps` glob must match a discovered kernel: a typo would otherwise
+    leave the kernel at its bench.yaml sweep without a word."""
+    names = sorted(s.name for s in specs)
+    for pattern, _ in settings.sweeps:
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise KernbenchError(f"{settings.sweeps_source}: key 'sweeps.{pattern}': expected a "
+                                 f"glob matching a kernel (kernels: {shown or 'none'})")
+
+
+def _sweep_points(spec: KernelSpec, settings: RunSettings) -> tuple[SweepPoint, ...]:
     """The kernel's bench.yaml sweep, or the suite file's sweep for it (the first glob that
     matches its name wins)."""
-    for pattern, points in overrides:
+    for pattern, points in settings.sweeps:
         if fnmatch.fnmatchcase(spec.name, pattern):
             problem_size = spec.config.problem_size if spec.config else None
             if problem_size is not None and not isinstance(problem_size, Mapping):
                 raise KernbenchError(
-                    f"suite file key 'sweeps.{pattern}': kernel {spec.name} has a scalar "
-                    f"problem_size ({problem_size!r}); a sweep needs a mapping, or none")
+                    f"{settings.sweeps_source}: key 'sweeps.{pattern}': kernel {spec.name} has "
+                    f"a scalar problem_size ({problem_size!r}); a sweep needs a mapping, or none")
             return points
     return spec.config.sweep if spec.config else ()
 

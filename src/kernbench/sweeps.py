@@ -143,6 +143,9 @@ def _check_params(params: Mapping[str, Sequence[Any]], with_shapes: bool, source
         if name in HARNESS_ARGS:
             raise ConfigError(source, key, f"a kernel parameter; {', '.join(HARNESS_ARGS)} are "
                               "set by the harness (use --precision/--backends/--seed)")
+        if name == "impl":
+            raise ConfigError(source, key, "a name other than impl: case ids name a kernel's "
+                              "implementation with impl=")
         if with_shapes and name in SHAPE_KEYS:
             raise ConfigError(source, key, "a name other than m, k, n: sweep.matrix_shapes "
                               "sets them")
