@@ -130,8 +130,15 @@ def test_the_full_example_sets_every_key_and_each_key_names_a_real_flag(tmp_path
 
 
 def test_schema_choices_match_the_cli() -> None:
+    from kernbench.model import COMPILE_MODES
+    from kernbench.profiling import PROFILERS
+    from kernbench.schema import suite_schema
+
     assert PRECISION_NAMES == PRECISION_CHOICES
     assert BACKEND_NAMES == BACKEND_CHOICES
+    keys = suite_schema(())["properties"]
+    assert tuple(keys["profile"]["enum"]) == PROFILERS
+    assert tuple(keys["compile_mode"]["enum"]) == COMPILE_MODES
 
 
 def test_formats_all(tmp_path: Path) -> None:

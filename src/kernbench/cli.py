@@ -298,17 +298,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             args = build_parser(suite.parser_defaults()).parse_args(argv)
             args.suite = suite
         if args.resume is not None:
-            from kernbench.resume import recorded_suite, resume_defaults
+            from kernbench.resume import recorded_settings, recorded_suite, resume_defaults
             from kernbench.suite import load_suite
 
             # The interrupted run's settings (and its suite file) are the defaults: `--resume
             # DIR` alone continues it as it was; a flag that contradicts them is refused when
             # the run starts.
+            recorded = recorded_settings(args.resume)
             suite = args.suite
-            if suite is None and (path := recorded_suite(args.resume)) is not None:
+            if suite is None and (path := recorded_suite(recorded)) is not None:
                 suite = load_suite(path)
             defaults = {**(suite.parser_defaults() if suite else {}),
-                        **resume_defaults(args.resume)}
+                        **resume_defaults(recorded)}
             args = build_parser(defaults).parse_args(argv)
             args.suite = suite
             if suite is not None and args.config is None:

@@ -16,7 +16,14 @@ import yaml
 from kernbench.conditions import parse_condition
 from kernbench.errors import ConfigError
 from kernbench.formulas import parse_formula
-from kernbench.model import HARNESS_ARGS, BenchConfig, Implementation, SkipRule, SweepPoint
+from kernbench.model import (
+    HARNESS_ARGS,
+    BenchConfig,
+    Implementation,
+    SkipRule,
+    SweepPoint,
+    case_suffix,
+)
 from kernbench.precision import canonical
 from kernbench.schema import key_path, validate_bench_yaml
 from kernbench.sweeps import expand_sweep
@@ -147,12 +154,12 @@ def _reference_implementation(implementations: tuple[Implementation, ...],
 
 def case_points(implementations: tuple[Implementation, ...],
                 sweep: tuple[SweepPoint, ...]) -> list[str]:
-    """What each case id holds after backend and precision (`impl=jax,n=8`, `n=8`,
-    `impl=jax`): the keys golden `points` may use."""
-    impls: list[str | None] = [f"impl={i.name}" for i in implementations] or [None]
+    """Every :func:`~kernbench.model.case_suffix` of the kernel's cases: the keys golden
+    `points` may use."""
+    impls: list[str | None] = [i.name for i in implementations] or [None]
     labels: list[str | None] = [p.label for p in sweep] or [None]
-    return [",".join(part for part in (impl, label) if part)
-            for impl in impls for label in labels if impl or label]
+    suffixes = (case_suffix(label, impl) for impl in impls for label in labels)
+    return [s for s in suffixes if s is not None]
 
 
 def _check_golden_points(golden: dict[str, Any] | None, implementations: tuple[Implementation, ...],

@@ -46,16 +46,21 @@ IMPL_PREFIX = "impl="
 """How an implementation is named inside a case id: `softmax[cpu,fp32,impl=jax,rows=64]`."""
 
 
+def case_suffix(point: str | None = None, implementation: str | None = None) -> str | None:
+    """What a case id holds after backend and precision (`impl=jax,rows=64`, `rows=64`,
+    `impl=jax`), or None: the keys of golden `points`."""
+    parts = [IMPL_PREFIX + implementation] if implementation else []
+    if point:
+        parts.append(point)
+    return ",".join(parts) or None
+
+
 def case_id_of(kernel: str, backend: str, precision: str, point: str | None = None,
                implementation: str | None = None) -> str:
     """`gemm[cpu,fp32]`; `gemm[cpu,fp32,m=64,k=64,n=64]` for a point of a sweep;
     `softmax[cpu,fp32,impl=jax,rows=64]` for one implementation of a kernel that has several."""
-    parts = [backend, precision]
-    if implementation:
-        parts.append(IMPL_PREFIX + implementation)
-    if point:
-        parts.append(point)
-    return f"{kernel}[{','.join(parts)}]"
+    suffix = case_suffix(point, implementation)
+    return f"{kernel}[{backend},{precision}{',' + suffix if suffix else ''}]"
 
 
 def point_of(case_id: object, kernel: str, backend: str, precision: str,

@@ -44,26 +44,27 @@ RESUMED_FLAGS: dict[str, str] = {
 """summary.json `settings` key -> the run parser's dest it becomes a default for."""
 
 
-def recorded_suite(directory: Path) -> Path | None:
-    """The suite file (`--config`) the interrupted run in `directory` used, if it still
-    exists: a resume reads it again, for the keys no flag stands for (`sweeps`)."""
+def recorded_settings(directory: Path) -> Mapping[str, Any]:
+    """The `settings` of the run in `directory`; {} when it holds no readable summary (the
+    resume itself then says why it cannot start)."""
     try:
-        settings = read_document(directory / "summary.json").get("settings") or {}
+        settings = read_document(directory / "summary.json").get("settings")
     except KernbenchError:
-        return None
-    path = (settings.get("config") or {}).get("path") if isinstance(
-        settings.get("config"), Mapping) else None
+        return {}
+    return settings if isinstance(settings, Mapping) else {}
+
+
+def recorded_suite(settings: Mapping[str, Any]) -> Path | None:
+    """The suite file (`--config`) a run used, if it still exists: a resume reads it again,
+    for the keys no flag stands for (`sweeps`)."""
+    config = settings.get("config")
+    path = config.get("path") if isinstance(config, Mapping) else None
     return Path(path) if isinstance(path, str) and Path(path).is_file() else None
 
 
-def resume_defaults(directory: Path) -> dict[str, Any]:
-    """The interrupted run's settings as run-parser defaults (dest -> value), so `--resume
-    DIR` alone repeats them; {} when DIR holds no readable summary (the resume itself then
-    says why it cannot start)."""
-    try:
-        settings = read_document(directory / "summary.json").get("settings") or {}
-    except KernbenchError:
-        return {}
+def resume_defaults(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's recorded settings as run-parser defaults (dest -> value), so `--resume DIR`
+    alone repeats them."""
     defaults: dict[str, Any] = {}
     for key, dest in RESUMED_FLAGS.items():
         value = settings.get(key)

@@ -38,6 +38,7 @@ from kernbench.model import (
     KernelSpec,
     ProtocolSettings,
     SweepPoint,
+    case_suffix,
 )
 from kernbench.precision import canonical
 from kernbench.replicates import merge_replicates
@@ -387,20 +388,15 @@ def apply_golden(result: CaseResult, case: Case, sku: str | None) -> CaseResult:
     found = sku or detect_sku(result.device_info.get("device_name"), case.backend)
     latency = percentile(result.samples_ms, 50) if result.samples_ms else None
     check = golden_check(config.golden, config.ignore_skus, found, latency,
-                         result.output.get("nbytes"), _case_point(case))
+                         result.output.get("nbytes"),
+                         case_suffix(case.point, case.implementation.name
+                                     if case.implementation else None))
     if check is None:
         return result
     if check.get("passed") is False:
         return dataclasses.replace(result, golden=check, status="failed",
                                    reason=f"golden check failed: {check.get('reason')}")
     return dataclasses.replace(result, golden=check)
-
-
-def _case_point(case: Case) -> str | None:
-    """What the case id holds after backend and precision: `impl=jax,cols=256`, or None."""
-    inside = case.case_id[len(case.kernel.name) + 1:-1]
-    parts = inside.split(",", 2)
-    return parts[2] if len(parts) == 3 else None
 
 
 def _timeout_for(case: Case, default: float) -> float:

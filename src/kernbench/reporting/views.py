@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from kernbench.model import IMPL_PREFIX
+
 Record = Mapping[str, Any]
 """A result record, a comparison case or a history row, as read from JSON."""
 
@@ -123,7 +125,7 @@ def case_key(record: Record) -> str:
     kernel[backend,precision] plus the problem size as JSON."""
     impl = record.get("implementation")
     inside = f"{record.get('backend')},{record.get('precision')}" + (
-        f",impl={impl}" if impl else "")
+        f",{IMPL_PREFIX}{impl}" if impl else "")
     return f"{record.get('kernel_name')}[{inside}]{size_json(record.get('problem_size'))}"
 
 
