@@ -11,14 +11,22 @@ import sys
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kernbench.backends import DEVICE_KINDS, backend_for, wait_for_result
-from kernbench.backends.base import CpuOnlyBackend, ResultSync, iter_leaves, label
+from kernbench.backends.base import (
+    BlockUntilReady,
+    CpuOnlyBackend,
+    iter_leaves,
+    label,
+    sync_for_result,
+    walk_leaves,
+)
 from kernbench.backends.cupy_backend import CupyBackend, CupyEventTimer, CupyStreamSync
 from kernbench.backends.jax_backend import JaxBackend
 from kernbench.backends.torch_backend import CudaEventTimer, TorchBackend, TorchDeviceSync
-from kernbench.protocol import PerfCounterTimer, timer_overhead_ns
+from kernbench.protocol import PerfCounterTimer, SyncFromResult, timer_overhead_ns
 
 
 def torch_has_cuda() -> bool:
@@ -192,7 +200,7 @@ def test_cpu_backend_defaults() -> None:
     backend = backend_for("numpy")
     assert backend.device("cpu") == "cpu"
     assert isinstance(backend.timer("cpu"), PerfCounterTimer)
-    assert type(backend.synchronizer("cpu")) is ResultSync
+    assert isinstance(backend.synchronizer("cpu"), SyncFromResult)
     assert backend.describe("cpu") == {"framework": "numpy", "device": "cpu"}
 
 
@@ -241,7 +249,7 @@ def test_torch_devices_timers_and_syncs(monkeypatch: pytest.MonkeyPatch) -> None
     backend = with_torch(monkeypatch, torch)
     assert [backend.device(k) for k in DEVICE_KINDS] == ["cpu", "cuda", "cuda"]
     assert isinstance(backend.timer("cpu"), PerfCounterTimer)
-    assert type(backend.synchronizer("cpu")) is ResultSync
+    assert isinstance(backend.synchronizer("cpu"), SyncFromResult)
     for kind in ("cuda", "rocm"):
         assert isinstance(backend.timer(kind), CudaEventTimer)
         assert isinstance(backend.synchronizer(kind), TorchDeviceSync)
@@ -282,11 +290,11 @@ def test_cuda_event_timer_overhead_through_the_protocol() -> None:
     assert timer_overhead_ns(timer, probes=11) == pytest.approx(2000.0)
 
 
-def test_torch_device_sync_waits_for_the_device_then_the_leaves() -> None:
+def test_torch_device_sync_waits_for_the_device_and_never_walks_the_result() -> None:
     torch = fake_torch()
     log = torch.cuda.log
     TorchDeviceSync(torch).synchronize((Blocking("a", log), {"b": Blocking("b", log)}))
-    assert log == ["device_sync", "a", "b"]
+    assert log == ["device_sync"]
 
 
 # --- JAX ------------------------------------------------------------------------------------
@@ -338,7 +346,7 @@ def test_jax_devices_and_describe() -> None:
     assert info["device"] == "cpu"
     assert info["jax_version"] == jax.__version__
     assert info["device_name"] == jax.devices("cpu")[0].device_kind
-    assert type(backend.synchronizer("cpu")) is ResultSync
+    assert isinstance(backend.synchronizer("cpu"), BlockUntilReady)
 
 
 # --- CuPy -----------------------------------------------------------------------------------
@@ -404,10 +412,46 @@ def test_iter_leaves_is_bounded_on_cycles() -> None:
     wait_for_result(loop)
 
 
-def test_result_sync_delegates_to_wait_for_result() -> None:
+def test_walk_leaves_is_lazy() -> None:
+    class Endless(list[object]):
+        def __iter__(self) -> Any:
+            count = 0
+            while True:
+                count += 1
+                yield count
+
+    leaves = walk_leaves(Endless())
+    assert [next(leaves) for _ in range(3)] == [1, 2, 3]
+
+
+def test_a_synchronous_result_needs_no_wait() -> None:
+    assert sync_for_result(None) is None
+    assert sync_for_result([0.5] * 1_000_000) is None
+    assert sync_for_result({"a": np.ones(3), "b": (1, 2.0)}) is None
+
+
+def test_a_result_with_a_jax_style_leaf_gets_block_until_ready() -> None:
     log: list[str] = []
-    ResultSync().synchronize([Blocking("x", log)])
-    assert log == ["x"]
+    sync = sync_for_result({"n": 3, "x": Blocking("x", log)})
+    assert isinstance(sync, BlockUntilReady)
+    sync.synchronize(Blocking("only", log))  # one array: its own method, no walk
+    assert log == ["only"]
+
+
+def test_the_result_probe_looks_at_a_bounded_number_of_leaves() -> None:
+    log: list[str] = []
+    assert sync_for_result([0] * 16 + [Blocking("late", log)]) is None
+    assert isinstance(sync_for_result([0] * 15 + [Blocking("x", log)]), BlockUntilReady)
+
+
+def test_a_cuda_tensor_leaf_gets_a_device_synchronise(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    sync = sync_for_result([SimpleNamespace(is_cuda=True)])
+    assert isinstance(sync, TorchDeviceSync)
+    sync.synchronize(None)
+    assert torch.cuda.log == ["device_sync"]
+    assert sync_for_result([SimpleNamespace(is_cuda=False)]) is None
 
 
 def test_wait_for_result_blocks_real_jax_arrays(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -335,6 +335,7 @@ def test_case_precision_sets_the_tolerance_not_the_output_dtype(tmp_path: Path) 
     import numpy as np
 
     def setup(n, precision):
+        assert precision == "fp64"      # it reads its precision, then ignores it
         rng = np.random.default_rng(0)
         return {"a": rng.standard_normal((n, n))}
 
@@ -516,8 +517,8 @@ def test_trace_memory_adds_python_peak_and_a_warning(tmp_path: Path) -> None:
 
 
 def test_slow_first_sample_is_warned_about(tmp_path: Path) -> None:
-    kernel(tmp_path / "repo", "slow", SLOW_START.format(slow_calls=2))
-    result = run(tmp_path, "--warmup", "0")
+    kernel(tmp_path / "repo", "slow", SLOW_START.format(slow_calls=3))
+    result = run(tmp_path, "--warmup", "0", "--warmup-time", "0")
     record = result.record("slow")
     assert record["timing"]["inner_loops"] == 1
     assert "slow_first_sample" in codes(record)

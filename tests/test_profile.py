@@ -16,7 +16,6 @@ import pytest
 
 from kernbench.cli import main
 from kernbench.profiling import profile_case, unfit_reason
-from kernbench.protocol import NoSync
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 FAST = ("--iters", "5", "--warmup", "1")
@@ -85,7 +84,7 @@ def test_cprofile_writes_a_pstats_file_linked_from_every_report(tmp_path: Path) 
     # The profiled calls are not samples: the fake clock's latency stays exact.
     timing = record["timing"]
     assert timing["latency_ms_p50"] == 2.0
-    assert timing["samples_ms"] == [2.0] * 5
+    assert timing["samples_ms"] == [2.0] * 5 * 3  # three worker processes by default
     summary_md = (out / "summary.md").read_text(encoding="utf-8")
     assert "## Profiles" in summary_md
     assert f"(<{path}>)" in summary_md
@@ -159,7 +158,7 @@ def test_profile_failure_is_a_record_not_an_error(tmp_path: Path) -> None:
     def broken() -> object:
         raise RuntimeError("boom")
 
-    record = profile_case("cprofile", broken, NoSync(), 2, tmp_path, "k[cpu,fp32]", "numpy",
+    record = profile_case("cprofile", broken, None, 2, tmp_path, "k[cpu,fp32]", "numpy",
                           "cpu")
     assert record["path"] is None
     assert "RuntimeError: boom" in record["reason"]

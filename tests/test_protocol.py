@@ -18,13 +18,12 @@ import numpy as np
 import pytest
 
 from kernbench import stats
-from kernbench.backends.base import ResultSync
 from kernbench.metrics import MetricsCollector
 from kernbench.model import ProtocolSettings
 from kernbench.protocol import (
     OVERHEAD_PROBES,
-    NoSync,
     PerfCounterTimer,
+    SyncFromResult,
     calibrate,
     measure,
     run_timed,
@@ -115,7 +114,9 @@ def timed_runs(events: list[str]) -> list[list[str]]:
 
 
 def settings(**overrides: object) -> ProtocolSettings:
-    return replace(ProtocolSettings(warmup=0, iterations=5), **overrides)  # type: ignore[arg-type]
+    """Protocol settings for the fake clock: no settling time (it is wall-clock time)."""
+    return replace(ProtocolSettings(warmup=0, iterations=5, warmup_time_s=0.0),
+                   **overrides)  # type: ignore[arg-type]
 
 
 def minimal_loops(read_cost: float, per_call: float, ratio: float = 1000.0) -> int:
@@ -151,10 +152,100 @@ def test_run_timed_total_includes_calls_syncs_and_one_read() -> None:
     clock = FakeClock(7.0)
     kernel = FakeKernel(clock, 1000.0)
     sync = FakeSync(clock, 30.0)
-    total, last = run_timed(kernel, sync, clock, 4)
+    total, last = run_timed(kernel, sync, clock, 4, keep=True)
     assert total == 7.0 + 4 * (1000.0 + 30.0)
     assert last == 4
     assert clock.events == ["start"] + ["call", "sync"] * 4 + ["stop"]
+
+
+def test_run_timed_without_a_synchroniser_is_calls_only() -> None:
+    clock = FakeClock(7.0)
+    total, last = run_timed(FakeKernel(clock, 1000.0), None, clock, 3)
+    assert total == 7.0 + 3 * 1000.0
+    assert last is None  # not kept unless asked for
+    assert clock.events == ["start", "call", "call", "call", "stop"]
+
+
+class Buffer:
+    """A kernel output that counts how many of its kind are alive."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self) -> None:
+        Buffer.alive += 1
+        Buffer.most = max(Buffer.most, Buffer.alive)
+
+    def __del__(self) -> None:
+        Buffer.alive -= 1
+
+
+@pytest.mark.parametrize("with_sync", [False, True])
+def test_each_result_is_released_before_the_next_call(with_sync: bool) -> None:
+    # A plain loop never holds two outputs at once: a kernel that allocates its output must
+    # not pay for a second live buffer inside the harness.
+    Buffer.alive = Buffer.most = 0
+    clock = FakeClock(100.0, record=False)
+
+    def allocate() -> Buffer:
+        clock.now += 1 * US
+        return Buffer()
+
+    class Waits:
+        def synchronize(self, result: object) -> None:
+            clock.now += 10.0
+
+    outcome = measure(allocate, Waits() if with_sync else None, clock,
+                      settings(warmup=3, iterations=6))
+    assert Buffer.most == 1
+    assert isinstance(outcome.last_result, Buffer)  # the last one is kept, for accuracy
+    assert Buffer.alive == 1
+
+
+def test_a_synchroniser_chosen_from_the_first_result_is_used_for_every_call() -> None:
+    clock = FakeClock(100.0)
+    kernel = FakeKernel(clock, 1 * US)
+    sync = FakeSync(clock, cost=10.0)
+    seen: list[object] = []
+
+    def choose(result: object) -> FakeSync:
+        seen.append(result)
+        return sync
+
+    outcome = measure(kernel, SyncFromResult(choose), clock, settings(warmup=2, iterations=3))
+    assert seen == [1]  # judged once, on the first call's result
+    assert len(sync.results) == kernel.calls
+    assert outcome.synchronizer is sync
+
+
+def test_a_result_that_needs_no_wait_gets_a_bare_loop() -> None:
+    clock = FakeClock(100.0)
+    kernel = FakeKernel(clock, 1 * US)
+    outcome = measure(kernel, SyncFromResult(lambda result: None), clock,
+                      settings(warmup=2, iterations=3))
+    assert outcome.synchronizer is None
+    assert "sync" not in clock.events
+
+
+def test_with_no_warmup_the_synchroniser_is_chosen_on_an_untimed_call() -> None:
+    clock = FakeClock(0.0)
+    kernel = FakeKernel(clock, 2 * MS)
+    outcome = measure(kernel, SyncFromResult(lambda result: None), clock,
+                      settings(warmup=0, iterations=2))
+    assert outcome.measurement.warmup_ns == ()
+    assert kernel.calls == 1 + 1 + 2  # the choosing call, one calibration call, the samples
+
+
+def test_settling_runs_untimed_blocks_until_its_time_is_spent() -> None:
+    clock = FakeClock(100.0, record=False)
+    kernel = FakeKernel(clock, 1 * US)
+    started = time.monotonic()
+    outcome = measure(kernel, None, clock, settings(warmup=1, iterations=2, warmup_time_s=0.05))
+    assert time.monotonic() - started >= 0.05
+    assert outcome.measurement.warmup_s >= 0.05
+    loops = outcome.measurement.inner_loops
+    assert kernel.calls > 1 + 2 * loops + loops  # settling made calls of its own
+    assert outcome.measurement.samples_ns == ((loops * 1 * US + 100.0) / loops,) * 2
 
 
 # --- measure: structure ---------------------------------------------------------------------
@@ -198,14 +289,14 @@ def test_warmup_zero_means_no_warmup_calls() -> None:
 def test_samples_are_per_call_means() -> None:
     # no read cost: each sample is exactly the call duration, whatever the loop count
     clock = FakeClock(0.0)
-    outcome = measure(FakeKernel(clock, 2 * MS), NoSync(), clock, settings(iterations=7))
+    outcome = measure(FakeKernel(clock, 2 * MS), None, clock, settings(iterations=7))
     assert outcome.measurement.inner_loops == 1
     assert outcome.measurement.samples_ns == (2e6,) * 7
 
 
 def test_samples_divide_one_read_over_the_inner_loop() -> None:
     clock = FakeClock(100.0)
-    outcome = measure(FakeKernel(clock, 1 * US), NoSync(), clock, settings(iterations=3))
+    outcome = measure(FakeKernel(clock, 1 * US), None, clock, settings(iterations=3))
     loops = outcome.measurement.inner_loops
     assert loops > 1
     expected = (loops * 1 * US + 100.0) / loops
@@ -226,7 +317,7 @@ def test_samples_divide_one_read_over_the_inner_loop() -> None:
 def test_calibration_reaches_the_target_without_overshooting(read_cost: float,
                                                               per_call: float) -> None:
     clock = FakeClock(read_cost, record=False)
-    outcome = measure(FakeKernel(clock, per_call), NoSync(), clock, settings(iterations=1))
+    outcome = measure(FakeKernel(clock, per_call), None, clock, settings(iterations=1))
     loops = outcome.measurement.inner_loops
     target = read_cost * 1000
     smallest = minimal_loops(read_cost, per_call)
@@ -236,14 +327,14 @@ def test_calibration_reaches_the_target_without_overshooting(read_cost: float,
 
 def test_calibration_example_100ns_read_1us_call() -> None:
     clock = FakeClock(100.0)
-    loops = calibrate(FakeKernel(clock, 1 * US), NoSync(), clock, 100 * US, settings())
+    loops = calibrate(FakeKernel(clock, 1 * US), None, clock, 100 * US, settings())
     # 100 loops of 1 µs plus a 100 ns read reach 100 µs; 99 do not
     assert 100 <= loops <= 150
 
 
 def test_calibration_honours_the_overhead_ratio() -> None:
     clock = FakeClock(100.0, record=False)
-    outcome = measure(FakeKernel(clock, 1 * US), NoSync(), clock,
+    outcome = measure(FakeKernel(clock, 1 * US), None, clock,
                       settings(iterations=1, min_sample_overhead_ratio=10_000.0))
     loops = outcome.measurement.inner_loops
     assert loops * 1 * US + 100 >= 1e6
@@ -254,7 +345,7 @@ def test_calibration_honours_the_overhead_ratio() -> None:
 def test_slow_kernels_get_one_loop(duration: float) -> None:
     clock = FakeClock(100.0)
     kernel = FakeKernel(clock, duration)
-    outcome = measure(kernel, NoSync(), clock, settings(warmup=2, iterations=4))
+    outcome = measure(kernel, None, clock, settings(warmup=2, iterations=4))
     assert outcome.measurement.inner_loops == 1
     assert kernel.calls == 2 + 1 + 4  # warmup, a single calibration call, samples
     assert outcome.measurement.samples_ns == (duration + 100.0,) * 4
@@ -263,7 +354,7 @@ def test_slow_kernels_get_one_loop(duration: float) -> None:
 def test_max_inner_loops_caps_calibration() -> None:
     clock = FakeClock(100.0)
     kernel = FakeKernel(clock, 1.0)  # 1 ns calls would want ~100 000 loops
-    outcome = measure(kernel, NoSync(), clock, settings(iterations=3, max_inner_loops=50))
+    outcome = measure(kernel, None, clock, settings(iterations=3, max_inner_loops=50))
     assert outcome.measurement.inner_loops == 50
     runs = [run.count("call") for run in timed_runs(clock.events)][OVERHEAD_PROBES:]
     assert max(runs) == 50
@@ -274,7 +365,7 @@ def test_max_inner_loops_caps_calibration() -> None:
 def test_calibration_stops_when_its_time_budget_is_spent() -> None:
     clock = FakeClock(100.0)
     kernel = FakeKernel(clock, 1 * US)
-    loops = calibrate(kernel, NoSync(), clock, 100 * US, settings(calibration_budget_s=-1.0))
+    loops = calibrate(kernel, None, clock, 100 * US, settings(calibration_budget_s=-1.0))
     assert loops == 1
     assert kernel.calls == 1
 
@@ -289,6 +380,14 @@ def test_sync_is_called_once_per_call_with_its_result() -> None:
     measure(kernel, sync, clock, settings(warmup=2, iterations=4))
     assert len(sync.results) == kernel.calls
     assert sync.results == list(range(1, kernel.calls + 1))
+
+
+def test_without_a_synchroniser_nothing_but_calls_is_timed() -> None:
+    clock = FakeClock(100.0)
+    kernel = FakeKernel(clock, 1 * US)
+    measure(kernel, None, clock, settings(warmup=2, iterations=4))
+    for run in timed_runs(clock.events):
+        assert set(run) <= {"call"}
 
 
 def test_sync_runs_inside_the_timed_region_right_after_each_call() -> None:
@@ -318,7 +417,7 @@ def test_sync_time_is_included_in_samples() -> None:
 def test_last_result_is_the_value_of_the_final_call() -> None:
     clock = FakeClock(100.0)
     kernel = FakeKernel(clock, 1 * US)
-    outcome = measure(kernel, NoSync(), clock, settings(warmup=3, iterations=4))
+    outcome = measure(kernel, None, clock, settings(warmup=3, iterations=4))
     assert kernel.calls > 3 + 4
     assert outcome.last_result == kernel.calls
 
@@ -328,7 +427,7 @@ def test_programmed_durations_give_exact_statistics() -> None:
     warmup, calibration = [50 * MS] * 2, [50 * MS]
     durations = [k * MS for k in range(1, 31)]
     kernel = FakeKernel(clock, warmup + calibration + durations)
-    outcome = measure(kernel, NoSync(), clock, settings(warmup=2, iterations=30))
+    outcome = measure(kernel, None, clock, settings(warmup=2, iterations=30))
 
     assert outcome.measurement.samples_ns == tuple(durations)
     assert outcome.measurement.warmup_ns == (50 * MS, 50 * MS)
@@ -358,10 +457,6 @@ def test_perf_counter_timer_measures_wall_time() -> None:
     assert 0.019e9 <= elapsed < 1e9
 
 
-def test_no_sync_is_a_no_op() -> None:
-    assert NoSync().synchronize(object()) is None
-
-
 # --- MetricsCollector (the in-process API over the protocol and the memory probe) -----------
 
 
@@ -381,7 +476,7 @@ def test_metrics_collector_defaults() -> None:
     collector = MetricsCollector()
     assert collector.settings == ProtocolSettings()
     assert isinstance(collector.timer, PerfCounterTimer)
-    assert isinstance(collector.sync, ResultSync)
+    assert isinstance(collector.sync, SyncFromResult)
 
 
 def test_measure_memory_sees_a_200_mb_allocation() -> None:
@@ -418,7 +513,7 @@ def test_one_slow_call_during_calibration_does_not_shorten_the_loop() -> None:
     clock = FakeClock(read_cost=100.0, record=False)
     durations = [10 * US] * 3 + [150 * US] + [10 * US] * 10_000
     kernel = FakeKernel(clock, durations)
-    settings = ProtocolSettings(warmup=3, iterations=5)
-    outcome = measure(kernel, NoSync(), clock, settings)
+    settings = ProtocolSettings(warmup=3, iterations=5, warmup_time_s=0.0)
+    outcome = measure(kernel, None, clock, settings)
     assert outcome.measurement.inner_loops >= 10
     assert outcome.measurement.inner_loops * 10 * US >= 100 * US

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.protocol import Synchronizer
+from kernbench.protocol import SyncChoice, wait_untimed
 
 COUNTER_SOURCE = "torch._dynamo.utils.counters (stats.unique_graphs, graph_break)"
 
@@ -52,10 +52,10 @@ def dynamo_counts() -> DynamoCounts | None:
                         graph_breaks=int(sum(counters["graph_break"].values())))
 
 
-def timed_first_call(call: Callable[[], object], sync: Synchronizer) -> float:
+def timed_first_call(call: Callable[[], object], sync: SyncChoice) -> float:
     """Seconds for one call, waited for: for a compiled function, compilation included."""
     start = time.perf_counter()
-    sync.synchronize(call())
+    wait_untimed(sync, call())
     return time.perf_counter() - start
 
 
@@ -68,7 +68,7 @@ class CompileWatch:
         self._before: DynamoCounts | None = None
         self._compiled: DynamoCounts | None = None
 
-    def first_call(self, call: Callable[[], object], sync: Synchronizer) -> None:
+    def first_call(self, call: Callable[[], object], sync: SyncChoice) -> None:
         self._before = dynamo_counts()
         self.first_call_s = timed_first_call(call, sync)
         self._compiled = dynamo_counts()

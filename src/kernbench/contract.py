@@ -12,6 +12,7 @@ only to functions that declare them by name.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import re
@@ -88,6 +89,13 @@ class BoundKernel:
 
     def call(self) -> object:
         return self.function(**self.run_kwargs)
+
+    def bare_call(self) -> Callable[[], object]:
+        """The zero-argument call the protocol times, with no layer of its own: the function
+        itself, or a C-level ``functools.partial`` of it with its keyword arguments."""
+        if not self.run_kwargs:
+            return self.function
+        return functools.partial(self.function, **self.run_kwargs)
 
     def reference_function(self) -> Callable[..., Any] | None:
         for name in REFERENCE_FUNCTIONS:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the CLI imports this module for its choices: keep it light
-    from kernbench.protocol import Synchronizer
+    from kernbench.protocol import SyncChoice
 
 PROFILERS = ("cprofile", "torch", "jax")
 DEFAULT_PROFILE_ITERS = 5
@@ -30,7 +30,7 @@ FITS: dict[str, tuple[str, ...]] = {"torch": ("pytorch", "triton"), "jax": ("jax
 Loop = Callable[[], None]
 
 
-def profile_case(kind: str, call: Callable[[], object], sync: Synchronizer, iterations: int,
+def profile_case(kind: str, call: Callable[[], object], sync: SyncChoice, iterations: int,
                  output_dir: Path, case_id: str, framework: str,
                  backend: str) -> dict[str, Any]:
     """Profile `iterations` synchronised calls; the record for the case's `profile` field."""
@@ -44,10 +44,12 @@ def profile_case(kind: str, call: Callable[[], object], sync: Synchronizer, iter
     return record
 
 
-def _loop(call: Callable[[], object], sync: Synchronizer, iterations: int) -> Loop:
+def _loop(call: Callable[[], object], sync: SyncChoice, iterations: int) -> Loop:
+    from kernbench.protocol import wait_untimed
+
     def run() -> None:
         for _ in range(iterations):
-            sync.synchronize(call())
+            wait_untimed(sync, call())
     return run
 
 

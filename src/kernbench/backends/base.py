@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
 from typing import Any
 
-from kernbench.protocol import PerfCounterTimer, Synchronizer, Timer
+from kernbench.protocol import PerfCounterTimer, SyncChoice, SyncFromResult, Synchronizer, Timer
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm"}
+PROBED_LEAVES = 16
+"""How many leaves of a first result :func:`sync_for_result` looks at."""
 
 
 def label(backend: str) -> str:
@@ -15,30 +19,64 @@ def label(backend: str) -> str:
     return DEVICE_LABELS.get(backend, backend)
 
 
-def iter_leaves(value: object, depth: int = 0) -> list[object]:
-    """Leaves of a result that may be nested in tuples, lists and dicts (bounded depth)."""
+def walk_leaves(value: object, depth: int = 0) -> Iterator[object]:
+    """Leaves of a result that may be nested in tuples, lists and dicts (bounded depth),
+    lazily: a caller that needs only the first few never walks a long list."""
     if depth > 8:
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in iter_leaves(item, depth + 1)]
-    if isinstance(value, Mapping):
-        return [leaf for item in value.values() for leaf in iter_leaves(item, depth + 1)]
-    return [value]
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from walk_leaves(item, depth + 1)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from walk_leaves(item, depth + 1)
+    else:
+        yield value
+
+
+def iter_leaves(value: object, depth: int = 0) -> list[object]:
+    """Every leaf of a result (see :func:`walk_leaves`), as a list."""
+    return list(walk_leaves(value, depth))
 
 
 def wait_for_result(result: object) -> None:
-    """Block on every leaf that is an asynchronous array (JAX: ``block_until_ready``)."""
-    for leaf in iter_leaves(result):
+    """Block on every leaf that is an asynchronous array (JAX: ``block_until_ready``). For
+    untimed waits only (a reference output, a profile): it walks the whole result."""
+    for leaf in walk_leaves(result):
         block = getattr(leaf, "block_until_ready", None)
         if callable(block):
             block()
 
 
-class ResultSync:
-    """Waits for asynchronous leaves of a result, whatever framework produced them."""
+class BlockUntilReady:
+    """JAX's wait: ``jax.block_until_ready`` on the result (its own pytree walk, in C++), or
+    the array's own method when the result is one array."""
 
     def synchronize(self, result: object) -> None:
-        wait_for_result(result)
+        block = getattr(result, "block_until_ready", None)
+        if callable(block):
+            block()
+        elif "jax" in sys.modules:
+            sys.modules["jax"].block_until_ready(result)
+        else:
+            wait_for_result(result)
+
+
+def sync_for_result(result: object) -> Synchronizer | None:
+    """The wait a result needs, judged from its first few leaves: JAX-style arrays get
+    ``block_until_ready``, CUDA tensors a device synchronise, anything else none."""
+    for leaf in islice(walk_leaves(result), PROBED_LEAVES):
+        if callable(getattr(leaf, "block_until_ready", None)):
+            return BlockUntilReady()
+        if getattr(leaf, "is_cuda", False) is True and "torch" in sys.modules:
+            from kernbench.backends.torch_backend import TorchDeviceSync
+
+            return TorchDeviceSync(sys.modules["torch"])
+        if type(leaf).__module__.startswith("cupy") and "cupy" in sys.modules:
+            from kernbench.backends.cupy_backend import CupyStreamSync
+
+            return CupyStreamSync(sys.modules["cupy"])
+    return None
 
 
 class Backend:
@@ -54,8 +92,10 @@ class Backend:
         """The device string handed to kernels that take `device`."""
         return backend
 
-    def synchronizer(self, backend: str) -> Synchronizer:
-        return ResultSync()
+    def synchronizer(self, backend: str) -> SyncChoice:
+        """How each timed call is waited for. By default: decided from the first result, so a
+        synchronous result costs nothing and an asynchronous one is still waited for."""
+        return SyncFromResult(sync_for_result)
 
     def timer(self, backend: str) -> Timer:
         return PerfCounterTimer()

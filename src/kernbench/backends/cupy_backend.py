@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.backends.base import Backend, ResultSync, label
+from kernbench.backends.base import Backend, label
 from kernbench.protocol import Synchronizer, Timer
 
 
@@ -26,7 +26,9 @@ class CupyEventTimer:
         return float(self._cp.cuda.get_elapsed_time(token, end)) * 1e6
 
 
-class CupyStreamSync(ResultSync):
+class CupyStreamSync:
+    """Waits for the current stream; the result is never walked."""
+
     def __init__(self, cupy_module: Any) -> None:
         self._cp = cupy_module
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.backends.base import Backend, label
+from kernbench.backends.base import Backend, BlockUntilReady, label
+from kernbench.protocol import SyncChoice
 
 _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
 
@@ -39,6 +40,10 @@ class JaxBackend(Backend):
 
     def device(self, backend: str) -> str:
         return "cpu" if backend == "cpu" else "gpu"
+
+    def synchronizer(self, backend: str) -> SyncChoice:
+        """JAX dispatches asynchronously on every device, the CPU included."""
+        return BlockUntilReady()
 
     def device_memory(self, backend: str) -> dict[str, Any] | None:
         if backend == "cpu":

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.backends.base import Backend, ResultSync, label
-from kernbench.protocol import Synchronizer, Timer
+from kernbench.backends.base import Backend, label
+from kernbench.protocol import SyncChoice, Timer
 
 
 class CudaEventTimer:
@@ -33,15 +33,15 @@ class CudaEventTimer:
         return float(token.elapsed_time(end)) * 1e6  # type: ignore[attr-defined]  # ms -> ns
 
 
-class TorchDeviceSync(ResultSync):
-    """Waits for the device queue, then for any asynchronous leaves of the result."""
+class TorchDeviceSync:
+    """Waits for the device's queue (``torch.cuda.synchronize``); the result itself is never
+    walked: every kernel it holds was queued on the device."""
 
     def __init__(self, torch_module: Any) -> None:
-        self._torch = torch_module
+        self._synchronize = torch_module.cuda.synchronize
 
     def synchronize(self, result: object) -> None:
-        self._torch.cuda.synchronize()
-        super().synchronize(result)
+        self._synchronize()
 
 
 class TorchBackend(Backend):
@@ -70,8 +70,10 @@ class TorchBackend(Backend):
     def device(self, backend: str) -> str:
         return "cpu" if backend == "cpu" else "cuda"  # ROCm builds expose HIP devices as "cuda"
 
-    def synchronizer(self, backend: str) -> Synchronizer:
-        return ResultSync() if backend == "cpu" else TorchDeviceSync(self._torch())
+    def synchronizer(self, backend: str) -> SyncChoice:
+        if backend == "cpu":  # CPU tensors are computed when the call returns
+            return super().synchronizer(backend)
+        return TorchDeviceSync(self._torch())
 
     def timer(self, backend: str) -> Timer:
         if backend == "cpu":

@@ -14,20 +14,29 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from kernbench.backends.base import ResultSync
+from kernbench.backends.base import sync_for_result
 from kernbench.metrics.memory import PeakMemory
 from kernbench.model import ProtocolSettings
-from kernbench.protocol import Outcome, PerfCounterTimer, Synchronizer, Timer, measure
+from kernbench.protocol import (
+    Outcome,
+    PerfCounterTimer,
+    SyncChoice,
+    SyncFromResult,
+    Timer,
+    measure,
+)
 
 
 class MetricsCollector:
     """Times a zero-argument call under the standard protocol and measures peak memory."""
 
     def __init__(self, settings: ProtocolSettings | None = None, timer: Timer | None = None,
-                 sync: Synchronizer | None = None) -> None:
+                 sync: SyncChoice = None) -> None:
+        """`sync` (default: chosen from the first result, see
+        :func:`kernbench.backends.base.sync_for_result`) waits for asynchronous results."""
         self.settings = settings or ProtocolSettings()
         self.timer: Timer = timer or PerfCounterTimer()
-        self.sync: Synchronizer = sync or ResultSync()
+        self.sync: SyncChoice = sync if sync is not None else SyncFromResult(sync_for_result)
 
     def time_execution(self, call: Callable[[], object],
                        between_samples: Callable[[], object] | None = None,
