@@ -373,7 +373,7 @@ def test_backends_are_inferred(tmp_path: Path, source: str, backends: tuple[str,
 def test_parameters_and_setup_parameters_are_recorded(tmp_path: Path) -> None:
     spec = only(tmp_path, "kernels/k.py", """\
         def setup(n, *, precision="fp32"):
-            return n
+            return n, precision
 
         def run_benchmark(state, /, scale=1.0, *args, seed=0, **kwargs):
             return state
@@ -386,9 +386,17 @@ def test_parameters_and_setup_parameters_are_recorded(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("source", "takes"), [
-    ("def run_benchmark(precision):\n    pass\n", True),
-    ("def run_benchmark(*, precision='fp32'):\n    pass\n", True),
-    ("def setup(precision):\n    pass\n\ndef run_benchmark(x):\n    pass\n", True),
+    ("def run_benchmark(precision):\n    return precision\n", True),
+    ("def run_benchmark(*, precision='fp32'):\n    return precision\n", True),
+    ("def setup(precision):\n    return precision\n\ndef run_benchmark(x):\n    pass\n", True),
+    ("def setup(precision):\n    return {}\n\ndef run_benchmark(x, precision):\n"
+     "    return precision\n", True),
+    ("def run_benchmark(precision):\n    return locals()\n", True),
+    ("def run_benchmark(precision):\n    def inner():\n        return precision\n"
+     "    return inner()\n", True),
+    ("def run_benchmark(precision):\n    pass\n", False),
+    ("def setup(precision):\n    pass\n\ndef run_benchmark(x, precision):\n    pass\n",
+     False),
     ("def run_benchmark(n, device=None):\n    pass\n", False),
     ("def setup():\n    pass\n\ndef run_benchmark():\n    pass\n", False),
 ])
@@ -425,7 +433,7 @@ def test_folder_bench_yaml_is_applied(tmp_path: Path) -> None:
         tolerances: {rmse: 1.0e-3}
         """)
     write(tmp_path, "kernels/gemm/gemm.py",
-          "import numpy as np\n\ndef run_benchmark(n, precision):\n    pass\n")
+          "import numpy as np\n\ndef run_benchmark(n, precision):\n    return precision\n")
     (spec,) = discover(tmp_path)
     assert spec.status == "ok", spec.error
     assert spec.config_path == "kernels/gemm/bench.yaml"
@@ -489,10 +497,29 @@ def test_precisions_are_allowed_when_the_signature_is_unknown(tmp_path: Path) ->
     assert spec.status == "ok", spec.error
 
 
+def test_a_precision_parameter_never_read_is_reported(tmp_path: Path) -> None:
+    """A kernel that declares `precision` but never reads it would be timed under every
+    label at the one precision it computes in: it runs once, natively, and says why."""
+    spec = only(tmp_path, "kernels/k.py", "def run_benchmark(precision):\n    return 1.0\n")
+    assert spec.ignores_precision
+    assert not spec.takes_precision
+
+
+def test_precisions_on_a_kernel_that_ignores_its_precision_are_invalid(tmp_path: Path) -> None:
+    write(tmp_path, "kernels/lazy/bench.yaml", "precisions: [fp32, fp16]\n")
+    write(tmp_path, "kernels/lazy/lazy.py",
+          "import numpy as np\n\ndef run_benchmark(precision='fp32'):\n"
+          "    return np.ones(4)\n")
+    spec = KernelDiscovery(tmp_path).discover()[0]
+    assert spec.status == "invalid"
+    assert spec.error is not None
+    assert "never reads it" in spec.error and "kernels/lazy/bench.yaml" in spec.error
+
+
 def test_precisions_are_allowed_when_setup_takes_precision(tmp_path: Path) -> None:
     write(tmp_path, "kernels/s/bench.yaml", "precisions: [fp32, bf16]\n")
     write(tmp_path, "kernels/s/s.py",
-          "def setup(precision):\n    pass\n\ndef run_benchmark(state):\n    pass\n")
+          "def setup(precision):\n    return precision\n\ndef run_benchmark(state):\n    pass\n")
     (spec,) = discover(tmp_path)
     assert spec.status == "ok", spec.error
 

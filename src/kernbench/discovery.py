@@ -270,11 +270,27 @@ def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _module_level(block)
 
 
-def _parameters(definition: ast.AST) -> tuple[str, ...]:
+def _parameters(definition: ast.AST | None) -> tuple[str, ...]:
     if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return ()
     args = definition.args
     return tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
+def reads_name(definition: ast.AST | None, name: str) -> bool:
+    """Whether a function's body reads `name` (nested functions included), or could without
+    naming it (``locals()``, ``vars()``, ``eval``)."""
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    readers = {name, "locals", "vars", "eval", "exec"}
+    return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+               and node.id in readers for node in ast.walk(definition))
+
+
+def _ignores_precision(definition: ast.AST | None, setup: ast.AST | None) -> bool:
+    """`precision` is a parameter of the benchmark function or setup, but neither reads it."""
+    holders = [d for d in (definition, setup) if "precision" in _parameters(d)]
+    return bool(holders) and not any(reads_name(d, "precision") for d in holders)
 
 
 def _import_roots(nodes: Iterable[ast.AST]) -> list[str]:
@@ -303,6 +319,7 @@ def _spec_from_tree(rel: str, tree: ast.Module, function: str,
         dependencies=tuple(m for m in top_level if m not in sys.stdlib_module_names),
         parameters=parameters, has_setup=setup is not None, setup_parameters=setup_parameters,
         signature_known=isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)),
+        ignores_precision=_ignores_precision(definition, setup),
     )
 
 
@@ -353,6 +370,11 @@ def _apply_config(spec: KernelSpec, config: BenchConfig) -> KernelSpec:
         used = {i.framework or framework for i in config.implementations}
         framework = used.pop() if len(used) == 1 else "mixed"
     spec = replace(spec, config=config, backends=tuple(backends), framework=framework)
+    if config.precisions and spec.ignores_precision and not config.implementations:
+        return replace(spec, status="invalid", error=(
+            f"{config.source}: key 'precisions': expected a kernel that reads its `precision` "
+            f"parameter; {spec.path} declares it in {spec.function_name}() or setup() but never "
+            "reads it, so every precision would be timed at the one it computes in"))
     if config.precisions and spec.signature_known and not spec.takes_precision:
         return replace(spec, status="invalid", error=(
             f"{config.source}: key 'precisions': expected a kernel that takes a `precision` "

@@ -92,3 +92,26 @@ def precision_of_dtype(dtype: object) -> str | None:
              "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "int8": "int8",
              "double": "fp64", "float": "fp32", "half": "fp16"}
     return table.get(text)
+
+
+FLOATS = ("fp64", "fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
+
+
+def ignored_precision(requested: str, leaves: list[dict[str, Any]]) -> str | None:
+    """Why a case's output shows the kernel ignored its precision, or None.
+
+    `leaves` describe the output's first leaves (``dtype`` and ``precision``, as the worker's
+    output description gives them). Only the unmistakable case counts: a floating precision
+    narrower than fp64 was asked for, and every floating-point array returned is float64 (the
+    NumPy default) - a kernel may well return a wider type than it computes in (an fp8 matmul
+    into bf16, a loss in fp32), but not float64 everywhere by accident of design."""
+    if requested not in FLOATS or requested == "fp64":
+        return None
+    floats = [leaf for leaf in leaves if "dtype" in leaf and leaf.get("precision") in FLOATS]
+    if not floats or any(leaf["precision"] != "fp64" for leaf in floats):
+        return None
+    dtypes = ", ".join(sorted({str(leaf["dtype"]) for leaf in floats}))
+    return (f"precision not honoured: asked for {requested}, the kernel returned only {dtypes} "
+            f"arrays, so this case would be timed under a label it did not compute in; make "
+            f"the kernel build its inputs with dtype_for(framework, precision), or list only "
+            f"the precisions it supports in bench.yaml `precisions`")
