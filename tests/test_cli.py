@@ -121,7 +121,7 @@ def test_precision_alias_fp8_selects_the_declared_fp8_case(
         import numpy as np
 
         def run_benchmark(precision):
-            return np.zeros(2, dtype=np.float32)
+            return np.zeros(2, dtype=np.float32 if precision else None)
     """)
     write(kernel.with_name("bench.yaml"), "precisions: [fp32, fp8]\n")
     code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",

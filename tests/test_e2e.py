@@ -141,8 +141,13 @@ def by_name(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["kernel_name"]: r for r in summary["results"]}
 
 
-def assert_exact_fake_timing(record: dict[str, Any], ms: float, iterations: int = 5) -> None:
+def assert_exact_fake_timing(record: dict[str, Any], ms: float, iterations: int = 5,
+                             processes: int = 3) -> None:
+    """Exact figures on the fake clock, over `processes` worker processes (the default 3)."""
     timing = record["timing"]
+    iterations *= processes
+    assert timing["process_sample_counts"] == ([iterations // processes] * processes
+                                               if processes > 1 else [])
     for key in ("latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_mean",
                 "latency_ms_min", "latency_ms_max"):
         assert timing[key] == ms, key

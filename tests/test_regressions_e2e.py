@@ -395,25 +395,66 @@ def test_compare_to_a_ref_without_history_says_there_is_no_baseline(tmp_path: Pa
     assert "no benchmark history at main" in document["baseline_note"]
 
 
-def test_compare_to_a_ref_that_does_not_exist(tmp_path: Path) -> None:
+def test_compare_to_a_ref_that_does_not_exist_fails_before_running(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})
     out = tmp_path / "out"
-    code, err = run(repo, out, "--debug-fake-timer", "1", "--compare-to", "no-such-branch")
-    assert code == 0, err
-    assert "ref 'no-such-branch' does not exist" in err
-    markdown = (out / "regressions.md").read_text(encoding="utf-8")
-    assert "ref 'no-such-branch' does not exist" in markdown
-    assert "this is not a pass" in markdown
+    code, err = run(repo, out, "--debug-fake-timer", "1", "--compare-to", "no-such-branch",
+                    "--fail-on-regression")
+    assert code == 2, err
+    assert "--compare-to no-such-branch: no such commit, branch or tag" in err
+    assert not (out / "summary.json").exists(), "no kernel may run before the ref is checked"
 
 
-def test_compare_to_outside_a_git_repository(tmp_path: Path) -> None:
+def test_compare_to_outside_a_git_repository_fails_before_running(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     write(root / "kernels" / "alpha.py", GOOD)
     out = tmp_path / "out"
     code, err = run(root, out, "--debug-fake-timer", "1", "--compare-to", "main")
+    assert code == 2, err
+    assert "is not in a git repository" in err
+    assert not (out / "summary.json").exists()
+
+
+def test_compare_to_a_ref_missing_from_a_shallow_clone_says_how_to_fetch_it(
+        tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    init_repo(origin, {"alpha": GOOD})
+    write(origin / "kernels" / "beta.py", GOOD)
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "second")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(clone)],
+                   check=True)
+    code, err = run(clone, tmp_path / "out", "--debug-fake-timer", "1", "--compare-to",
+                    "HEAD~1")
+    assert code == 2, err
+    assert "shallow clone" in err and "git fetch" in err
+
+
+def test_run_baseline_file_is_read_first_and_compared(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write(root / "kernels" / "alpha.py", GOOD)
+    code, err = run(root, tmp_path / "missing-out", "--debug-fake-timer", "1",
+                    "--baseline", tmp_path / "nope.json")
+    assert code == 2 and "nope.json: no such result file" in err
+    assert not (tmp_path / "missing-out" / "summary.json").exists()
+    code, err = run(root, tmp_path / "base", "--debug-fake-timer", "1", "--processes", "3")
     assert code == 0, err
-    assert "no git repository" in (out / "regressions.md").read_text(encoding="utf-8")
+    code, err = run(root, tmp_path / "slow", "--debug-fake-timer", "1.5", "--processes", "3",
+                    "--baseline", tmp_path / "base", "--fail-on-regression")
+    assert code == 1, err
+    alpha = next(c for c in load(tmp_path / "slow" / "comparison.json")["cases"]
+                 if c["kernel_name"] == "alpha")
+    assert alpha["verdict"] == "regressed" and alpha["ratio"] == pytest.approx(1.5)
+
+
+def test_two_baselines_are_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "out", "--compare-to", "main", "--baseline",
+                    tmp_path / "x.json")
+    assert code == 2 and "--compare-to and --baseline cannot be combined" in err
 
 
 def test_compare_to_a_committed_record_flags_a_slower_run(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -93,6 +95,19 @@ def test_median_ci_ranks_reach_the_confidence_and_are_tightest(n: int,
     if low + 1 <= high - 1:
         tighter = 1 - 2 * binom.cdf(low, n, 0.5)
         assert tighter < confidence, "a narrower symmetric interval also reaches the confidence"
+
+
+@pytest.mark.parametrize("n", [1_000, 12_345, 100_000])
+def test_median_ci_ranks_match_scipy_for_large_samples(n: int) -> None:
+    low_rank = stats._median_rank(n, 0.05)
+    assert 2 * binom.cdf(low_rank - 1, n, 0.5) <= 0.05 < 2 * binom.cdf(low_rank, n, 0.5)
+
+
+def test_printing_a_median_does_not_import_scipy() -> None:
+    code = ("import sys; from kernbench.stats import summarize_ms; "
+            "summarize_ms([float(k) for k in range(100)]); print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_median_ci_covers_the_true_median_in_simulation() -> None:

@@ -33,9 +33,11 @@ kernels: [gemm, "soft*"]
 output_dir: reports/nightly
 iterations: 50
 warmup: 5
+warmup_time_s: 0.5
+isolation: spawn
 seed: 7
 timeout_s: 120
-processes: 3
+processes: 5
 backends: [cpu]
 precisions: [fp32, bf16]
 formats: [json, md, html, csv]
@@ -94,7 +96,9 @@ def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     assert settings.protocol.warmup == 5
     assert settings.protocol.seed == 7
     assert settings.timeout_s == 120.0
-    assert settings.processes == 3
+    assert settings.processes == 5
+    assert settings.isolation == "spawn"
+    assert settings.protocol.warmup_time_s == 0.5
     assert settings.filters == ("gemm", "soft*")
     assert settings.backends == ("cpu",)
     assert settings.precisions == ("fp32", "bf16")
@@ -159,12 +163,12 @@ def test_explicit_flags_win_over_the_file_and_the_file_over_defaults(tmp_path: P
     assert settings.filters == ("x",)
     assert args.output_dir == Path("elsewhere")
     assert settings.protocol.warmup == 5  # from the file
-    assert settings.processes == 3
+    assert settings.processes == 5
     plain = run_settings(parse_args(["run"]))
     assert plain.protocol.iterations == 30 and plain.protocol.warmup == 3  # defaults
     partial = run_settings(parsed(tmp_path, "warmup: 0\n"))
     assert partial.protocol.warmup == 0 and partial.protocol.iterations == 30
-    assert partial.processes == 1
+    assert partial.processes == 3
 
 
 def test_flag_position_does_not_matter(tmp_path: Path) -> None:

@@ -462,7 +462,9 @@ def _devices(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
 def _settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -> dict[str, Any]:
     protocol = asdict(settings.protocol)
     return {"iterations": protocol.pop("iterations"), "warmup": protocol.pop("warmup"),
-            "seed": protocol.pop("seed"), "processes": settings.processes, "protocol": protocol,
+            "warmup_time_s": protocol.pop("warmup_time_s"),
+            "seed": protocol.pop("seed"), "processes": settings.processes,
+            "isolation": settings.isolation, "protocol": protocol,
             "backends": list(settings.backends) if settings.backends else None,
             "precisions": list(settings.precisions) if settings.precisions else None,
             "filters": list(settings.filters), "timeout_s": settings.timeout_s,

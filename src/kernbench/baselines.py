@@ -47,6 +47,15 @@ def compare_to_ref(root: Path, ref: str, run: RunResult, output_dir: Path,
                                    thresholds, alpha)
 
 
+def compare_to_stored(baseline: LoadedRun, run: RunResult, output_dir: Path,
+                      thresholds: Thresholds, alpha: float) -> dict[str, Any]:
+    """Compare `run` with a stored run (`run --baseline FILE`, loaded before the run)."""
+    from kernbench.api import write_run_comparison
+
+    candidate = run_from_document(summary_dict(run), "this run")
+    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha)
+
+
 def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Thresholds,
                        alpha: float) -> dict[str, Any]:
     """:func:`compare_to_ref` for a run already on disk in `run_dir` (written there too)."""

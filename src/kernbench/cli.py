@@ -17,6 +17,9 @@ from kernbench.errors import EXIT_USAGE, KernbenchError
 if TYPE_CHECKING:
     from kernbench.runner import RunSettings
 
+DEFAULT_PROCESSES = 3
+"""Worker processes per case: the fewest with which a comparison of two stored runs can
+estimate between-process noise (Welch's test on process medians needs 3 a side)."""
 PRECISION_CHOICES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
 BACKEND_CHOICES = ("cpu", "cuda", "rocm")
 
@@ -94,6 +97,16 @@ def _add_format_arg(parser: argparse.ArgumentParser) -> None:
                         "github, junit, png (matplotlib), or all (default: json,md,html)")
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -127,15 +140,19 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         help="timed samples per case (default: 30)")
     parser.add_argument("--warmup", type=positive_int(0), default=3, metavar="N",
                         help="untimed calls before calibration (default: 3)")
+    parser.add_argument("--warmup-time", type=non_negative_float, default=0.1,
+                        metavar="SECONDS", help="least time the kernel runs before its first "
+                        "sample: warmup calls, calibration, then untimed blocks (default: 0.1)")
     parser.add_argument("--precision", type=comma_list(PRECISION_CHOICES), default=None,
                         metavar="P[,P]", help="precisions to run, e.g. fp32,fp16 "
                         "(default: each kernel's bench.yaml precisions, else fp32)")
     parser.add_argument("--backends", type=comma_list(BACKEND_CHOICES), default=None,
                         metavar="B[,B]", help="device kinds, e.g. cpu,cuda "
                         "(default: each kernel's declared backends)")
-    parser.add_argument("--processes", type=positive_int(1), default=1, metavar="N",
-                        help="worker processes per case, each taking --iters samples; the "
-                        "process is the unit of replication for comparisons (default: 1)")
+    parser.add_argument("--processes", type=positive_int(1), default=DEFAULT_PROCESSES,
+                        metavar="N", help="worker processes per case, each taking --iters "
+                        "samples; the process is the unit of replication, and comparisons "
+                        "need 3 a side to measure the noise between processes (default: 3)")
     parser.add_argument("--output-dir", type=Path, default=Path("reports"), metavar="DIR",
                         help="where reports are written (default: reports)")
     parser.add_argument("--seed", type=int, default=1337, help="seed passed to kernels "
@@ -150,6 +167,10 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", type=Path, default=None, metavar="DIR",
                         help="finish the interrupted run in DIR (its report set), running only "
                         "the cases it did not finish; repeat the run's flags")
+    parser.add_argument("--isolation", choices=("fork", "spawn"), default="fork",
+                        help="how each case's worker process starts: fork (from a server that "
+                        "preloaded the framework once; spawned where fork is unsafe) or spawn "
+                        "(a fresh interpreter per worker) (default: fork)")
     parser.add_argument("--trace-memory", action="store_true",
                         help="also record Python allocations with tracemalloc (slows Python code)")
     parser.add_argument("--no-l2-flush", action="store_true",
@@ -171,6 +192,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare-to", default=None, metavar="REF",
                         help="compare with the newest history record at git ref REF for this "
                         "machine; writes regressions.md")
+    parser.add_argument("--baseline", type=Path, default=None, metavar="FILE",
+                        help="compare with a stored run (summary.json, report directory or "
+                        "history record), read before anything runs; writes regressions.md")
     parser.add_argument("--ab", default=None, metavar="REF",
                         help="interleaved A/B on this machine: REF (in a temporary worktree) "
                         "against this tree, in alternating rounds; writes regressions.md")
@@ -441,7 +465,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
     return RunSettings(
         root=args.root.resolve(),
-        protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed),
+        protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed,
+                                  warmup_time_s=args.warmup_time),
         backends=args.backends, precisions=args.precision, filters=args.filter,
         timeout_s=args.timeout, processes=args.processes, shard=args.shard, sku=args.sku,
         trace_python=args.trace_memory,
@@ -449,6 +474,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
         inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer,
         max_memory_bytes=getattr(args, "max_memory", None),
+        isolation=getattr(args, "isolation", "fork"),
         profile=getattr(args, "profile", None),
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
@@ -470,6 +496,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kernbench.api import run_suite
 
     settings = run_settings(args)
+    args.baseline_run = _check_baseline_first(args)
     if args.ab:
         if getattr(args, "profile", None):
             raise KernbenchError("--profile cannot be combined with --ab (every round would "
@@ -499,6 +526,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(outcome.run.results)} cases: {tally}. Reports in {outcome.output_dir}/ "
               f"({', '.join(written)})", file=sys.stderr)
     return code
+
+
+def _check_baseline_first(args: argparse.Namespace) -> Any:
+    """Validate what the run will be compared with before any kernel runs: the --compare-to
+    ref, the --ab ref, or the --baseline file (loaded here and returned). A bad one is exit 2."""
+    chosen = [flag for flag, value in (("--compare-to", args.compare_to), ("--ab", args.ab),
+                                       ("--baseline", args.baseline)) if value]
+    if len(chosen) > 1:
+        raise KernbenchError(f"{' and '.join(chosen)} cannot be combined: pick one baseline")
+    if args.compare_to:
+        from kernbench.gitref import check_ref
+
+        check_ref(args.root.resolve(), args.compare_to)
+    if args.ab:
+        from kernbench.gitref import check_ref
+
+        check_ref(args.root.resolve(), args.ab, "--ab")
+    if args.baseline is None:
+        return None
+    from kernbench.inputs import load_run
+
+    return load_run(args.baseline)
 
 
 def _already_complete(directory: Path) -> bool:
@@ -562,17 +611,23 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
 
 
 def _after_run(args: argparse.Namespace, run: Any) -> int:
-    """--save-history and --compare-to; returns the comparison's exit code (0 or 1)."""
+    """--save-history, then --compare-to or --baseline; returns the comparison's exit code."""
     from kernbench.baselines import compare_to_ref, save_history
     from kernbench.compare import Thresholds
 
     if args.save_history:
         path = save_history(args.root.resolve(), run)
         print(f"History record: {path}", file=sys.stderr)
-    if not args.compare_to:
-        return 0
     thresholds = Thresholds(args.threshold, args.accuracy_drift,
                             _per_kernel_thresholds(run))
+    if getattr(args, "baseline_run", None) is not None:
+        from kernbench.baselines import compare_to_stored
+
+        document = compare_to_stored(args.baseline_run, run, args.output_dir, thresholds,
+                                     args.alpha)
+        return report_comparison(document, args.output_dir, args.fail_on_regression)
+    if not args.compare_to:
+        return 0
     document = compare_to_ref(args.root.resolve(), args.compare_to, run, args.output_dir,
                               thresholds, args.alpha)
     return report_comparison(document, args.output_dir, args.fail_on_regression)
@@ -615,6 +670,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     from kernbench.api import merge_shards
 
+    if args.compare_to:
+        from kernbench.gitref import check_ref
+
+        check_ref(args.root.resolve(), args.compare_to)
     document, shard_comparison = merge_shards(args.shards, args.output_dir)
     counts = document["counts"]
     print(f"Merged {len(args.shards)} shards: {counts['total']} cases into "

@@ -29,7 +29,8 @@ from kernbench.history import (
     parse_record_bytes,
 )
 
-__all__ = ["TreeEntry", "history_at_ref", "is_repository", "list_history", "resolve_ref"]
+__all__ = ["TreeEntry", "check_ref", "history_at_ref", "is_repository", "list_history",
+           "resolve_ref"]
 
 GIT_TIMEOUT_S = 30.0
 
@@ -62,6 +63,33 @@ def resolve_ref(root: Path, ref: str) -> str | None:
         return None
     sha = proc.stdout.decode("ascii", "replace").strip()
     return sha or None
+
+
+def is_shallow(root: Path) -> bool:
+    """Whether `root`'s repository is a shallow clone (CI checkouts often are)."""
+    proc = _git(root, "rev-parse", "--is-shallow-repository")
+    return proc is not None and proc.stdout.strip() == b"true"
+
+
+def check_ref(root: Path, ref: str, option: str = "--compare-to") -> str:
+    """The commit `ref` names, or a KernbenchError (exit 2) that says why there is none: git
+    missing, no repository, or an unknown ref (with the fix for a shallow clone). Called before
+    any kernel runs, so a typo costs nothing."""
+    from kernbench.errors import KernbenchError
+
+    root = Path(root)
+    if shutil.which("git") is None:
+        raise KernbenchError(f"{option} {ref}: git is not on PATH")
+    if not is_repository(root):
+        raise KernbenchError(f"{option} {ref}: {root} is not in a git repository")
+    commit = resolve_ref(root, ref)
+    if commit is not None:
+        return commit
+    hint = ""
+    if is_shallow(root):
+        hint = (f"; this is a shallow clone, fetch the ref first (`git fetch --depth=1 origin "
+                f"{ref}`, or check out with `fetch-depth: 0`)")
+    raise KernbenchError(f"{option} {ref}: no such commit, branch or tag in {root}{hint}")
 
 
 @dataclass(frozen=True)

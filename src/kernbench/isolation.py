@@ -19,6 +19,7 @@ import functools
 import os
 import resource
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -50,6 +51,10 @@ class WorkerExit:
     stderr_tail: str
     stdout_bytes: int
     stderr_bytes: int
+    isolation: str = "spawn"
+    """How the worker was started: "fork" (from a preloaded fork server) or "spawn"."""
+    note: str | None = None
+    """Why a worker was spawned where a fork server was asked for, or what went wrong."""
 
     @property
     def signal_name(self) -> str | None:
@@ -129,7 +134,7 @@ PR_SET_PDEATHSIG = 1
 
 
 @functools.cache
-def _prctl() -> Callable[..., int] | None:
+def prctl() -> Callable[..., int] | None:
     """libc's prctl, looked up in the parent (never between fork and exec); None off Linux."""
     if not sys.platform.startswith("linux"):
         return None
@@ -150,16 +155,35 @@ def child_setup(max_memory_bytes: int | None) -> Callable[[], None]:
     maps about 150 MB, torch about 650 MB and jax about 1.6 GB on a 2-core machine (thread
     pools grow it with the core count). An allocation past the limit fails (MemoryError in
     Python, a failed malloc in native code) instead of driving the machine into swap."""
-    prctl, parent = _prctl(), os.getpid()
+    function, parent = prctl(), os.getpid()
 
     def apply() -> None:
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if function is not None:
+            function(PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != parent:  # the parent died before the line above
                 os.kill(os.getpid(), signal.SIGKILL)
         if max_memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (max_memory_bytes, max_memory_bytes))
     return apply
+
+
+def wait_for_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Block until `proc` exits (True) or `timeout_s` passes (False). On Linux the wait is a
+    ``select`` on a pidfd, woken the moment the process ends; ``Popen.wait`` would poll with
+    sleeps of up to 50 ms instead."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ready, _, _ = select.select([pidfd], [], [], max(timeout_s, 0.0))
+    finally:
+        os.close(pidfd)
+    return bool(ready) or proc.poll() is not None
 
 
 def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
@@ -176,9 +200,7 @@ def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
     out, err = _Tail(proc.stdout), _Tail(proc.stderr)
     timed_out = False
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not wait_for_exit(proc, timeout_s)
     finally:
         _kill_group(proc.pid)  # the kernel's children too, whether it ended or not
         kill_marked(token)  # and those that left the group

@@ -159,6 +159,10 @@ class KernelSpec:
     setup_parameters: tuple[str, ...] = ()
     signature_known: bool = True
     """False when the function is bound by assignment or import, so its parameters are unseen."""
+    ignores_precision: bool = False
+    """`run_benchmark` or `setup` declares `precision` but neither reads it: the kernel runs
+    at its own precision whatever it is asked, so it gets one native case, never a label it
+    does not honour."""
     config: BenchConfig | None = None
     config_path: str | None = None
     status: Literal["ok", "invalid"] = "ok"
@@ -168,8 +172,10 @@ class KernelSpec:
     def takes_precision(self) -> bool:
         """Whether `run_benchmark` or `setup` declares `precision` (else: one native case).
         A kernel with several implementations always does: the harness casts their inputs."""
-        return ("precision" in self.parameters or "precision" in self.setup_parameters
-                or bool(self.config and self.config.implementations))
+        if self.config and self.config.implementations:
+            return True
+        declared = "precision" in self.parameters or "precision" in self.setup_parameters
+        return declared and not self.ignores_precision
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,10 @@ class ProtocolSettings:
     max_inner_loops: int = 1_000_000
     calibration_budget_s: float = 2.0
     seed: int = 1337
+    warmup_time_s: float = 0.1
+    """Least wall time the kernel runs before the first sample (warmup, calibration, then
+    untimed blocks): a fresh worker's thread pools, caches and CPU clocks need a while of
+    steady work, which a fixed number of warmup calls of a short kernel does not give."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +230,9 @@ class Measurement:
     warmup_ns: tuple[float, ...]
     timer_overhead_ns: float
     timer: str
+    warmup_s: float = 0.0
+    """Wall time from the first warmup call to the first sample (warmup, calibration and the
+    untimed blocks that followed them)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +254,9 @@ class CaseResult:
     inner_loops: int = 0
     warmup_iterations: int = 0
     warmup_ms: tuple[float, ...] = ()
+    warmup_s: float | None = None
+    """Wall time the kernel ran before its first sample (warmup calls, calibration and
+    untimed blocks up to ``--warmup-time``); the longest of the worker processes."""
     timer: str | None = None
     timer_overhead_ns: float | None = None
     timer_resolution_ns: float | None = None

@@ -39,6 +39,7 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
         memory=max((r.memory for r in results), key=lambda m: m.get("peak_mb") or 0.0),
         energy=_summed_energy([r.energy for r in results]),
         duration_s=sum(r.duration_s or 0.0 for r in results),
+        warmup_s=max((r.warmup_s for r in results if r.warmup_s is not None), default=None),
         worker={**first.worker, "processes": len(results)},
     )
 

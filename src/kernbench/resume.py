@@ -27,14 +27,16 @@ from kernbench.errors import KernbenchError
 from kernbench.model import NATIVE, Case, CaseResult, KernelSpec, case_id_of
 from kernbench.schema import migrate
 
-COMPARED_SETTINGS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
+COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes", "protocol",
+                     "isolation", "backends",
                      "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
                      "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps")
 """summary.json `settings` keys a resumed run must share with the interrupted one."""
 
 
 RESUMED_FLAGS: dict[str, str] = {
-    "iterations": "iters", "warmup": "warmup", "seed": "seed", "processes": "processes",
+    "iterations": "iters", "warmup": "warmup", "warmup_time_s": "warmup_time", "seed": "seed",
+    "processes": "processes", "isolation": "isolation",
     "backends": "backends", "precisions": "precision", "filters": "filter",
     "timeout_s": "timeout", "root": "root", "paths": "paths", "fake_call_ms": "debug_fake_timer",
     "max_memory_bytes": "max_memory", "shard": "shard", "sku": "sku",

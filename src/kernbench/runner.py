@@ -13,7 +13,6 @@ import dataclasses
 import fnmatch
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +24,8 @@ from typing import Any, NamedTuple
 from kernbench.discovery import GPU_CAPABLE_FRAMEWORKS
 from kernbench.errors import KernbenchError
 from kernbench.golden import detect_sku, golden_check
-from kernbench.isolation import WorkerExit, run_isolated
+from kernbench.isolation import WorkerExit
+from kernbench.launcher import WorkerLauncher
 from kernbench.limits import explain_memory_limit
 from kernbench.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.metrics.roofline import work_figures
@@ -66,12 +66,12 @@ class RunSettings:
     """Requested precisions; None means each kernel's declared precisions."""
     filters: tuple[str, ...] = ()
     timeout_s: float = 300.0
-    processes: int = 1
+    processes: int = 3
+    """Worker processes per case; their samples are kept as groups (see kernbench.replicates)."""
     shard: tuple[int, int] | None = None
     """Run only shard K of N (1-based) of the planned cases, split stably by kernel."""
     sku: str | None = None
     """The SKU golden values are looked up for; None: detected from the GPU's name."""
-    """Worker processes per case; their samples are kept as groups (see kernbench.replicates)."""
     trace_python: bool = False
     """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
     flush_l2: bool = True
@@ -98,6 +98,9 @@ class RunSettings:
     """The file `sweeps` came from, for error messages."""
     max_memory_bytes: int | None = None
     """Address-space limit (RLIMIT_AS) of each worker; None: no limit (kernbench.limits)."""
+    isolation: str = "fork"
+    """How workers start: "fork" (from a preloaded server per framework, spawned where fork
+    is unsafe) or "spawn" (a fresh interpreter per worker); see kernbench.launcher."""
 
 
 def now_iso() -> str:
@@ -200,8 +203,10 @@ def invalid_result(spec: KernelSpec) -> CaseResult:
 class BenchmarkRunner:
     """Runs cases in isolated worker processes, one at a time."""
 
-    def __init__(self, settings: RunSettings) -> None:
+    def __init__(self, settings: RunSettings, launcher: WorkerLauncher | None = None) -> None:
         self.settings = settings
+        self._launcher = launcher
+        """Shared with another runner (both sides of --ab), or made by :meth:`session`."""
         self._references: dict[ReferenceKey, str | None] = {}
         """Reference case -> None when its saved output exists, else why not."""
         self._unavailable: dict[tuple[str, str], str] = {}
@@ -245,28 +250,42 @@ class BenchmarkRunner:
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """Scratch space for one run's saved reference outputs (removed at the end)."""
+        """Scratch space for one run's saved reference outputs, and the run's worker launcher
+        (its fork servers); both go at the end."""
+        owned = self._launcher is None
+        if owned:
+            self._launcher = make_launcher(self.settings)
         with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch:
             self._scratch = Path(scratch)
             try:
                 yield
             finally:
                 self._scratch = None
+                if owned and self._launcher is not None:
+                    self._launcher.close()
+                    self._launcher = None
 
-    def run_case(self, case: Case) -> CaseResult:
-        """Run one case in `processes` fresh worker processes and build its record. A device
-        a worker found unavailable to a framework stays so for the rest of the run: later
-        cases of that framework and backend are skipped without starting a worker."""
+    def run_case(self, case: Case, slot: int = 0) -> CaseResult:
+        """Run one case in `processes` fresh worker processes and build its record; process k
+        starts from replicate slot `slot + k` (see kernbench.launcher). A device a worker
+        found unavailable to a framework stays so for the rest of the run: later cases of
+        that framework and backend are skipped without starting a worker."""
         known = self._unavailable.get((case.framework, case.backend))
         if known is not None:
             return unavailable_result(case, known)
-        first = self._run_once(case, first=True)
+        first = self._run_once(case, first=True, slot=slot)
         if self.settings.processes <= 1 or first.status != "ok":
             return apply_golden(first, case, self.settings.sku)
-        others = [self._run_once(case, first=False) for _ in range(self.settings.processes - 1)]
-        return apply_golden(merge_replicates([first, *others]), case, self.settings.sku)
+        others = [self._run_once(case, first=False, slot=slot + k)
+                  for k in range(1, self.settings.processes)]
+        merged = merge_replicates([first, *others])
+        if merged.work and merged.status == "ok":  # figures at the median of every process
+            peak = self._peak_for(case, merged.device_info.get("device_name"))
+            merged = dataclasses.replace(merged, work=_work(merged.work, merged.samples_ms, peak,
+                                                            {"precision": merged.precision}))
+        return apply_golden(merged, case, self.settings.sku)
 
-    def _run_once(self, case: Case, first: bool) -> CaseResult:
+    def _run_once(self, case: Case, first: bool, slot: int = 0) -> CaseResult:
         started = now_iso()
         extra: dict[str, Any] = (self._reference_fields(case) if first
                                  else {"skip_accuracy": True})
@@ -274,7 +293,7 @@ class BenchmarkRunner:
             extra.update(profile=self.settings.profile, profile_iters=self.settings.profile_iters,
                          profile_dir=str(self.settings.profile_dir), case_id=case.case_id)
         timeout = _timeout_for(case, self.settings.timeout_s)
-        payload, exit_info = self._launch(self._job(case), extra, timeout)
+        payload, exit_info = self._launch(self._job(case), extra, timeout, case.framework, slot)
         if payload and payload.get("backend_unavailable") and payload.get("reason"):
             self._unavailable[(case.framework, case.backend)] = str(payload["reason"])
         key = _reference_key(case)
@@ -282,18 +301,18 @@ class BenchmarkRunner:
             saved = Path(extra["save_output_path"]).is_file()
             self._references[key] = None if saved else _reference_failure(payload, exit_info,
                                                                            timeout)
-        result = build_result(case, payload, exit_info, started, timeout,
-                              self._peak_for(case, payload))
+        peak = (self._peak_for(case, (payload.get("device") or {}).get("device_name"))
+                if payload and payload.get("work") else None)
+        result = build_result(case, payload, exit_info, started, timeout, peak)
         return explain_memory_limit(result, self.settings.max_memory_bytes)
 
-    def _peak_for(self, case: Case, payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    def _peak_for(self, case: Case, device_name: object) -> dict[str, Any] | None:
         """The device's peak, for % of peak: the GPU table, or this CPU's probe (measured once
         per machine and cached). Only looked up for cases that declare work."""
-        if not payload or not payload.get("work") or self.settings.fake_call_ms is not None:
+        if self.settings.fake_call_ms is not None:
             return None
         if case.backend != "cpu":
-            name = (payload.get("device") or {}).get("device_name")
-            return gpu_peak(str(name)) if name else None
+            return gpu_peak(str(device_name)) if device_name else None
         if self.settings.cache_dir is None:
             return None
         if self._cpu_peak is None:
@@ -304,17 +323,29 @@ class BenchmarkRunner:
             self._cpu_peak = cpu_peak(self.settings.cache_dir, fingerprint)
         return self._cpu_peak
 
-    def _launch(self, job: dict[str, Any], extra: dict[str, Any],
-                timeout: float) -> tuple[dict[str, Any] | None, WorkerExit]:
+    def _launch(self, job: dict[str, Any], extra: dict[str, Any], timeout: float,
+                framework: str, slot: int = 0) -> tuple[dict[str, Any] | None, WorkerExit]:
         with tempfile.TemporaryDirectory(prefix="kernbench-") as tmp:
             result_path = Path(tmp) / "result.json"
             job_path = Path(tmp) / "job.json"
             job = {**job, **extra, "result_path": str(result_path)}
             job_path.write_text(json.dumps(job), encoding="utf-8")
-            exit_info = run_isolated([sys.executable, "-m", "kernbench.worker", str(job_path)],
-                                     cwd=self.settings.root, env=_worker_env(), timeout_s=timeout,
-                                     max_memory_bytes=self.settings.max_memory_bytes)
+            with self._launcher_for_call() as launcher:
+                exit_info = launcher.run(framework, slot, job_path, self.settings.root, timeout,
+                                         self.settings.max_memory_bytes)
             return read_json_object(result_path), exit_info
+
+    @contextmanager
+    def _launcher_for_call(self) -> Iterator[WorkerLauncher]:
+        """The session's launcher; outside a session, one made for this call alone."""
+        if self._launcher is not None:
+            yield self._launcher
+            return
+        launcher = make_launcher(dataclasses.replace(self.settings, isolation="spawn"))
+        try:
+            yield launcher
+        finally:
+            launcher.close()
 
     def _reference_fields(self, case: Case) -> dict[str, Any]:
         """Job fields that save (for the reference case) or load (for the others) a reference
@@ -342,7 +373,7 @@ class BenchmarkRunner:
         timeout = _timeout_for(case, self.settings.timeout_s)
         payload, exit_info = self._launch(
             self._job(reference_case), {"reference_only": True, "save_output_path": str(path)},
-            timeout)
+            timeout, reference_case.framework)
         return None if path.is_file() else _reference_failure(payload, exit_info, timeout)
 
     def _job(self, case: Case) -> dict[str, Any]:
@@ -467,6 +498,11 @@ def _reference_failure(payload: dict[str, Any] | None, exit_info: WorkerExit,
     return f"{payload.get('status', 'failed')}: {payload.get('reason') or 'no output saved'}"
 
 
+def make_launcher(settings: RunSettings) -> WorkerLauncher:
+    """The launcher of a run: its isolation mode, one fork-server slot per process."""
+    return WorkerLauncher(settings.isolation, _worker_env(), slots=settings.processes)
+
+
 def _worker_env() -> dict[str, str]:
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parent.parent)  # makes `kernbench` importable
@@ -476,10 +512,14 @@ def _worker_env() -> dict[str, str]:
 
 
 def _worker_facts(exit_info: WorkerExit) -> dict[str, Any]:
-    return {"pid": exit_info.pid, "exit_code": exit_info.returncode,
-            "signal": exit_info.signal_name, "wall_s": exit_info.wall_s,
-            "stdout_tail": exit_info.stdout_tail, "stderr_tail": exit_info.stderr_tail,
-            "stdout_bytes": exit_info.stdout_bytes, "stderr_bytes": exit_info.stderr_bytes}
+    facts = {"pid": exit_info.pid, "exit_code": exit_info.returncode,
+             "signal": exit_info.signal_name, "wall_s": exit_info.wall_s,
+             "stdout_tail": exit_info.stdout_tail, "stderr_tail": exit_info.stderr_tail,
+             "stdout_bytes": exit_info.stdout_bytes, "stderr_bytes": exit_info.stderr_bytes,
+             "isolation": exit_info.isolation}
+    if exit_info.note:
+        facts["isolation_note"] = exit_info.note
+    return facts
 
 
 def _died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
@@ -522,7 +562,7 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
     return CaseResult(
         status=payload["status"], reason=payload.get("reason"), samples_ms=samples_ms,
         inner_loops=payload.get("inner_loops", 0), warmup_iterations=len(warmup_ms),
-        warmup_ms=warmup_ms, timer=payload.get("timer"),
+        warmup_ms=warmup_ms, warmup_s=payload.get("warmup_s"), timer=payload.get("timer"),
         timer_overhead_ns=payload.get("timer_overhead_ns"),
         timer_resolution_ns=payload.get("timer_resolution_ns"),
         memory=payload.get("memory") or {}, output=output, device=device_info.get("device"),

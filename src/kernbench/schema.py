@@ -225,6 +225,8 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "output_dir": {"type": "string"},
             "iterations": {"type": "integer", "minimum": 1},
             "warmup": {"type": "integer", "minimum": 0},
+            "warmup_time_s": {"type": "number", "minimum": 0},
+            "isolation": {"enum": ["fork", "spawn"]},
             "seed": {"type": "integer"},
             "timeout_s": {"type": "number", "exclusiveMinimum": 0},
             "processes": {"type": "integer", "minimum": 1},

@@ -22,7 +22,8 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
     timing.update(inner_loops=result.inner_loops, warmup_iterations=result.warmup_iterations,
                   timer=result.timer, timer_overhead_ns=result.timer_overhead_ns,
                   timer_resolution_ns=result.timer_resolution_ns,
-                  warmup_ms=list(result.warmup_ms), samples_ms=list(result.samples_ms),
+                  warmup_ms=list(result.warmup_ms), warmup_s=result.warmup_s,
+                  samples_ms=list(result.samples_ms),
                   process_sample_counts=list(result.process_sample_counts))
     return timing
 
@@ -100,7 +101,8 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         process_sample_counts=tuple(timing.get("process_sample_counts") or ()),
         inner_loops=timing.get("inner_loops") or 0,
         warmup_iterations=timing.get("warmup_iterations") or 0,
-        warmup_ms=tuple(timing.get("warmup_ms") or ()), timer=timing.get("timer"),
+        warmup_ms=tuple(timing.get("warmup_ms") or ()), warmup_s=timing.get("warmup_s"),
+        timer=timing.get("timer"),
         timer_overhead_ns=timing.get("timer_overhead_ns"),
         timer_resolution_ns=timing.get("timer_resolution_ns"), memory=data.get("memory") or {},
         energy=data.get("energy") or {}, accuracy=data.get("accuracy") or {},
@@ -123,6 +125,7 @@ def spec_dict(spec: KernelSpec) -> dict[str, Any]:
         "backends": list(spec.backends), "dependencies": list(spec.dependencies),
         "parameters": list(spec.parameters), "has_setup": spec.has_setup,
         "setup_parameters": list(spec.setup_parameters),
+        "ignores_precision": spec.ignores_precision,
         "config_path": spec.config_path, "status": spec.status, "error": spec.error,
         "config": _config_dict(spec.config),
     }

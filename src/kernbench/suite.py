@@ -27,6 +27,8 @@ SUITE_KEYS: dict[str, tuple[str, str]] = {
     "output_dir": ("output_dir", "--output-dir"),
     "iterations": ("iters", "--iters"),
     "warmup": ("warmup", "--warmup"),
+    "warmup_time_s": ("warmup_time", "--warmup-time"),
+    "isolation": ("isolation", "--isolation"),
     "seed": ("seed", "--seed"),
     "timeout_s": ("timeout", "--timeout"),
     "processes": ("processes", "--processes"),
@@ -132,7 +134,7 @@ def _convert(key: str, value: Any) -> Any:
         from kernbench.reporting.formats import parse_formats
 
         return parse_formats(",".join(value))
-    if key in ("timeout_s", "threshold"):
+    if key in ("timeout_s", "threshold", "warmup_time_s"):
         return float(value)
     if isinstance(value, list):
         items = tuple(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))

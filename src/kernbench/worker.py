@@ -8,6 +8,7 @@ mistaken for it, and the parent only keeps a bounded tail of the output.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -22,23 +23,21 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.backends import backend_for
-from kernbench.backends.base import Backend, iter_leaves
+from kernbench.backends.base import Backend, walk_leaves
 from kernbench.compiling import CompileWatch, compile_function
 from kernbench.conditions import parse_condition
 from kernbench.contract import BoundKernel, ContractError, bind_kernel, import_kernel
-from kernbench.convert import to_framework
 from kernbench.errors import SkipCase, UnsupportedPrecision
+from kernbench.files import write_text_atomic
 from kernbench.formulas import parse_formula
 from kernbench.metrics import MetricsCollector
-from kernbench.metrics.accuracy import compute_accuracy
 from kernbench.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
 from kernbench.metrics.gpu_state import gpu_state
 from kernbench.metrics.memory import merge_device_memory
-from kernbench.metrics.outputs import load_output, save_output
 from kernbench.model import NATIVE, ProtocolSettings
-from kernbench.precision import precision_of_dtype
+from kernbench.precision import ignored_precision, precision_of_dtype
 from kernbench.profiling import DEFAULT_PROFILE_ITERS, profile_case
-from kernbench.reporting import write_text_atomic
+from kernbench.protocol import wait_untimed
 
 OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
                     "numba", "ml_dtypes"}
@@ -106,6 +105,9 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
             return {"status": "skipped", "reason": f"requires {root}, which is not installed"}
         return _failure(exc)
     except BaseException as exc:
+        unsupported = _unsupported_precision(exc, str(job.get("precision")))
+        if unsupported is not None:
+            return {"status": "skipped", "reason": unsupported}
         return _failure(exc)
 
 
@@ -169,6 +171,8 @@ def _bind(job: Mapping[str, Any], module: ModuleType, function: Callable[..., An
         return bind_kernel(module, function, job.get("problem_size"), harness, impl["setup"])
 
     def convert(prepared: Mapping[str, Any]) -> Mapping[str, Any]:
+        from kernbench.convert import to_framework
+
         return to_framework(prepared, job["framework"], job["precision"], job["backend"])
     return bind_kernel(module, function, job.get("problem_size"), harness, convert=convert)
 
@@ -192,12 +196,13 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
     backend.reset_device_memory(backend_name)
     with collector.measure_memory(bool(job.get("trace_python"))) as host_memory:
         kernel = _bind(job, module, function, harness)
-        call = kernel.call
+        call = kernel.bare_call()
         if watch is not None:  # compiles outside the protocol: never in warmup or samples
             watch.first_call(call, backend.synchronizer(backend_name))
-        if fake:
+        if fake:  # no settling on a fake clock: its calls take no real time to warm up
             clock = FakeClock(float(job["fake_call_ms"]) * 1e6)
             call, collector.timer = clock.wrap(call), clock
+            collector.settings = dataclasses.replace(settings, warmup_time_s=0.0)
         if job.get("slowdown"):
             call = slowed(call, float(job["slowdown"]))
         flush = backend.l2_flusher(backend_name) if job.get("flush_l2", True) else None
@@ -206,7 +211,8 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
     output = describe_output(outcome.last_result)
     result: dict[str, Any] = {
         "samples_ns": list(m.samples_ns), "inner_loops": m.inner_loops,
-        "warmup_ns": list(m.warmup_ns), "timer": m.timer,
+        "warmup_ns": list(m.warmup_ns), "warmup_s": None if fake else m.warmup_s,
+        "timer": m.timer,
         "timer_overhead_ns": m.timer_overhead_ns, "timer_resolution_ns": _resolution_ns(m.timer),
         "memory": merge_device_memory(host_memory, backend.device_memory(backend_name)),
         "energy": energy_record(region, m.inner_loops * len(m.samples_ns)),
@@ -218,6 +224,8 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
     if watch is not None:
         result["compile"] = watch.record()
     if job.get("save_output_path"):
+        from kernbench.metrics.outputs import save_output
+
         save_output(outcome.last_result, Path(job["save_output_path"]))
     # The case's precision sets the tolerance; the output's dtype only labels native kernels.
     label = job["precision"] if job["precision"] != NATIVE else output.get("precision")
@@ -227,6 +235,9 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
         result["accuracy"] = _accuracy(job, kernel, outcome.last_result, str(label or NATIVE))
         if result["accuracy"].get("passed") is False:
             result.update(status="failed", reason=_accuracy_failure(result["accuracy"]))
+    ignored = ignored_precision(job["precision"], output["items"])
+    if ignored is not None and result.get("status") != "failed":
+        result.update(status="failed", reason=ignored)
     if job.get("profile") and job.get("profile_dir"):
         result["profile"] = _profile(job, backend, kernel)
     return result
@@ -278,8 +289,10 @@ def _resolution_ns(timer: str) -> float | None:
 def _reference_only(job: Mapping[str, Any], backend: Backend,
                     kernel: BoundKernel) -> dict[str, Any]:
     """Compute the bench.yaml reference case's output once (untimed) and save it."""
+    from kernbench.metrics.outputs import save_output
+
     value = kernel.call()
-    backend.synchronizer(job["backend"]).synchronize(value)
+    wait_untimed(backend.synchronizer(job["backend"]), value)
     save_output(value, Path(job["save_output_path"]))
     return {"reference_only": True, "output": describe_output(value)}
 
@@ -293,6 +306,8 @@ def _accuracy(job: Mapping[str, Any], kernel: BoundKernel, value: object,
     if job.get("reference_error"):
         return {**NO_ACCURACY, "reason": f"not checked: {job['reference_error']}"}
     if job.get("reference_output_path"):
+        from kernbench.metrics.outputs import load_output
+
         reference = load_output(Path(job["reference_output_path"]))
         source = str(job.get("reference_label", "reference case"))
     elif kernel.reference_function() is not None:
@@ -303,6 +318,8 @@ def _accuracy(job: Mapping[str, Any], kernel: BoundKernel, value: object,
     else:
         return {**NO_ACCURACY, "reason": "not checked: the kernel has no reference() and its "
                                          "bench.yaml names no reference case"}
+    from kernbench.metrics.accuracy import compute_accuracy
+
     return {**compute_accuracy(value, reference, precision, tolerances),
             "reference_source": source}
 
@@ -369,15 +386,24 @@ def _seed_everything(seed: int) -> None:
 
 
 def describe_output(value: object) -> dict[str, Any]:
-    """Type, dtype, shape and precision of a result (of its first leaves), never its data."""
-    leaves = iter_leaves(value)
-    described = [_describe_leaf(leaf) for leaf in leaves[:8]]
+    """Type, dtype, shape and precision of a result (of its first leaves), never its data.
+    One lazy pass over the leaves (a list of a million floats is walked once, untimed)."""
+    described: list[dict[str, Any]] = []
+    count, nbytes = 0, 0
+    sized = True
+    for leaf in walk_leaves(value):
+        if count < 8:
+            described.append(_describe_leaf(leaf))
+        count += 1
+        size = getattr(leaf, "nbytes", None) if sized else None
+        if isinstance(size, int):
+            nbytes += size
+        else:
+            sized = False
     first = next((d for d in described if d.get("precision")), None)
-    sizes = [getattr(leaf, "nbytes", None) for leaf in leaves]
-    ints = [s for s in sizes if isinstance(s, int)]
-    nbytes = sum(ints) if len(ints) == len(sizes) else None
-    return {"type": type(value).__name__, "leaves": len(leaves), "items": described,
-            "precision": first["precision"] if first else None, "nbytes": nbytes}
+    return {"type": type(value).__name__, "leaves": count, "items": described,
+            "precision": first["precision"] if first else None,
+            "nbytes": nbytes if sized else None}
 
 
 def _describe_leaf(leaf: object) -> dict[str, Any]:

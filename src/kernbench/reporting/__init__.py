@@ -9,13 +9,13 @@ into place, so a run killed half-way leaves valid files for everything that fini
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernbench.files import read_json_object, write_json_atomic, write_text_atomic
 from kernbench.model import CaseResult, RunResult
 from kernbench.schema import SCHEMA_VERSION
 from kernbench.serialize import record_dict, summary_dict
@@ -34,30 +34,6 @@ def safe_filename(name: str) -> str:
         return cleaned
     digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{cleaned or '_'}-{digest}"
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return path
-
-
-def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in `path`, or None when it is missing, unreadable or not an object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_json_atomic(path: Path, data: Any) -> Path:
-    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 class ReportGenerator:

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""The cost of isolation: what a suite spends outside its kernels, spawn versus fork server.
+
+Part 1, per-case overhead. For each framework (plain Python, numpy, torch, JAX where
+installed) a tree of ``--cases`` trivial kernels (each imports the framework and returns at
+once) is run by ``kernbench.api.run_suite`` with the default settings but ``--warmup-time 0``,
+once per isolation mode. Overhead per case = (suite wall time - the kernels' own work) / cases,
+where the kernels' own work is every timed sample (samples x inner loops) plus the warm-up the
+workers measured. It is the price of starting the case's worker processes, importing, setting
+up and writing results; the share of it per worker process is shown too (``--processes``
+workers per case, 3 by default).
+
+Part 2, share of wall time inside kernels. Twenty numpy kernels that each take 1 ms per call
+run with the default settings (fork server, 3 processes per case, 30 samples, 0.1 s warm-up):
+the share of the suite's wall time spent in timed samples, and in the kernel at all (timed
+samples and warm-up calls, the warm-up counted as the longest worker's times the processes,
+so an upper bound).
+
+Goals (measurement-truth issue): <= 50 ms overhead per case for every framework with the fork
+server; >= 50 % of the wall time inside kernels with the default settings.
+
+    python benchmarks/bench_isolation.py [--cases 12] [--rounds 2] [--only numpy,torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+sys.path.insert(0, str(SRC))
+
+from kernbench.api import run_suite  # noqa: E402
+from kernbench.model import CaseResult, ProtocolSettings  # noqa: E402
+from kernbench.runner import RunSettings  # noqa: E402
+
+FRAMEWORKS = {
+    "python": ("", "None"),
+    "numpy": ("import numpy as np", "np.float64(0.0)"),
+    "torch": ("import torch", "torch.zeros(())"),
+    "jax": ("import jax.numpy as jnp", "jnp.zeros(())"),
+}
+ONE_MS_KERNEL = """
+import time
+
+import numpy as np
+
+
+def run_benchmark():
+    end = time.perf_counter() + 0.001
+    while time.perf_counter() < end:
+        pass
+    return np.float64(0.0)
+"""
+
+
+def trivial_tree(root: Path, framework: str, cases: int) -> None:
+    imports, value = FRAMEWORKS[framework]
+    for index in range(cases):
+        folder = root / "kernels" / f"{framework}_{index:02d}"
+        folder.mkdir(parents=True)
+        (folder / f"{framework}_{index:02d}.py").write_text(
+            f"{imports}\n\n\ndef run_benchmark():\n    return {value}\n", encoding="utf-8")
+
+
+def one_ms_tree(root: Path, cases: int) -> None:
+    for index in range(cases):
+        folder = root / "kernels" / f"busy_{index:02d}"
+        folder.mkdir(parents=True)
+        (folder / f"busy_{index:02d}.py").write_text(textwrap.dedent(ONE_MS_KERNEL),
+                                                    encoding="utf-8")
+
+
+def timed_s(result: CaseResult) -> float:
+    """Seconds the case's workers spent in timed samples."""
+    return sum(result.samples_ms) * max(result.inner_loops, 1) / 1e3
+
+
+def warmup_s(result: CaseResult, processes: int) -> float:
+    """Seconds in warm-up calls: the longest worker's warm-up times the workers (upper bound)."""
+    return (result.warmup_s or 0.0) * processes
+
+
+def run_tree(root: Path, out: Path, settings: RunSettings) -> tuple[float, list[CaseResult]]:
+    started = time.perf_counter()
+    outcome = run_suite(settings, out)
+    wall_s = time.perf_counter() - started
+    results = list(outcome.run.results)
+    failed = [r for r in results if r.status != "ok"]
+    if failed:
+        raise SystemExit(f"{failed[0].case_id}: {failed[0].status}: {failed[0].reason}")
+    return wall_s, results
+
+
+def overhead_ms(root: Path, scratch: Path, isolation: str, processes: int) -> float:
+    settings = RunSettings(root=root, isolation=isolation, processes=processes,
+                           protocol=ProtocolSettings(warmup_time_s=0.0))
+    wall_s, results = run_tree(root, scratch / f"out-{isolation}", settings)
+    work_s = sum(timed_s(r) + warmup_s(r, processes) for r in results)
+    return (wall_s - work_s) / len(results) * 1e3
+
+
+def part_one(args: argparse.Namespace, tmp: Path) -> bool:
+    frameworks = [f for f in (args.only.split(",") if args.only else FRAMEWORKS)
+                  if f == "python" or importlib.util.find_spec(f) is not None]
+    print(f"\nPer-case overhead: {args.cases} trivial kernels per framework, "
+          f"{args.processes} worker processes per case, --warmup-time 0, "
+          f"median of {args.rounds} rounds\n")
+    print("| framework | spawn, per case | fork server, per case | fork, per worker | "
+          "spawn / fork | goal (fork, per case) | met |")
+    print("|---|---:|---:|---:|---:|---|---|")
+    all_met = True
+    for framework in frameworks:
+        root = tmp / f"tree-{framework}"
+        trivial_tree(root, framework, args.cases)
+        figures: dict[str, list[float]] = {"spawn": [], "fork": []}
+        for _ in range(args.rounds):
+            for isolation in ("fork", "spawn"):
+                figures[isolation].append(overhead_ms(root, tmp, isolation, args.processes))
+        spawn, fork = (statistics.median(figures[k]) for k in ("spawn", "fork"))
+        met = fork <= 50.0
+        all_met &= met
+        print(f"| {framework} | {spawn:.0f} ms | {fork:.0f} ms | "
+              f"{fork / args.processes:.0f} ms | {spawn / fork:.1f}x | <= 50 ms | "
+              f"{'yes' if met else 'NO'} |", flush=True)
+    return all_met
+
+
+def part_two(args: argparse.Namespace, tmp: Path) -> bool:
+    root = tmp / "tree-busy"
+    one_ms_tree(root, 20)
+    defaults = RunSettings(root=root)
+    rows = []
+    for isolation in ("fork", "spawn"):
+        settings = replace(defaults, isolation=isolation)
+        wall_s, results = run_tree(root, tmp / f"busy-{isolation}", settings)
+        timed = sum(timed_s(r) for r in results)
+        inside = timed + sum(warmup_s(r, settings.processes) for r in results)
+        rows.append((isolation, wall_s, timed / wall_s, inside / wall_s))
+    print(f"\nTwenty 1 ms kernels, default settings ({defaults.processes} processes per case, "
+          f"{defaults.protocol.iterations} samples, "
+          f"{defaults.protocol.warmup_time_s:g} s warm-up)\n")
+    print("| isolation | suite wall | in timed samples | inside kernels (timed + warm-up) "
+          "| goal | met |")
+    print("|---|---:|---:|---:|---|---|")
+    met = True
+    for isolation, wall_s, timed_share, inside_share in rows:
+        ok = inside_share >= 0.5
+        if isolation == "fork":
+            met = ok
+        print(f"| {isolation} | {wall_s:.1f} s | {timed_share:.0%} | <= {inside_share:.0%} | "
+              f"{'>= 50 %' if isolation == 'fork' else '-'} | "
+              f"{('yes' if ok else 'NO') if isolation == 'fork' else '-'} |")
+    return met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--processes", type=int, default=RunSettings(root=Path()).processes)
+    parser.add_argument("--only", default="", help="comma list of frameworks for part 1")
+    parser.add_argument("--skip-share", action="store_true", help="leave part 2 out")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kernbench-isolation-") as tmp:
+        met = part_one(args, Path(tmp))
+        if not args.skip_share:
+            met &= part_two(args, Path(tmp))
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Measurement truth: the same functions timed by kernbench, by timeit and by pyperf, in one run.
+
+Each function is a kernel file in a generated tree. kernbench times it the way a user's run
+does (``kernbench.api.run_suite``: discovery, isolated worker processes, the full protocol,
+default settings but ``--iters``); ``timeit`` (``Timer.autorange``, then the median of
+``--repeat`` repeats, after one warming autorange) and ``pyperf timeit --fast`` (where pyperf
+is installed) time the very same function, with the same arguments, each in a fresh interpreter
+as kernbench does. Rounds
+alternate the tools so that a drift of the machine hits all of them; the figure shown is the
+median over rounds, and each ratio is the median of the per-round ratios.
+
+Goals (measurement-truth issue): the empty function within 2x of timeit; every kernel of 1 us
+or more within +-5 %; the 8 MB allocating kernel within +-5 %; the kernel that returns a list
+of a million floats within 1.5x.
+
+    python benchmarks/bench_truth.py [--rounds 3] [--iters 30] [--no-pyperf] [--only NAME,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import timeit
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+sys.path.insert(0, str(SRC))
+
+from kernbench.api import run_suite  # noqa: E402
+from kernbench.model import ProtocolSettings  # noqa: E402
+from kernbench.runner import RunSettings  # noqa: E402
+from kernbench.stats import percentile  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    source: str
+    goal: tuple[float, float]
+    """Allowed ratio kernbench / timeit: (low, high)."""
+    wait: str = ""
+    """What the timeit/pyperf statement appends to wait for the result (JAX)."""
+    needs: str | None = None
+    """A module that must be importable (torch, jax), else the kernel is left out."""
+
+
+WITHIN_5 = (0.95, 1.05)
+KERNELS = (
+    Kernel("empty", """
+        def run_benchmark():
+            return None
+        """, (0.0, 2.0)),
+    Kernel("numpy_1us", """
+        import numpy as np
+
+        def setup():
+            a, b = np.ones(1000), np.ones(1000)
+            return {"a": a, "b": b, "out": np.empty_like(a)}
+
+        def run_benchmark(a, b, out):
+            return np.add(a, b, out=out)
+        """, WITHIN_5),
+    Kernel("numpy_100us", """
+        import numpy as np
+
+        def setup():
+            return {"x": np.random.default_rng(0).standard_normal(60_000)}
+
+        def run_benchmark(x):
+            return x.cumsum()
+        """, WITHIN_5),
+    Kernel("numpy_10ms", """
+        import numpy as np
+
+        def setup():
+            return {"x": np.random.default_rng(0).standard_normal(200_000)}
+
+        def run_benchmark(x):
+            return np.sort(x, kind="stable")
+        """, WITHIN_5),
+    Kernel("alloc_8mb", """
+        import numpy as np
+
+        def run_benchmark():
+            return np.ones(1 << 20)          # 8 MB, allocated, written and returned
+        """, WITHIN_5),
+    Kernel("list_1m", """
+        DATA = [0.5] * 1_000_000
+
+        def run_benchmark():
+            return DATA                      # a Python list of a million floats
+        """, (0.0, 1.5)),
+    Kernel("torch_add", """
+        import torch
+
+        def setup():
+            return {"a": torch.ones(1 << 20), "b": torch.ones(1 << 20)}
+
+        def run_benchmark(a, b):
+            return torch.add(a, b)
+        """, WITHIN_5, needs="torch"),
+    Kernel("jax_jit", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def _scale(x):
+            return jnp.tanh(x) * 2.0 + 1.0
+
+        def setup():
+            return {"x": jnp.ones(1 << 20, dtype=jnp.float32)}
+
+        def run_benchmark(x):
+            return _scale(x)
+        """, WITHIN_5, wait=".block_until_ready()", needs="jax"),
+)
+
+
+def write_tree(root: Path, kernels: list[Kernel]) -> None:
+    for kernel in kernels:
+        folder = root / "kernels" / kernel.name
+        folder.mkdir(parents=True)
+        (folder / f"{kernel.name}.py").write_text(textwrap.dedent(kernel.source),
+                                                  encoding="utf-8")
+
+
+def load(root: Path, kernel: Kernel) -> tuple[Callable[[], object], Any]:
+    """The kernel's zero-argument call as timeit times it, and its module."""
+    path = root / "kernels" / kernel.name / f"{kernel.name}.py"
+    spec = importlib.util.spec_from_file_location(f"truth_{kernel.name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kwargs = module.setup() if hasattr(module, "setup") else {}
+    call = partial(module.run_benchmark, **kwargs) if kwargs else module.run_benchmark
+    if kernel.wait:
+        inner = call
+        call = lambda: inner().block_until_ready()  # noqa: E731
+    return call, module
+
+
+def timeit_ns(call: Callable[[], object], repeat: int) -> float:
+    timer = timeit.Timer(call)
+    number, _ = timer.autorange()
+    return statistics.median(timer.repeat(repeat, number)) / number * 1e9
+
+
+def timeit_in_fresh_process(root: Path, kernel: Kernel, repeat: int) -> float:
+    """timeit's figure for one kernel, taken in a new interpreter as kernbench's and pyperf's
+    are: in this process, torch's and JAX's thread pools and allocator state left by the other
+    kernels would tilt the comparison (an 8 MB allocation here ran 2x slower after them)."""
+    out = subprocess.run([sys.executable, __file__, "--timeit-one", kernel.name, str(root),
+                          str(repeat)], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip())
+
+
+def pyperf_ns(root: Path, kernel: Kernel, scratch: Path) -> float | None:
+    """pyperf's median for the same call, or None when pyperf is not installed."""
+    if importlib.util.find_spec("pyperf") is None:
+        return None
+    folder = root / "kernels" / kernel.name
+    setup = (f"import sys; sys.path.insert(0, {str(folder)!r}); import {kernel.name} as m; "
+             "kw = m.setup() if hasattr(m, 'setup') else {}; f = m.run_benchmark")
+    out = scratch / f"pyperf-{kernel.name}.json"
+    out.unlink(missing_ok=True)
+    subprocess.run([sys.executable, "-m", "pyperf", "timeit", "--fast", "--quiet",
+                    "-o", str(out), "-s", setup, f"f(**kw){kernel.wait}"],
+                   check=True, capture_output=True)
+    import pyperf
+
+    return float(pyperf.Benchmark.load(str(out)).median()) * 1e9
+
+
+def kernbench_ns(root: Path, iters: int, scratch: Path) -> dict[str, float]:
+    """p50 of every kernel in one kernbench run, as a user's run takes it."""
+    settings = RunSettings(root=root, protocol=ProtocolSettings(iterations=iters))
+    outcome = run_suite(settings, scratch / "kernbench")
+    figures = {}
+    for result in outcome.run.results:
+        if result.status != "ok":
+            raise SystemExit(f"{result.case_id}: {result.status}: {result.reason}")
+        figures[result.kernel_name] = percentile(result.samples_ms, 50) * 1e6
+    return figures
+
+
+def fmt_ns(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("ms", 1e6), ("us", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} ns"
+
+
+def timeit_one(name: str, root: str, repeat: str) -> int:
+    """The child side of `timeit_in_fresh_process`: print timeit's ns per call."""
+    kernel = next(k for k in KERNELS if k.name == name)
+    call, _ = load(Path(root), kernel)
+    timeit_ns(call, 1)  # the first autorange warms the function, its caches and thread pools
+    print(timeit_ns(call, int(repeat)))
+    return 0
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--timeit-one"]:
+        return timeit_one(*sys.argv[2:5])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=7, help="timeit repeats per round")
+    parser.add_argument("--no-pyperf", action="store_true")
+    parser.add_argument("--only", default="", help="comma list of kernel names")
+    args = parser.parse_args()
+    wanted = set(filter(None, args.only.split(",")))
+    kernels = [k for k in KERNELS if (not wanted or k.name in wanted)
+               and (k.needs is None or importlib.util.find_spec(k.needs) is not None)]
+    runs: dict[str, dict[str, list[float]]] = {k.name: {"kb": [], "ti": [], "pp": []}
+                                               for k in kernels}
+    with tempfile.TemporaryDirectory(prefix="kernbench-truth-") as tmp:
+        root, scratch = Path(tmp) / "tree", Path(tmp) / "scratch"
+        write_tree(root, kernels)
+        scratch.mkdir()
+        for round_index in range(args.rounds):
+            print(f"round {round_index + 1}/{args.rounds}", file=sys.stderr)
+            for name, value in kernbench_ns(root, args.iters, scratch).items():
+                runs[name]["kb"].append(value)
+            for kernel in kernels:
+                runs[kernel.name]["ti"].append(timeit_in_fresh_process(root, kernel,
+                                                                       args.repeat))
+                if not args.no_pyperf:
+                    value = pyperf_ns(root, kernel, scratch)
+                    if value is not None:
+                        runs[kernel.name]["pp"].append(value)
+    return report(kernels, runs, args)
+
+
+def report(kernels: list[Kernel], runs: dict[str, dict[str, list[float]]],
+           args: argparse.Namespace) -> int:
+    print(f"\nkernbench vs timeit and pyperf, same functions, {args.rounds} rounds "
+          f"(kernbench --iters {args.iters}; medians over rounds)\n")
+    print("| kernel | timeit | pyperf | kernbench | kernbench / timeit | kernbench / pyperf "
+          "| goal | met |")
+    print("|---|---:|---:|---:|---:|---:|---|---|")
+    failed = 0
+    for kernel in kernels:
+        data = runs[kernel.name]
+        ratios = [kb / ti for kb, ti in zip(data["kb"], data["ti"], strict=True)]
+        ratio = statistics.median(ratios)
+        pp = statistics.median(data["pp"]) if data["pp"] else None
+        pp_ratio = (statistics.median([kb / p for kb, p in zip(data["kb"], data["pp"],
+                                                                strict=False)])
+                    if data["pp"] else None)
+        low, high = kernel.goal
+        met = low <= ratio <= high
+        failed += not met
+        goal = f"<= {high:g}x" if low == 0 else f"{low:g}-{high:g}x"
+        print(f"| {kernel.name} | {fmt_ns(statistics.median(data['ti']))} | {fmt_ns(pp)} | "
+              f"{fmt_ns(statistics.median(data['kb']))} | {ratio:.2f} "
+              f"({min(ratios):.2f}-{max(ratios):.2f}) | "
+              f"{'-' if pp_ratio is None else f'{pp_ratio:.2f}'} | {goal} | "
+              f"{'yes' if met else 'NO'} |")
+    print(json.dumps({k: {t: [round(v, 1) for v in vs] for t, vs in d.items()}
+                      for k, d in runs.items()}), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

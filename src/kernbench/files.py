@@ -1,0 +1,38 @@
+"""Files written so that a reader never sees half of one: the one home of atomic writes.
+
+Every write goes to a temporary file beside the target, is flushed to disk and renamed into
+place (``os.replace``), so a run killed half-way leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["read_json_object", "write_json_atomic", "write_text_atomic"]
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
