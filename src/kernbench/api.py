@@ -13,17 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernbench.compare import (
+    ADVICE,
     DEFAULT_ACCURACY_DRIFT,
     DEFAULT_ALPHA,
     DEFAULT_THRESHOLD,
     Thresholds,
+    calibration_change,
     compare_results,
+    machine_caveats,
     skipped_on_both_sides,
 )
 from kernbench.discovery import KernelDiscovery
 from kernbench.environment import collect_environment
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.inputs import LoadedRun, load_run, run_from_document
+from kernbench.machine import RunState
 from kernbench.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.reporting import ReportGenerator, read_json_object
 from kernbench.runner import (
@@ -102,13 +106,14 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
             clear_previous_reports(output_dir)
             sink.start(environment, manifest, started, run_settings)
         complete = False
+        machine = RunState(measure=settings.fake_call_ms is None)
         try:
             BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
                                           keep=False)
             complete = True
         finally:
             with guard.critical():
-                run = sink.finish(complete)
+                run = sink.finish(complete, machine.finish(complete))
     return RunOutcome(run, output_dir, exit_code_for(run.results))
 
 
@@ -242,10 +247,12 @@ class _ResultSink:
         path = self.reports.kernel_path(name)
         return records_of(read_document(path), path)
 
-    def finish(self, complete: bool) -> RunResult:
+    def finish(self, complete: bool, machine_state: Mapping[str, Any] | None = None) -> RunResult:
         self._flush()
         self._current = ("", [])
         results = [r for name in self._written for r in self._read_back(name)]
+        if machine_state is not None:
+            self._environment["machine_state"] = dict(machine_state)
         run = self._run(complete, results)
         self.reports.write_environment(run.environment)
         self.reports.write_summary(run)
@@ -377,14 +384,26 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
     from kernbench.reporting.regressions import comparison_document, write_comparison
 
     cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
+    changed = None
+    if not paired:  # an interleaved A/B shares the machine's changes between its two sides
+        cases = machine_caveats(cases, base.results, cand.results,
+                                base.meta.get("machine_state"), cand.meta.get("machine_state"))
+        changed = calibration_change(base.meta.get("machine_state"),
+                                     cand.meta.get("machine_state"))
     settings = {"threshold": thresholds.latency, "accuracy_drift": thresholds.accuracy_drift,
                 "alpha": alpha, "per_kernel": dict(thresholds.per_kernel), "paired": paired}
     document = comparison_document(cases, base.meta, cand.meta, settings, note,
                                    skipped_on_both_sides(base.results, cand.results))
+    warnings = []
     prints = (base.meta.get("fingerprint"), cand.meta.get("fingerprint"))
     if all(prints) and prints[0] != prints[1]:
-        document["warnings"] = [f"baseline and candidate ran on different machines "
-                                f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware"]
+        warnings.append(f"baseline and candidate ran on different machines "
+                        f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware")
+    if changed:
+        warnings.append(f"the machine changed: {changed}; claimed changes are inconclusive, "
+                        f"{ADVICE}")
+    if warnings:
+        document["warnings"] = warnings
     write_comparison(output_dir, document)
     return document
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kernbench.model import IMPL_PREFIX, CaseResult, case_id_of
@@ -73,6 +74,8 @@ class CaseComparison:
     """The bench.yaml sweep point (its label is part of the case id); None without a sweep."""
     implementation: str | None = None
     """The implementation, for a kernel with several (part of the case id)."""
+    claimed: str | None = None
+    """What the statistics alone said, when the machine made the verdict inconclusive."""
 
     @property
     def label(self) -> str:
@@ -185,6 +188,101 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
             point=cand.point, implementation=cand.implementation))
     return sorted(decided, key=lambda c: c.key)
+
+
+BUSY_OTHER_CORES = 0.5
+"""Other processes keeping at least this many cores busy during a case's samples: busy."""
+BUSY_STEAL_SHARE = 0.05
+"""The hypervisor stealing at least this share of the CPU time during the samples: busy."""
+CALIBRATION_TOLERANCE = 1.25
+"""Calibrations differing by more than this factor: the machine changed. Repeated calibrations
+of a quiet machine here agree within about 5%; one CPU hog on two cores makes the all-cores
+kernel 1.5-2x slower."""
+CALIBRATIONS = {"all_cores_hash_ms": "all-cores hash"}
+ADVICE = ("for a trustworthy answer run an interleaved A/B (`--ab REF`), or both runs again on "
+          "a quiet machine with `--processes 3` or more")
+
+
+def calibration_change(baseline: Mapping[str, Any] | None,
+                       candidate: Mapping[str, Any] | None) -> str | None:
+    """How the machine changed between or during two runs, from the calibrations in their
+    `machine_state` (kernbench.machine); None when it did not (or was not measured)."""
+    worst: tuple[float, str] | None = None
+    for metric, name in CALIBRATIONS.items():
+        base, cand = _calibration(baseline, metric), _calibration(candidate, metric)
+        factors = []
+        if base and cand:
+            between = statistics.median(cand) / statistics.median(base)
+            factors.append((between, f"calibration {_factor(between)} in the candidate run "
+                                     f"than in the baseline's ({name})"))
+        for side, values in (("baseline", base), ("candidate", cand)):
+            if len(values) == 2:
+                during = values[1] / values[0]
+                factors.append((during, f"calibration {_factor(during)} at the end of the "
+                                        f"{side} run than at its start ({name})"))
+        for factor, text in factors:
+            if worst is None or abs(math.log(factor)) > abs(math.log(worst[0])):
+                worst = (factor, text)
+    if worst is None or abs(math.log(worst[0])) <= math.log(CALIBRATION_TOLERANCE):
+        return None
+    return worst[1]
+
+
+def _calibration(state: Mapping[str, Any] | None, metric: str) -> list[float]:
+    """[before, after] (what was measured of them) of one calibration kernel."""
+    values = []
+    for moment in ("before", "after"):
+        found = ((state or {}).get(moment) or {}).get("calibration") or {}
+        value = found.get(metric) if isinstance(found, Mapping) else None
+        if isinstance(value, (int, float)) and value > 0:
+            values.append(float(value))
+    return values
+
+
+def _factor(ratio: float) -> str:
+    return f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
+
+
+def busy(machine: Mapping[str, Any] | None) -> str | None:
+    """Why a case's samples were taken on a busy machine (kernbench.machine's activity)."""
+    if not machine:
+        return None
+    other, steal = machine.get("other_cpu_cores") or 0.0, machine.get("steal_share") or 0.0
+    if other >= BUSY_OTHER_CORES:
+        cpus = machine.get("cpus")
+        return f"other processes kept {other:.1f}{f' of {cpus}' if cpus else ''} CPUs busy"
+    if steal >= BUSY_STEAL_SHARE:
+        return f"the hypervisor stole {steal:.0%} of the CPU time"
+    return None
+
+
+def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResult],
+                    candidate: Sequence[CaseResult], baseline_state: Mapping[str, Any] | None,
+                    candidate_state: Mapping[str, Any] | None) -> list[CaseComparison]:
+    """Claimed changes that the machine, not the code, may explain, made inconclusive: every
+    regressed or improved case when the calibration changed between or during the runs, and
+    a case whose samples (on either side) were taken while other processes were busy."""
+    changed = calibration_change(baseline_state, candidate_state)
+    base_by_key = {case_key(r): r for r in baseline}
+    cand_by_key = {case_key(r): r for r in candidate}
+    judged = []
+    for case in cases:
+        if case.verdict not in ("regressed", "improved") or case.method is None:
+            judged.append(case)
+            continue
+        reasons = [f"the machine changed ({changed})"] if changed else []
+        for side, results in (("baseline", base_by_key), ("candidate", cand_by_key)):
+            found = results.get(case.key)
+            why = busy(found.machine if found is not None else None)
+            if why:
+                reasons.append(f"the machine was busy during the {side}'s samples ({why})")
+        if not reasons:
+            judged.append(case)
+            continue
+        note = (f"inconclusive: {'; '.join(reasons)}. The figures alone say {case.verdict}"
+                f"{f' ({case.ratio:.2f}x)' if case.ratio else ''}; {ADVICE}")
+        judged.append(replace(case, verdict="inconclusive", claimed=case.verdict, note=note))
+    return judged
 
 
 def skipped_on_both_sides(baseline: Sequence[CaseResult],

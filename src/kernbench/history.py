@@ -111,6 +111,7 @@ def history_record(run_summary: Mapping[str, Any], environment: Mapping[str, Any
                 "finished_at": summary.get("finished_at"), "complete": summary.get("complete")},
         "regression_thresholds": dict(summary.get("regression_thresholds") or {}),
         "results": [_compact_result(r) for r in summary.get("results") or []],
+        **({"machine_state": env["machine_state"]} if env.get("machine_state") else {}),
     }
 
 
@@ -179,6 +180,7 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
         "process_sample_counts": [int(c) for c in counts],
         "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
         "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
+        **({"machine": record["machine"]} if record.get("machine") else {}),
         **_sweep_case_id(record),
         **({"implementation": record["implementation"]} if record.get("implementation") else {}),
     }

@@ -126,7 +126,9 @@ def _meta(document: Mapping[str, Any], source: str) -> dict[str, Any]:
             "branch": _text(git.get("branch")),
             "fingerprint": _text(document.get("fingerprint") or env.get("fingerprint")),
             "machine": described,
-            "started_at": _text(document.get("started_at") or document.get("created_at"))}
+            "started_at": _text(document.get("started_at") or document.get("created_at")),
+            "machine_state": _mapping(document.get("machine_state")
+                                      or env.get("machine_state")) or None}
 
 
 def _list(value: object) -> list[Any]:

@@ -285,6 +285,10 @@ class CaseResult:
     {path: None, reason}; None when no profile was asked for."""
     implementation: str | None = None
     """The implementation's name (it is part of `case_id`); None for a single-function kernel."""
+    machine: Mapping[str, Any] | None = None
+    """What else the machine did while the samples were taken (kernbench.machine): the cores
+    other processes kept busy and the stolen share, of the busiest worker process; None where
+    not measured (no /proc/stat, a fake clock, a case that did not run)."""
     compile: Mapping[str, Any] | None = None
     """torch.compile facts: mode, first_call_s (compilation included), graphs compiled and
     recompilations during timing; None for an eager implementation."""

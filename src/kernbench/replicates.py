@@ -41,7 +41,17 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
         duration_s=sum(r.duration_s or 0.0 for r in results),
         warmup_s=max((r.warmup_s for r in results if r.warmup_s is not None), default=None),
         worker={**first.worker, "processes": len(results)},
+        machine=_busiest([r.machine for r in results]),
     )
+
+
+def _busiest(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
+    """The machine activity of the process during which other processes were busiest."""
+    measured = [s for s in states if s]
+    if not measured:
+        return None
+    return max(measured, key=lambda s: (s.get("other_cpu_cores") or 0.0,
+                                        s.get("steal_share") or 0.0))
 
 
 def _summed_energy(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -568,7 +568,8 @@ def build_result(case: Case, payload: dict[str, Any] | None, exit_info: WorkerEx
         memory=payload.get("memory") or {}, output=output, device=device_info.get("device"),
         device_info=device_info, work=_work(payload.get("work"), samples_ms, peak, base),
         gpu_state=payload.get("gpu_state"), l2_flush=payload.get("l2_flush"),
-        profile=payload.get("profile"), compile=payload.get("compile"), **base)
+        profile=payload.get("profile"), compile=payload.get("compile"),
+        machine=payload.get("machine"), **base)
 
 
 def _work(counts: Mapping[str, Any] | None, samples_ms: tuple[float, ...],

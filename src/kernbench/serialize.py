@@ -80,6 +80,7 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
         "started_at": result.started_at,
         "duration_s": result.duration_s,
         "worker": dict(result.worker),
+        "machine": dict(result.machine) if result.machine else None,
     }
     if result.profile is not None:  # only runs with --profile carry the field
         record["profile"] = dict(result.profile)
@@ -112,6 +113,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         golden=data.get("golden"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
         worker=data.get("worker") or {}, profile=data.get("profile"),
+        machine=data.get("machine"),
         implementation=data.get("implementation"), compile=data.get("compile"),
         point=point_of(data.get("case_id"), data["kernel_name"], data["backend"],
                        data["precision"], data.get("implementation")))
@@ -168,7 +170,8 @@ def summary_dict(run: RunResult) -> dict[str, Any]:
         "complete": run.complete,
         "settings": dict(run.settings),
         "environment": {k: run.environment.get(k) for k in
-                        ("fingerprint", "hostname", "git", "python", "cpu", "gpus")},
+                        ("fingerprint", "hostname", "git", "python", "cpu", "gpus",
+                         "machine_state")},
         "counts": counts(run.results),
         "regression_thresholds": {k.name: dict(k.config.regression) for k in run.kernels
                                   if k.config is not None and k.config.regression},

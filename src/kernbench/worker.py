@@ -30,6 +30,7 @@ from kernbench.contract import BoundKernel, ContractError, bind_kernel, import_k
 from kernbench.errors import SkipCase, UnsupportedPrecision
 from kernbench.files import write_text_atomic
 from kernbench.formulas import parse_formula
+from kernbench.machine import ActivityProbe
 from kernbench.metrics import MetricsCollector
 from kernbench.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
 from kernbench.metrics.gpu_state import gpu_state
@@ -206,7 +207,9 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
         if job.get("slowdown"):
             call = slowed(call, float(job["slowdown"]))
         flush = backend.l2_flusher(backend_name) if job.get("flush_l2", True) else None
+        probe = None if fake else ActivityProbe()
         outcome = collector.time_execution(call, flush, _metered(meter, region))
+        machine = None if probe is None else probe.stop()
     m = outcome.measurement
     output = describe_output(outcome.last_result)
     result: dict[str, Any] = {
@@ -218,6 +221,7 @@ def _measure_case(job: Mapping[str, Any], settings: ProtocolSettings, backend: B
         "energy": energy_record(region, m.inner_loops * len(m.samples_ns)),
         "output": output, "device": _safe_describe(backend, backend_name),
         "l2_flush": flush is not None, "work": _work_counts(job, kernel, output),
+        "machine": machine,
     }
     if gpu_before is not None:
         result["gpu_state"] = {"before": gpu_before, "after": gpu_state()}

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.compare import CaseComparison, case_dict, regressions_found, tally
+from kernbench.compare import CALIBRATIONS, CaseComparison, case_dict, regressions_found, tally
 from kernbench.reporting import write_json_atomic, write_text_atomic
 from kernbench.reporting.markdown import template_environment
 from kernbench.reporting.views import split_significant
@@ -26,9 +26,12 @@ def headline(cases: Sequence[CaseComparison], baseline_note: str | None) -> str:
         if drifted:
             parts.append(f"{drifted} with accuracy drift")
         return "Regression: " + ", ".join(parts)
+    doubted = sum(1 for c in cases if c.claimed)
+    machine = (f"; {doubted} change{'' if doubted == 1 else 's'} inconclusive because the "
+               f"machine was busy or changed" if doubted else "")
     if counts["improved"]:
-        return f"No regression; {counts['improved']} improved"
-    return "No regression"
+        return f"No regression; {counts['improved']} improved{machine}"
+    return f"No regression{machine}"
 
 
 def comparison_document(cases: Sequence[CaseComparison], baseline: Mapping[str, Any],
@@ -39,10 +42,26 @@ def comparison_document(cases: Sequence[CaseComparison], baseline: Mapping[str, 
         "skipped_both": list(skipped_both),
         "schema_version": SCHEMA_VERSION, "kind": "kernbench-comparison",
         "verdict": headline(cases, baseline_note), "regression": regressions_found(cases),
-        "baseline_note": baseline_note, "baseline": dict(baseline),
-        "candidate": dict(candidate), "settings": dict(settings), "counts": tally(cases),
+        "baseline_note": baseline_note, "baseline": _side(baseline),
+        "candidate": _side(candidate), "settings": dict(settings), "counts": tally(cases),
         "cases": [case_dict(c) for c in cases],
     }
+
+
+def _side(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's header facts, with its calibration (start -> end) as text for the table."""
+    side = dict(meta)
+    state = side.get("machine_state") or {}
+    parts = []
+    for metric, name in CALIBRATIONS.items():
+        values = [((state.get(moment) or {}).get("calibration") or {}).get(metric)
+                  for moment in ("before", "after")]
+        shown = [f"{v:.4g}" for v in values if isinstance(v, (int, float))]
+        if shown:
+            unit = metric.rsplit("_", 1)[-1]
+            parts.append(f"{' -> '.join(shown)} {unit} ({name})")
+    side["calibration"] = "; ".join(parts) or None
+    return side
 
 
 def render_regressions(document: Mapping[str, Any]) -> str:
