@@ -213,26 +213,40 @@ def build_tree(root: Path, hostile: bool) -> None:
             handle.write(line)
 
 
-def run(base: Path, hostile: bool) -> dict[str, Any]:
+def run(base: Path, hostile: bool, isolation: str) -> dict[str, Any]:
     root = base / "repo"
     build_tree(root, hostile)
     out = base / "out"
     proc = kernbench("run", "--root", str(root), "--output-dir", str(out), *FAST,
                      "--debug-fake-timer", str(FAKE_MS), "--timeout", "4",
-                     "--max-memory", MAX_MEMORY, "--format", "json,md", cwd=base, timeout=300)
+                     "--max-memory", MAX_MEMORY, "--format", "json,md",
+                     "--isolation", isolation, cwd=base, timeout=300)
     summary = load(out / "summary.json")
     return {"proc": proc, "root": root, "out": out, "summary": summary, "base": base,
-            "records": {r["kernel_name"]: r for r in summary["results"]}}
+            "isolation": isolation, "records": {r["kernel_name"]: r for r in summary["results"]}}
+
+
+# Every promise holds whichever way the workers start: forked from a preloaded server (the
+# default) or spawned as fresh interpreters.
+@pytest.fixture(scope="module", params=["fork", "spawn"])
+def isolation(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return run(tmp_path_factory.mktemp("hostile"), hostile=True)
+def hostile(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> dict[str, Any]:
+    return run(tmp_path_factory.mktemp("hostile"), hostile=True, isolation=isolation)
 
 
 @pytest.fixture(scope="module")
-def control(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return run(tmp_path_factory.mktemp("control"), hostile=False)
+def control(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> dict[str, Any]:
+    return run(tmp_path_factory.mktemp("control"), hostile=False, isolation=isolation)
+
+
+def test_workers_started_the_way_that_was_asked(hostile: dict[str, Any]) -> None:
+    ran = [r for r in hostile["records"].values() if r["worker"].get("pid")]
+    assert ran
+    assert {r["worker"]["isolation"] for r in ran} == {hostile["isolation"]}
 
 
 def record(hostile: dict[str, Any], name: str) -> dict[str, Any]:
