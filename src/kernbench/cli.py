@@ -496,11 +496,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kernbench.api import run_suite
 
     settings = run_settings(args)
+    if args.ab and getattr(args, "profile", None):
+        raise KernbenchError("--profile cannot be combined with --ab (every round would "
+                             "profile again); profile a plain run")
     args.baseline_run = _check_baseline_first(args)
     if args.ab:
-        if getattr(args, "profile", None):
-            raise KernbenchError("--profile cannot be combined with --ab (every round would "
-                                 "profile again); profile a plain run")
         return _run_ab(args, settings)
     if args.resume is not None and _already_complete(args.resume):
         return _rerender_complete(args)
