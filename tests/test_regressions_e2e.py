@@ -919,20 +919,27 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
         if case.get("claimed"):
             assert case["verdict"] == "inconclusive" and "machine" in case["note"]
 
-    code, _, err = cli("run", "--root", root, "--output-dir", tmp_path / "slow", *settings,
-                       "--debug-inject-slowdown", "loop_b=1.3", "--baseline",
-                       tmp_path / "quiet", "--fail-on-regression")
-    document = load(tmp_path / "slow" / "comparison.json")
-    verdicts = {c["kernel_name"]: c["verdict"] for c in document["cases"]}
-    assert "regressed" not in (verdicts["loop_a"], verdicts["loop_c"])
-    if verdicts["loop_b"] != "regressed":
-        # This machine is shared: when something else ran during the quiet or the slow run,
-        # kernbench rightly declines to call it, and detection cannot be tested this time.
-        noisy = [why for run in ("quiet", "slow")
-                 for r in load(tmp_path / run / "summary.json")["results"]
-                 if (why := busy(r.get("machine")))]
-        if noisy or document.get("warnings"):
-            first = (noisy or document["warnings"])[0]
-            pytest.skip(f"the machine was busy during the test ({first})")
-    assert code == 1, (tmp_path / "slow" / "regressions.md").read_text(encoding="utf-8")
-    assert verdicts["loop_b"] == "regressed"
+    # The slowdown run is tried up to three times: a process here can land in a slow mode for
+    # its whole life, and one unlucky run may (rightly) say inconclusive. A false alarm on the
+    # unchanged kernels fails at once, in any attempt.
+    for attempt in range(3):
+        out = tmp_path / f"slow{attempt}"
+        code, _, err = cli("run", "--root", root, "--output-dir", out, *settings,
+                           "--debug-inject-slowdown", "loop_b=1.3", "--baseline",
+                           tmp_path / "quiet", "--fail-on-regression")
+        document = load(out / "comparison.json")
+        verdicts = {c["kernel_name"]: c["verdict"] for c in document["cases"]}
+        assert "regressed" not in (verdicts["loop_a"], verdicts["loop_c"]), verdicts
+        if verdicts["loop_b"] == "regressed":
+            assert code == 1, err
+            return
+    # This machine is shared: when something else ran during the quiet or the slow runs,
+    # kernbench rightly declines to call it, and detection cannot be tested this time.
+    noisy = [why for run in ("quiet", "slow0", "slow1", "slow2")
+             for r in load(tmp_path / run / "summary.json")["results"]
+             if (why := busy(r.get("machine")))]
+    if noisy or document.get("warnings"):
+        first = (noisy or document["warnings"])[0]
+        pytest.skip(f"the machine was busy during the test ({first})")
+    pytest.fail("a 1.3x slowdown on a quiet machine was not caught in three runs: "
+                + (out / "regressions.md").read_text(encoding="utf-8"))
