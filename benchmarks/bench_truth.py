@@ -32,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 sys.path.insert(0, str(SRC))
@@ -135,8 +134,8 @@ def write_tree(root: Path, kernels: list[Kernel]) -> None:
                                                   encoding="utf-8")
 
 
-def load(root: Path, kernel: Kernel) -> tuple[Callable[[], object], Any]:
-    """The kernel's zero-argument call as timeit times it, and its module."""
+def load(root: Path, kernel: Kernel) -> Callable[[], object]:
+    """The kernel's zero-argument call as timeit times it."""
     path = root / "kernels" / kernel.name / f"{kernel.name}.py"
     spec = importlib.util.spec_from_file_location(f"truth_{kernel.name}", path)
     assert spec is not None and spec.loader is not None
@@ -147,7 +146,7 @@ def load(root: Path, kernel: Kernel) -> tuple[Callable[[], object], Any]:
     if kernel.wait:
         inner = call
         call = lambda: inner().block_until_ready()  # noqa: E731
-    return call, module
+    return call
 
 
 def timeit_ns(call: Callable[[], object], repeat: int) -> float:
@@ -206,7 +205,7 @@ def fmt_ns(value: float | None) -> str:
 def timeit_one(name: str, root: str, repeat: str) -> int:
     """The child side of `timeit_in_fresh_process`: print timeit's ns per call."""
     kernel = next(k for k in KERNELS if k.name == name)
-    call, _ = load(Path(root), kernel)
+    call = load(Path(root), kernel)
     timeit_ns(call, 1)  # the first autorange warms the function, its caches and thread pools
     print(timeit_ns(call, int(repeat)))
     return 0

@@ -18,7 +18,6 @@ from kernbench.backends import DEVICE_KINDS, backend_for, wait_for_result
 from kernbench.backends.base import (
     BlockUntilReady,
     CpuOnlyBackend,
-    iter_leaves,
     label,
     sync_for_result,
     walk_leaves,
@@ -404,10 +403,10 @@ def test_wait_for_result_ignores_non_callable_attributes() -> None:
     wait_for_result([1, 2.0, "x", b"y", None])
 
 
-def test_iter_leaves_is_bounded_on_cycles() -> None:
+def test_walk_leaves_is_bounded_on_cycles() -> None:
     loop: list[object] = []
     loop.append(loop)
-    leaves = iter_leaves(loop)
+    leaves = list(walk_leaves(loop))
     assert leaves == [loop]  # the depth limit stops at the cycle instead of recursing forever
     wait_for_result(loop)
 

@@ -21,6 +21,7 @@ from kernbench.api import run_suite
 from kernbench.cli import main
 from kernbench.model import ProtocolSettings
 from kernbench.runner import RunSettings
+from process_fixture import wait_gone
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
@@ -160,25 +161,6 @@ def assert_exact_fake_timing(record: dict[str, Any], ms: float, iterations: int 
 
 def leftover_temp_files(directory: Path) -> list[Path]:
     return [p for p in directory.rglob("*") if p.is_file() and ".tmp" in p.name]
-
-
-def pid_gone(pid: int, wait_s: float = 3.0) -> bool:
-    """True once `pid` no longer exists or is a zombie awaiting its reaper."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return True
-        if state == "Z":
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 # -- a good kernel, through the real CLI process --------------------------------------------
@@ -327,7 +309,7 @@ def test_mixed_run_hang_times_out_and_its_children_are_killed(mixed: dict[str, A
     assert "3 s" in record["reason"]
     assert 3 <= record["worker"]["wall_s"] < 20
     child_pid = int((mixed["root"] / "kernels" / "hang" / "child.pid").read_text())
-    assert pid_gone(child_pid), f"the hanging kernel's child {child_pid} outlived the case"
+    assert wait_gone(child_pid, 3.0), f"the hanging kernel's child {child_pid} outlived the case"
 
 
 @pytest.mark.slow
@@ -515,7 +497,7 @@ def test_sigint_exits_130_and_saves_finished_cases(tmp_path: Path) -> None:
     assert summary["complete"] is False
     assert [r["kernel_name"] for r in summary["results"]] == ["a_good"]
     assert load(out / "kernels" / "a_good.json")["results"][0]["status"] == "ok"
-    assert pid_gone(int(pid_file.read_text())), "the interrupted worker was left running"
+    assert wait_gone(int(pid_file.read_text()), 3.0), "the interrupted worker was left running"
 
 
 # -- the seed's entry point ------------------------------------------------------------------

@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from kernbench.isolation import TAIL_BYTES, WorkerExit
 from kernbench.launcher import WorkerLauncher
 from kernbench.model import ProtocolSettings
 from kernbench.runner import _worker_env
+from process_fixture import wait_gone
 
 pytestmark = pytest.mark.skipif(fork_supported() is not None,
                                 reason=f"fork servers unsupported here: {fork_supported()}")
@@ -60,25 +60,6 @@ def run(server: ForkServer, tmp_path: Path, body: str, timeout_s: float = 30.0,
                            timeout_s, max_memory)
     assert isinstance(exit_info, WorkerExit)
     return exit_info
-
-
-def is_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-def wait_gone(pid: int, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline and not is_gone(pid):
-        time.sleep(0.02)
-    return is_gone(pid)
 
 
 def test_a_case_runs_and_reports_its_result_and_tails(server: ForkServer,

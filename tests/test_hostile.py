@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from test_e2e import FAST, kernbench, kernel, load, pid_gone
+from process_fixture import wait_gone
+from test_e2e import FAST, kernbench, kernel, load
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")]
@@ -341,9 +342,9 @@ def test_no_process_a_kernel_started_outlives_the_run(hostile: dict[str, Any]) -
     pids.append(int((kernels / "hang" / "child.pid").read_text()))
     assert len(pids) == 3
     for pid in pids:
-        assert pid_gone(pid), f"process {pid} started by a kernel outlived the run"
+        assert wait_gone(pid, 3.0), f"process {pid} started by a kernel outlived the run"
     for name in ("hang", "spawner", "segv", "hog"):
-        assert pid_gone(int(record(hostile, name)["worker"]["pid"]))
+        assert wait_gone(int(record(hostile, name)["worker"]["pid"]), 3.0)
 
 
 def test_the_markdown_report_lists_every_problem(hostile: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernbench.isolation import TAIL_BYTES, WorkerExit, run_isolated
+from process_fixture import wait_gone
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -20,29 +21,6 @@ def run_python(code: str, cwd: Path, timeout_s: float = 30.0,
                env: dict[str, str] | None = None) -> WorkerExit:
     return run_isolated([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
                         env=dict(os.environ) if env is None else env, timeout_s=timeout_s)
-
-
-def is_gone(pid: int) -> bool:
-    """True once `pid` no longer runs: it does not exist, or it is a zombie awaiting its reaper
-    (an orphan is reparented to PID 1, which reaps it on its own schedule)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-def wait_gone(pid: int, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if is_gone(pid):
-            return True
-        time.sleep(0.02)
-    return is_gone(pid)
 
 
 def test_normal_exit_reports_tails_and_counts(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ def test_a_regression_measured_on_a_busy_machine_is_inconclusive() -> None:
     cand = [result("a", 1.5, HOG), result("b", 1.5, QUIET)]
     raw = compare_results(base, cand)
     assert [c.verdict for c in raw] == ["regressed", "regressed"]
-    judged = machine_caveats(raw, base, cand, None, None)
+    judged = machine_caveats(raw, base, cand, calibration_change(None, None))
     a, b = judged
     assert (a.verdict, a.claimed) == ("inconclusive", "regressed")
     assert a.note is not None and "busy during the candidate's samples" in a.note
@@ -151,8 +151,8 @@ def test_a_regression_measured_on_a_busy_machine_is_inconclusive() -> None:
 def test_a_changed_calibration_makes_every_claimed_change_inconclusive() -> None:
     base = [result("a", 1.0), result("b", 1.0), result("c", 1.0)]
     cand = [result("a", 1.5), result("b", 0.5), result("c", 1.0)]
-    judged = machine_caveats(compare_results(base, cand), base, cand, state(6.4, 6.4),
-                             state(11.5, 11.5))
+    judged = machine_caveats(compare_results(base, cand), base, cand,
+                             calibration_change(state(6.4, 6.4), state(11.5, 11.5)))
     assert [(c.verdict, c.claimed) for c in judged] == [
         ("inconclusive", "regressed"), ("inconclusive", "improved"), ("unchanged", None)]
     assert "the machine changed (calibration 1.80x slower" in (judged[0].note or "")
@@ -163,4 +163,5 @@ def test_a_quiet_machine_leaves_the_verdicts_alone() -> None:
     base = [result("a", 1.0, QUIET)]
     cand = [result("a", 1.3, QUIET)]
     raw = compare_results(base, cand)
-    assert machine_caveats(raw, base, cand, state(6.4, 6.5), state(6.5, 6.4)) == raw
+    assert machine_caveats(raw, base, cand, calibration_change(state(6.4, 6.5),
+                                                               state(6.5, 6.4))) == raw

@@ -386,10 +386,9 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
     cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
     changed = None
     if not paired:  # an interleaved A/B shares the machine's changes between its two sides
-        cases = machine_caveats(cases, base.results, cand.results,
-                                base.meta.get("machine_state"), cand.meta.get("machine_state"))
         changed = calibration_change(base.meta.get("machine_state"),
                                      cand.meta.get("machine_state"))
+        cases = machine_caveats(cases, base.results, cand.results, changed)
     settings = {"threshold": thresholds.latency, "accuracy_drift": thresholds.accuracy_drift,
                 "alpha": alpha, "per_kernel": dict(thresholds.per_kernel), "paired": paired}
     document = comparison_document(cases, base.meta, cand.meta, settings, note,

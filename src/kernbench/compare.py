@@ -257,12 +257,11 @@ def busy(machine: Mapping[str, Any] | None) -> str | None:
 
 
 def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResult],
-                    candidate: Sequence[CaseResult], baseline_state: Mapping[str, Any] | None,
-                    candidate_state: Mapping[str, Any] | None) -> list[CaseComparison]:
+                    candidate: Sequence[CaseResult], changed: str | None) -> list[CaseComparison]:
     """Claimed changes that the machine, not the code, may explain, made inconclusive: every
-    regressed or improved case when the calibration changed between or during the runs, and
-    a case whose samples (on either side) were taken while other processes were busy."""
-    changed = calibration_change(baseline_state, candidate_state)
+    regressed or improved case when the calibration `changed` between or during the runs
+    (:func:`calibration_change`), and a case whose samples (on either side) were taken while
+    other processes were busy."""
     base_by_key = {case_key(r): r for r in baseline}
     cand_by_key = {case_key(r): r for r in candidate}
     judged = []

@@ -172,21 +172,19 @@ def _redirect(fds: list[int]) -> None:
 def sweep(pid: int) -> int:
     """Kill what the case `pid` left behind: its process group, then every child of this
     (subreaper) process, round after round, since killing one orphans the next generation."""
+    from kernbench.isolation import kill_in_rounds
+
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    killed = 0
-    for _ in range(SWEEP_ROUNDS):
-        _reap()
-        children = child_pids(os.getpid())
-        if not children:
-            break
-        for child in children:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(child, signal.SIGKILL)
-                killed += 1
-        time.sleep(0.002)
+    killed = kill_in_rounds(_reaped_children, SWEEP_ROUNDS, pause_s=0.002)
     _reap()
     return killed
+
+
+def _reaped_children() -> list[int]:
+    """This server's live children, after reaping the ones that have exited."""
+    _reap()
+    return child_pids(os.getpid())
 
 
 def _reap() -> None:

@@ -117,16 +117,23 @@ def marked_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
 
 def kill_marked(token: str) -> int:
     """SIGKILL every process marked with `token`, in rounds until none is left; how many."""
+    return kill_in_rounds(lambda: marked_processes(token), SWEEP_ROUNDS, pause_s=0.01)
+
+
+def kill_in_rounds(find: Callable[[], Sequence[int]], rounds: int, pause_s: float) -> int:
+    """SIGKILL what `find` returns, and again after `pause_s`, until it finds nothing or
+    `rounds` run out (a process killed while it forks can leave a new child, and killing a
+    parent orphans the next generation); how many signals were delivered."""
     killed = 0
-    for _ in range(SWEEP_ROUNDS):
-        pids = marked_processes(token)
+    for _ in range(rounds):
+        pids = find()
         if not pids:
             break
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-        time.sleep(0.01)
+        time.sleep(pause_s)
     return killed
 
 

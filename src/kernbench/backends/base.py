@@ -34,11 +34,6 @@ def walk_leaves(value: object, depth: int = 0) -> Iterator[object]:
         yield value
 
 
-def iter_leaves(value: object, depth: int = 0) -> list[object]:
-    """Every leaf of a result (see :func:`walk_leaves`), as a list."""
-    return list(walk_leaves(value, depth))
-
-
 def wait_for_result(result: object) -> None:
     """Block on every leaf that is an asynchronous array (JAX: ``block_until_ready``). For
     untimed waits only (a reference output, a profile): it walks the whole result."""
