@@ -426,6 +426,13 @@ def _parser() -> argparse.ArgumentParser:
     issue.add_argument("--title", default=DEFAULT_TITLE)
     issue.add_argument("--bot-login", default=DEFAULT_BOT_LOGIN,
                        help=f"the account the token posts as (default: {DEFAULT_BOT_LOGIN})")
+    artifact = sub.add_parser("artifact", help="download a run's artifact, size-capped first")
+    artifact.add_argument("--repo", required=True, help="repository OWNER/NAME")
+    artifact.add_argument("--run-id", type=int, required=True, help="workflow_run.id")
+    artifact.add_argument("--name", required=True, help="artifact name")
+    artifact.add_argument("--out", type=Path, required=True, help="new directory to unpack into")
+    artifact.add_argument("--max-bytes", type=int, default=50_000_000,
+                          help="refuse an artifact larger than this, zipped or unpacked")
     return parser
 
 
@@ -456,6 +463,28 @@ def _comment(t: Transport, args: argparse.Namespace, body: str) -> str:
     return f"{action} comment {comment_id} on #{number}"
 
 
+def _artifact(t: Transport, args: argparse.Namespace) -> str:
+    from kernbench.ci.artifact import Downloader, download_artifact
+
+    if not isinstance(t, Downloader):
+        raise KernbenchError("artifact: this transport cannot download")
+    _check_repo(args.repo)
+    files = download_artifact(t, args.repo, args.run_id, args.name, args.out,
+                              max_zip_bytes=args.max_bytes, max_unzipped_bytes=args.max_bytes)
+    return f"unpacked {files} files of artifact {args.name!r} into {args.out}"
+
+
+def _dispatch(t: Transport, args: argparse.Namespace) -> str:
+    if args.command == "artifact":
+        return _artifact(t, args)
+    body = args.body_file.read_text(encoding="utf-8")
+    if args.command == "comment":
+        return _comment(t, args, body)
+    action, number = upsert_tracking_issue(t, args.repo, args.label, args.title, body,
+                                           bot_login=args.bot_login)
+    return f"{action} issue #{number}"
+
+
 def main(argv: Sequence[str] | None = None, transport: Transport | None = None) -> int:
     """Exit codes: 0 done (or fell back to the job summary), 1 error, 2 usage."""
     args = _parser().parse_args(argv)
@@ -465,13 +494,7 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None) 
             if not token:
                 raise KernbenchError("GITHUB_TOKEN is not set")
             transport = UrllibTransport(token, os.environ.get("GITHUB_API_URL", API_URL))
-        body = args.body_file.read_text(encoding="utf-8")
-        if args.command == "comment":
-            print(_comment(transport, args, body))
-        else:
-            action, number = upsert_tracking_issue(transport, args.repo, args.label,
-                                                   args.title, body, bot_login=args.bot_login)
-            print(f"{action} issue #{number}")
+        print(_dispatch(transport, args))
     except (KernbenchError, ValueError, OSError) as exc:
         print(f"kernbench.ci.github: error: {exc}", file=sys.stderr)
         return EXIT_FAILURES
