@@ -246,6 +246,18 @@ def test_comment_job_caps_the_artifact_and_flags_forks() -> None:
     assert '--from-fork "$HEAD_REPO"' in runs and '"$HEAD_REPO" != "$REPOSITORY"' in runs
 
 
+def test_readme_needs_no_write_default_and_states_the_threat_model() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = readme.split("## Continuous benchmarking on GitHub", 1)[1].split("\n## ", 1)[0]
+    assert "Read and write permissions" not in ci
+    assert "### Threat model" in ci
+    table = [line for line in ci.split("### Threat model", 1)[1].splitlines()
+             if line.startswith("|")]
+    assert len(table) >= 6 and "Permissions" in table[0]
+    for job in ("plan", "bench", "bench-gpu", "merge", "history", "tracking-issue", "comment"):
+        assert any(f"`{job}`" in row for row in table), job
+
+
 # --- the linters themselves ----------------------------------------------------------------
 
 def linter_missing(what: str) -> None:
