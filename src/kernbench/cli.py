@@ -272,6 +272,9 @@ def build_parser(run_defaults: Mapping[str, Any] | None = None) -> argparse.Argu
                          help="link to the CI run, shown at the end")
     comment.add_argument("--max-chars", type=positive_int(3000), default=60_000, metavar="N",
                          help="hard size limit (default: 60000; GitHub allows 65536)")
+    comment.add_argument("--from-fork", default=None, metavar="OWNER/NAME",
+                         help="the pull request comes from this fork: the comment warns that "
+                         "its figures were measured by the fork's own, untrusted code")
     report = commands.add_parser(
         "report", help="re-render the reports of an earlier run from its JSON; runs nothing")
     report.add_argument("run_dir", type=Path, metavar="DIR",
@@ -724,7 +727,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
 
         validate_report_dir(args.run_dir)
     text = render_comment(load_report_inputs(args.run_dir), max_chars=args.max_chars,
-                          run_url=args.run_url)
+                          run_url=args.run_url, fork=args.from_fork)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

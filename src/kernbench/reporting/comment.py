@@ -13,6 +13,7 @@ table, and every cut falls between whole rows.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,7 @@ from kernbench.reporting.views import (
     section,
 )
 
-__all__ = ["MARKER", "MIN_MAX_CHARS", "escape", "render_comment"]
+__all__ = ["MARKER", "MIN_MAX_CHARS", "escape", "fork_notice", "render_comment"]
 
 MARKER = "<!-- kernbench-comment -->"
 """First line of every comment: the bot finds (and updates) its own comment by it."""
@@ -56,7 +57,13 @@ _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _URL_SAFE = re.compile(r"^https?://[A-Za-z0-9\-._~:/?#@!$&'*+,;=%]+$")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _TOKEN = re.compile(r"^[0-9A-Za-z_.\-]{1,64}$")
+_REPO = re.compile(r"^[0-9A-Za-z_.\-]{1,100}/[0-9A-Za-z_.\-]{1,100}$")
 _BARE_LINK = re.compile(r"(?i)(://|\bwww\.)")
+_ISSUE_REF = re.compile(r"(?i)(#|\bGH-)(?=[0-9])")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{7,}")
+HEX_CHUNK = 6
+"""GitHub links a word of 7 or more hex digits to the commit it names: runs are cut into
+chunks of at most this many by zero-width spaces."""
 
 
 # --- escaping ------------------------------------------------------------------------------
@@ -68,7 +75,9 @@ def escape(value: object, limit: int = CELL_CHARS) -> str:
     control, format (bidi overrides, zero-width) and surrogate characters become spaces;
     ``&`` (entities), ``~`` (strikethrough) and ``$`` (math) are escaped; ``@`` is followed
     by a zero-width space so nobody is mentioned; ``://`` and ``www.`` are broken so nothing
-    is autolinked.
+    is autolinked; ``#123``, ``GH-123`` and ``owner/repo#123`` get a zero-width space before
+    the number and runs of 7+ hex digits one every :data:`HEX_CHUNK` characters, so no issue,
+    pull request or commit is linked (or notified of a cross-reference).
     Non-scalar values (lists, objects) render as "n/a".
     """
     if value is None or not isinstance(value, (str, int, float)):
@@ -81,14 +90,24 @@ def escape(value: object, limit: int = CELL_CHARS) -> str:
     for char in "&~$":
         text = text.replace(char, "\\" + char)
     text = text.replace("@", "@" + ZWSP)
+    text = _ISSUE_REF.sub(lambda m: m.group(1) + ZWSP, text)
+    text = _HEX_RUN.sub(_cut_hex, text)
     return _BARE_LINK.sub(lambda m: m.group(1)[0] + ZWSP + m.group(1)[1:], text)
 
 
+def _cut_hex(match: re.Match[str]) -> str:
+    run = match.group(0)
+    return ZWSP.join(run[i:i + HEX_CHUNK] for i in range(0, len(run), HEX_CHUNK))
+
+
 def _num(value: object, digits: int = 4) -> str:
-    """A number, or "n/a" for anything else (None, strings, booleans)."""
+    """A finite number, or "n/a" for anything else (None, strings, booleans, NaN, infinities,
+    integers too large for a float): unvalidated data must not end in a traceback."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "n/a"
-    return fmt_num(value, digits)
+    if isinstance(value, int) and abs(value) > 2**63:
+        return "n/a"
+    return fmt_num(value, digits) if math.isfinite(value) else "n/a"
 
 
 def _code(value: object, pattern: re.Pattern[str], length: int = 64) -> str:
@@ -109,6 +128,16 @@ def _check_url(run_url: str | None) -> str | None:
         raise KernbenchError("--run-url: expected an http(s) URL of at most 1000 characters "
                              "without spaces, quotes, brackets or parentheses")
     return run_url
+
+
+def fork_notice(fork: str) -> str:
+    """The warning a comment carries when the pull request comes from the fork `fork`."""
+    name = f"`{fork}`" if _REPO.match(fork) else escape(fork, 100)
+    return ("> [!WARNING]\n"
+            f"> This pull request comes from the fork {name}. Its own code ran these benchmarks "
+            "on a runner it controlled and wrote this report, so every figure and name below "
+            "is untrusted data: a claim by the fork, not a measurement this repository vouches "
+            "for. Re-run the benchmarks from a trusted branch before relying on them.")
 
 
 # --- the verdict ---------------------------------------------------------------------------
@@ -350,13 +379,16 @@ def _fit(parts: _Parts, max_chars: int, fallback: str) -> str:
 
 
 def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
-                   run_url: str | None = None) -> str:
+                   run_url: str | None = None, fork: str | None = None) -> str:
     """The PR comment for a run (Markdown), at most `max_chars` characters.
 
     Layout: :data:`MARKER`; the verdict and counts per verdict; the significant changes by
     impact; every case, collapsed; commits, machines, version and the run's case counts with
-    its failures; the workflow run link. Too long, it drops collapsed rows first, then
-    significant ones, each time saying how many; the same inputs give the same text.
+    its failures; the workflow run link. With `fork` (the pull request's head repository
+    when it is not the base repository), a warning under the title says the figures come from
+    that fork's untrusted code; it is never dropped. Too long, the comment drops collapsed rows
+    first, then significant ones, each time saying how many; the same inputs give the same
+    text.
     """
     if max_chars < MIN_MAX_CHARS:
         raise KernbenchError(f"--max-chars: expected at least {MIN_MAX_CHARS} (got {max_chars})")
@@ -364,10 +396,11 @@ def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
     link = [f"[Workflow run]({url})"] if url else []
     comparison = inputs.comparison
     verdict = _verdict_blocks(comparison)
+    title = [MARKER + "\n### kernbench", *([fork_notice(fork)] if fork else [])]
     cases = mappings(dig(comparison, "cases"))
     compared = comparison is not None and comparison.get("baseline_note") is None
     parts = _Parts(
-        top=[MARKER + "\n### kernbench", *verdict],
+        top=[*title, *verdict],
         significant_head=_head(_SIGNIFICANT_HEAD, (2, 4, 5, 6)),
         significant=_significant_rows(cases) if compared else [],
         table_title="All cases" if compared else "All results",
@@ -377,7 +410,7 @@ def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
             inputs.summary.get("results"))),
         bottom=[*_run_blocks(inputs), *link],
     )
-    fallback = "\n\n".join([MARKER + "\n### kernbench", verdict[0],
+    fallback = "\n\n".join([*title, verdict[0],
                             "_The details do not fit the comment size limit; see the run's "
                             "report._", *link]) + "\n"
     return _fit(parts, max_chars, fallback)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -89,6 +90,30 @@ _RESULT = _object({
     "samples_ms": _NUMBERS,
 }, required=("kernel_name", "case_id", "backend", "precision", "status", "timing"))
 
+_GPU = _object({"name": _NAME_OR_NULL, "vendor": _NAME_OR_NULL,
+                "driver_version": _NAME_OR_NULL, "memory_total_mb": _NUMBER_OR_NULL})
+_GIT = _object({"commit": _NAME_OR_NULL, "short_commit": _NAME_OR_NULL,
+                "branch": _NAME_OR_NULL, "dirty": _nullable("boolean"),
+                "reason": _TEXT_OR_NULL}, nullable=True)
+
+_ENVIRONMENT = _object({  # env.json, and the copy summary.json carries
+    "schema_version": _VERSION,
+    "os": _object({"system": _NAME_OR_NULL, "release": _NAME_OR_NULL,
+                   "machine": _NAME_OR_NULL}),
+    "cpu": _object({"model": _NAME_OR_NULL, "logical_cores": _nullable("integer")}),
+    "python": _object({"version": _NAME_OR_NULL, "implementation": _NAME_OR_NULL}),
+    "libraries": {"type": "object", "maxProperties": 1_000,
+                  "additionalProperties": _NAME_OR_NULL},
+    "git": _GIT,
+    "gpus": {"type": "array", "maxItems": 1_000, "items": _GPU},
+    "gpus_reason": _TEXT_OR_NULL,
+    "hostname": _NAME_OR_NULL,
+    "fingerprint": _NAME_OR_NULL,
+})
+
+ENVIRONMENT_SCHEMA: dict[str, Any] = {"$schema": _DRAFT, "title": "env.json", **_ENVIRONMENT}
+"""env.json: the machine, libraries and commit of the run."""
+
 SUMMARY_SCHEMA: dict[str, Any] = {
     "$schema": _DRAFT, "title": "summary.json",
     **_object({
@@ -97,37 +122,12 @@ SUMMARY_SCHEMA: dict[str, Any] = {
         "started_at": _NAME_OR_NULL, "finished_at": _NAME_OR_NULL,
         "complete": {"type": "boolean"},
         "settings": {"type": "object"},
-        "environment": {"type": "object"},
+        "environment": _ENVIRONMENT,
         "counts": {"type": "object", "additionalProperties": _COUNT},
         "results": {"type": "array", "maxItems": MAX_CASES, "items": _RESULT},
     }, required=("schema_version", "results")),
 }
 """summary.json: the run's settings, counts and one record per case (raw samples included)."""
-
-_GPU = _object({"name": _NAME_OR_NULL, "vendor": _NAME_OR_NULL,
-                "driver_version": _NAME_OR_NULL, "memory_total_mb": _NUMBER_OR_NULL})
-_GIT = _object({"commit": _NAME_OR_NULL, "short_commit": _NAME_OR_NULL,
-                "branch": _NAME_OR_NULL, "dirty": _nullable("boolean"),
-                "reason": _TEXT_OR_NULL}, nullable=True)
-
-ENVIRONMENT_SCHEMA: dict[str, Any] = {
-    "$schema": _DRAFT, "title": "env.json",
-    **_object({
-        "schema_version": _VERSION,
-        "os": _object({"system": _NAME_OR_NULL, "release": _NAME_OR_NULL,
-                       "machine": _NAME_OR_NULL}),
-        "cpu": _object({"model": _NAME_OR_NULL, "logical_cores": _nullable("integer")}),
-        "python": _object({"version": _NAME_OR_NULL, "implementation": _NAME_OR_NULL}),
-        "libraries": {"type": "object", "maxProperties": 1_000,
-                      "additionalProperties": _NAME_OR_NULL},
-        "git": _GIT,
-        "gpus": {"type": "array", "maxItems": 1_000, "items": _GPU},
-        "gpus_reason": _TEXT_OR_NULL,
-        "hostname": _NAME_OR_NULL,
-        "fingerprint": _NAME_OR_NULL,
-    }),
-}
-"""env.json: the machine, libraries and commit of the run."""
 
 _SIDE = _object({"source": _NAME_OR_NULL, "commit": _NAME_OR_NULL, "branch": _NAME_OR_NULL,
                  "machine": _NAME_OR_NULL, "fingerprint": _NAME_OR_NULL,
@@ -231,6 +231,38 @@ def _entries(directory: Path) -> list[tuple[Path, os.stat_result]]:
                              f"({_short(error.strerror, 100)})") from None
 
 
+MAX_INTEGER = 2**63
+"""The largest integer magnitude accepted: beyond it a number no longer fits a float or int64."""
+
+
+def _number_problem(value: object) -> tuple[str, str] | None:
+    """(expected, got) when a parsed JSON number is refused: NaN, an infinity (1e309 and beyond
+    parse as one), or an integer too large for a float or int64; None for anything else."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a finite number", f"{value!r}; 1e309 and larger read as inf"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+        return "an integer of at most 2**63 in magnitude", f"{len(str(abs(value)))} digits"
+    return None
+
+
+def _first_bad_number(document: object) -> tuple[str, str, str] | None:
+    """(JSON path, expected, got) of the first refused number in `document`, or None."""
+    pending: list[tuple[str, object]] = [("$", document)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend((f"{where}.{key}" if isinstance(key, str) and key.isidentifier()
+                            else f"{where}[{_short(key, 40)}]", item)
+                           for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        else:
+            problem = _number_problem(value)
+            if problem is not None:
+                return where, *problem
+    return None
+
+
 def _load(path: Path) -> object:
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
@@ -306,6 +338,9 @@ def _where(error: Any) -> str:
 
 def _check_document(path: Path, name: str) -> None:
     document = _load(path)
+    bad = _first_bad_number(document)
+    if bad is not None:
+        raise KernbenchError(f"{path}: {bad[0]}: expected {bad[1]} (got {bad[2]})")
     _check_version(path, document)
     error = next(iter(_validator(name).iter_errors(document)), None)
     if error is not None:
