@@ -1,4 +1,4 @@
-"""Tests for kernbench.metrics.accuracy: error norms, tolerance resolution and pass/fail."""
+"""Tests for kernbench.measure.metrics.accuracy: error norms, tolerance resolution and pass/fail."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.metrics.accuracy import (
+from kernbench.measure.metrics.accuracy import (
     DEFAULT_TOLERANCES,
     TOLERANCE_NAMES,
     compute_accuracy,

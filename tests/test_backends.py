@@ -1,4 +1,4 @@
-"""Tests for kernbench.backends: availability, synchronisation and device timers.
+"""Tests for kernbench.measure.backends: availability, synchronisation and device timers.
 
 GPU logic is tested against small fake ``torch``/``jax``/``cupy`` objects so it runs on any
 machine; the few tests that need a real CUDA device are marked ``gpu`` and skip without one.
@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.backends import DEVICE_KINDS, backend_for, wait_for_result
-from kernbench.backends.base import (
+from kernbench.measure.backends import DEVICE_KINDS, backend_for, wait_for_result
+from kernbench.measure.backends.base import (
     BlockUntilReady,
     CpuOnlyBackend,
     label,
     sync_for_result,
     walk_leaves,
 )
-from kernbench.backends.cupy_backend import CupyBackend, CupyEventTimer, CupyStreamSync
-from kernbench.backends.jax_backend import JaxBackend
-from kernbench.backends.torch_backend import CudaEventTimer, TorchBackend, TorchDeviceSync
-from kernbench.protocol import PerfCounterTimer, SyncFromResult, timer_overhead_ns
+from kernbench.measure.backends.cupy_backend import CupyBackend, CupyEventTimer, CupyStreamSync
+from kernbench.measure.backends.jax_backend import JaxBackend
+from kernbench.measure.backends.torch_backend import CudaEventTimer, TorchBackend, TorchDeviceSync
+from kernbench.measure.protocol import PerfCounterTimer, SyncFromResult, timer_overhead_ns
 
 
 def torch_has_cuda() -> bool:

@@ -1,4 +1,4 @@
-"""CLI tests: `kernbench.cli.main(argv)` on small temporary kernel trees.
+"""CLI tests: `kernbench.cli.main.main(argv)` on small temporary kernel trees.
 
 Each run spawns real worker processes on tiny NumPy kernels; `--debug-fake-timer` is used
 wherever exact figures are asserted.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import build_parser, main
+from kernbench.cli.main import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
@@ -563,12 +563,12 @@ def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
 def test_help_does_not_import_heavy_modules() -> None:
     code = textwrap.dedent("""
         import contextlib, io, json, sys
-        import kernbench.cli
-        kernbench.cli.build_parser().format_help()
+        import kernbench.cli.main
+        kernbench.cli.main.build_parser().format_help()
         for argv in (["--help"], ["run", "--help"], ["list", "--help"]):
             with contextlib.redirect_stdout(io.StringIO()):
                 try:
-                    kernbench.cli.main(argv)
+                    kernbench.cli.main.main(argv)
                 except SystemExit:
                     pass
         heavy = {"numpy", "torch", "jax", "scipy", "jinja2"}

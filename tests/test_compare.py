@@ -1,4 +1,4 @@
-"""Unit tests of kernbench.compare.compare_results on hand-built CaseResult objects.
+"""Unit tests of kernbench.analysis.compare.compare_results on hand-built CaseResult objects.
 
 Samples are drawn from a seeded NumPy generator and split into worker-process groups with
 `process_sample_counts`, as `--processes N` records them.
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.compare import (
+from kernbench.analysis.compare import (
     Thresholds,
     case_dict,
     case_key,
@@ -23,7 +23,7 @@ from kernbench.compare import (
     skipped_on_both_sides,
     tally,
 )
-from kernbench.model import CaseResult
+from kernbench.results.model import CaseResult
 
 PROCESSES = 5
 PER_PROCESS = 20

@@ -1,4 +1,4 @@
-"""Tests for kernbench.conditions: the safe skip-condition evaluator."""
+"""Tests for kernbench.config.conditions: the safe skip-condition evaluator."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernbench import conditions
-from kernbench.conditions import (
+from kernbench.config import conditions
+from kernbench.config.conditions import (
     PROBES,
     Condition,
     ConditionError,
@@ -267,7 +267,7 @@ def test_probe_arguments_are_passed_through() -> None:
 def test_importing_conditions_does_not_import_frameworks() -> None:
     code = (
         "import sys\n"
-        "from kernbench.conditions import parse_condition\n"
+        "from kernbench.config.conditions import parse_condition\n"
         "c = parse_condition('not torch.cuda.is_available() and jax.device_count() == 0')\n"
         "assert c.evaluate({'torch.cuda.is_available': lambda: False,"
         " 'jax.device_count': lambda: 0})\n"

@@ -1,4 +1,4 @@
-"""Tests for kernbench.config: bench.yaml and [tool.kernbench] in pyproject.toml."""
+"""Tests for kernbench.config.loading: bench.yaml and [tool.kernbench] in pyproject.toml."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernbench.config import (
+from kernbench.config.loading import (
     MAX_BENCH_YAML_BYTES,
     bench_config_from_data,
     load_bench_config,
     load_pyproject_settings,
 )
 from kernbench.errors import ConfigError
-from kernbench.model import BenchConfig, SkipRule
+from kernbench.results.model import BenchConfig, SkipRule
 
 SOURCE = "kernels/demo/bench.yaml"
 

@@ -1,4 +1,5 @@
-"""Tests for kernbench.discovery: finding kernels by reading their source, never importing it."""
+"""Tests for kernbench.discovery.scan: finding kernels by reading their source, never importing
+it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.discovery import KernelDiscovery
+from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import ConfigError, KernbenchError
-from kernbench.model import KernelSpec
+from kernbench.results.model import KernelSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""End-to-end runs: real subprocesses of `python -m kernbench.cli` and `tools/bench_all.py` on
+"""End-to-end runs: real subprocesses of `python -m kernbench.cli.main` and `tools/bench_all.py` on
 temporary kernel trees, including kernels that raise, crash, exit, hang or flood their output.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from kernbench.api import run_suite
-from kernbench.cli import main
-from kernbench.model import ProtocolSettings
-from kernbench.runner import RunSettings
+from kernbench.cli.main import main
+from kernbench.execution.runner import RunSettings
+from kernbench.results.model import ProtocolSettings
 from process_fixture import wait_gone
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,5 @@
-"""Tests for kernbench.metrics.energy: NVML, AMD and RAPL meters against fakes at their boundary."""
+"""Tests for kernbench.measure.metrics.energy: NVML, AMD and RAPL meters against fakes at their
+boundary."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernbench.metrics import energy as en
+from kernbench.measure.metrics import energy as en
 
 # --------------------------------------------------------------------------- fakes
 

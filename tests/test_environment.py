@@ -1,4 +1,5 @@
-"""Tests for kernbench.environment: shape, git, GPU parsing, fingerprint, no heavy imports."""
+"""Tests for kernbench.measure.environment: shape, git, GPU parsing, fingerprint, no heavy
+imports."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernbench import environment as envmod
+from kernbench.measure import environment as envmod
 
 SRC = Path(envmod.__file__).resolve().parents[1]
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
@@ -300,7 +301,7 @@ def test_fingerprint_ignores_hostname_and_time() -> None:
 
 def test_does_not_import_heavy_libraries() -> None:
     code = (
-        "import kernbench.environment as e, sys; from pathlib import Path; "
+        "import kernbench.measure.environment as e, sys; from pathlib import Path; "
         "e.collect_environment(Path('.')); "
         "print(sorted(m for m in ('numpy', 'torch', 'jax', 'scipy') if m in sys.modules))"
     )

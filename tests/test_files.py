@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernbench.cli import main
+from kernbench.cli.main import main
 from kernbench.errors import KernbenchError
-from kernbench.history import parse_record_bytes
-from kernbench.inputs import load_run
+from kernbench.execution.resume import load_previous
 from kernbench.reporting import safe_filename
 from kernbench.reporting.bundle import load_report_inputs
-from kernbench.resume import load_previous
+from kernbench.results.history import parse_record_bytes
+from kernbench.results.inputs import load_run
 from test_e2e import FAST, kernel, load, write
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "report_run"
@@ -300,7 +300,7 @@ def mutated(draw: st.DrawFn, text: str) -> str:
     lambda t: t.encode("utf-8", "surrogatepass")))
 def test_fuzz_bench_yaml_bytes_give_a_config_or_a_config_error(tmp_path: Path,
                                                                data: bytes) -> None:
-    from kernbench.config import load_bench_config
+    from kernbench.config.loading import load_bench_config
     from kernbench.errors import ConfigError
 
     path = put(tmp_path, "bench.yaml", data)
@@ -313,7 +313,7 @@ def test_fuzz_bench_yaml_bytes_give_a_config_or_a_config_error(tmp_path: Path,
 @FUZZ
 @given(text=mutated(SUITE_EXAMPLE))
 def test_fuzz_suite_files_give_a_suite_or_a_clear_error(tmp_path: Path, text: str) -> None:
-    from kernbench.suite import load_suite
+    from kernbench.config.suite import load_suite
 
     path = put(tmp_path, "suite.yml", text.encode("utf-8", "surrogatepass"))
     try:
@@ -323,8 +323,8 @@ def test_fuzz_suite_files_give_a_suite_or_a_clear_error(tmp_path: Path, text: st
 
 
 def test_the_readme_examples_are_valid(tmp_path: Path) -> None:
-    from kernbench.config import load_bench_config
-    from kernbench.suite import load_suite
+    from kernbench.config.loading import load_bench_config
+    from kernbench.config.suite import load_suite
 
     load_bench_config(put(tmp_path, "bench.yaml", BENCH_EXAMPLE), "bench.yaml")
     assert load_suite(put(tmp_path, "suite.yml", SUITE_EXAMPLE)).values["max_memory"] == "2G"

@@ -1,6 +1,6 @@
-"""Tests for kernbench.forkserver and kernbench.launcher: a forked worker keeps every promise a
-spawned one keeps (bounded output, hard timeout, no orphans, exit status, its own session,
-cwd and environment), replicate slots fork from different servers, and unsafe or broken
+"""Tests for kernbench.execution.forkserver and kernbench.execution.launcher: a forked worker keeps
+every promise a spawned one keeps (bounded output, hard timeout, no orphans, exit status, its own
+session, cwd and environment), replicate slots fork from different servers, and unsafe or broken
 servers fall back to spawning with a note."""
 
 from __future__ import annotations
@@ -17,11 +17,16 @@ from typing import Any
 
 import pytest
 
-from kernbench.forkserver import ForkServer, fork_supported, initialised_reason, preload_key
-from kernbench.isolation import TAIL_BYTES, WorkerExit
-from kernbench.launcher import WorkerLauncher
-from kernbench.model import ProtocolSettings
-from kernbench.runner import _worker_env
+from kernbench.execution.forkserver import (
+    ForkServer,
+    fork_supported,
+    initialised_reason,
+    preload_key,
+)
+from kernbench.execution.isolation import TAIL_BYTES, WorkerExit
+from kernbench.execution.launcher import WorkerLauncher
+from kernbench.execution.runner import _worker_env
+from kernbench.results.model import ProtocolSettings
 from process_fixture import wait_gone
 
 pytestmark = pytest.mark.skipif(fork_supported() is not None,
@@ -175,7 +180,7 @@ def test_the_server_survives_its_cases_and_keeps_serving(server: ForkServer,
 
 def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path) -> None:
     info = run(server, tmp_path, "import sys\nprint('numpy' in sys.modules, "
-                                 "'kernbench.worker' in sys.modules)")
+                                 "'kernbench.execution.worker' in sys.modules)")
     assert info.stdout_tail.split() == ["False", "True"]
 
 
@@ -239,7 +244,7 @@ class UnsafeServer:
 
 def test_an_unsafe_server_means_spawned_workers_with_a_note(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kernbench.launcher.ForkServer", UnsafeServer)
+    monkeypatch.setattr("kernbench.execution.launcher.ForkServer", UnsafeServer)
     launcher = WorkerLauncher("fork", _worker_env(), slots=2)
     try:
         infos = [launcher.run("pytorch", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
@@ -271,7 +276,7 @@ def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
 
 def test_a_platform_without_safe_fork_spawns(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kernbench.launcher.fork_supported", lambda: "no fork here")
+    monkeypatch.setattr("kernbench.execution.launcher.fork_supported", lambda: "no fork here")
     launcher = WorkerLauncher("fork", _worker_env())
     try:
         info = launcher.run("numpy", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)

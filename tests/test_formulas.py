@@ -1,4 +1,4 @@
-"""Tests for kernbench.formulas: the safe evaluator of bench.yaml work formulas."""
+"""Tests for kernbench.config.formulas: the safe evaluator of bench.yaml work formulas."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernbench import formulas
-from kernbench.errors import ConfigError
-from kernbench.formulas import (
+from kernbench.config import formulas
+from kernbench.config.formulas import (
     FUNCTIONS,
     MAX_EXPONENT,
     MAX_LENGTH,
@@ -26,6 +25,7 @@ from kernbench.formulas import (
     describe_functions,
     parse_formula,
 )
+from kernbench.errors import ConfigError
 
 SOURCE = "kernels/matmul/bench.yaml"
 KEY = "work.flops"

@@ -1,4 +1,5 @@
-"""Tests for kernbench.gitref: the history at a git ref, read without touching the work tree."""
+"""Tests for kernbench.analysis.gitref: the history at a git ref, read without touching the work
+tree."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kernbench import gitref
-from kernbench.gitref import history_at_ref, list_history, resolve_ref
-from kernbench.history import HISTORY_DIR, append_record, history_record
+from kernbench.analysis import gitref
+from kernbench.analysis.gitref import history_at_ref, list_history, resolve_ref
+from kernbench.results.history import HISTORY_DIR, append_record, history_record
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
 

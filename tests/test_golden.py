@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from kernbench.errors import KernbenchError
-from kernbench.golden import (
+from kernbench.analysis.golden import (
     DEFAULT_TOLERANCE_MULTIPLIER,
     GOLDEN_SCHEMA,
     IGNORE_SKUS_SCHEMA,
@@ -18,6 +17,7 @@ from kernbench.golden import (
     normalise_sku,
     sku_matches,
 )
+from kernbench.errors import KernbenchError
 
 GOLDEN: dict[str, dict[str, Any]] = {
     "mi300": {"time_ms": 1.0, "tolerance_multiplier": 1.1, "size_bytes": 1024},

@@ -1,4 +1,5 @@
-"""Tests for kernbench.metrics.gpu_state: NVML facts through a fake module, throttle names."""
+"""Tests for kernbench.measure.metrics.gpu_state: NVML facts through a fake module, throttle
+names."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernbench.metrics import gpu_state as gs
+from kernbench.measure.metrics import gpu_state as gs
 
 
 class FakeNVMLError(Exception):

@@ -1,4 +1,4 @@
-"""Tests for kernbench.history: record format, append-only storage, reading and filters."""
+"""Tests for kernbench.results.history: record format, append-only storage, reading and filters."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from kernbench import history
-from kernbench import schema as schemamod
 from kernbench.errors import KernbenchError
-from kernbench.history import (
+from kernbench.results import history
+from kernbench.results import schema as schemamod
+from kernbench.results.history import (
     HISTORY_DIR,
     append_record,
     format_created_at,
@@ -27,9 +27,9 @@ from kernbench.history import (
     parse_record_bytes,
     record_path,
 )
-from kernbench.model import CaseResult, RunResult
-from kernbench.schema import SCHEMA_VERSION
-from kernbench.serialize import summary_dict
+from kernbench.results.model import CaseResult, RunResult
+from kernbench.results.schema import SCHEMA_VERSION
+from kernbench.results.serialize import summary_dict
 
 FP = "0123456789abcdef"
 OTHER_FP = "fedcba9876543210"
@@ -108,7 +108,7 @@ def test_record_from_a_real_summary_is_compact() -> None:
 def test_a_sweep_points_compact_result_keeps_its_case_id_and_reads_back() -> None:
     from dataclasses import replace
 
-    from kernbench.inputs import run_from_document
+    from kernbench.results.inputs import run_from_document
 
     point = replace(case(), problem_size={"m": 4, "k": 4, "n": 4}, point="m=4,k=4,n=4")
     run = RunResult(started_at="2024-01-01T00:00:00Z", finished_at=None, complete=True,
@@ -332,7 +332,7 @@ def test_corrupt_files_and_lines_are_skipped_and_reported(
     assert any("000002Z" in e and "gzip" in e for e in errors)
     assert any(e.endswith("line skipped") and ".jsonl.gz:1:" in e for e in errors)
     assert any("not a JSON object" in e and ".jsonl.gz:3:" in e for e in errors)
-    with caplog.at_level(logging.WARNING, logger="kernbench.history"):
+    with caplog.at_level(logging.WARNING, logger="kernbench.results.history"):
         assert len(load_records(populated)) == 6
     assert sum("skipped" in m for m in caplog.messages) == 4
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import main
-from kernbench.schema import SCHEMA_VERSION
+from kernbench.cli.main import main
+from kernbench.results.schema import SCHEMA_VERSION
 from report_fixture import FIXTURE
 
 Mutation = Callable[[Path], None]

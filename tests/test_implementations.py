@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.compiling import DynamoCounts, compile_record
-from kernbench.config import bench_config_from_data
-from kernbench.convert import to_framework
-from kernbench.discovery import KernelDiscovery
+from kernbench.config.loading import bench_config_from_data
+from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import ConfigError
-from kernbench.model import BenchConfig, Case, KernelSpec, case_id_of, point_of
+from kernbench.execution.runner import RunSettings, _reference_key, plan_cases
+from kernbench.measure.compiling import DynamoCounts, compile_record
+from kernbench.measure.convert import to_framework
 from kernbench.reporting.implementations import implementation_tables
-from kernbench.runner import RunSettings, _reference_key, plan_cases
+from kernbench.results.model import BenchConfig, Case, KernelSpec, case_id_of, point_of
 from test_e2e import kernbench, load
 
 IMPLS = {"ref": {"function": "f_ref", "framework": "numpy"},
@@ -411,9 +411,9 @@ def test_an_unavailable_device_is_probed_once_per_framework(tmp_path: Path) -> N
 
 
 def test_compile_mode_run_option_replaces_each_implementations_mode() -> None:
-    from kernbench.model import COMPILE_MODES
-    from kernbench.runner import _implementation_job
-    from kernbench.schema import COMPILE_MODE_NAMES
+    from kernbench.execution.runner import _implementation_job
+    from kernbench.results.model import COMPILE_MODES
+    from kernbench.results.schema import COMPILE_MODE_NAMES
 
     assert COMPILE_MODES == COMPILE_MODE_NAMES
     cfg = config(implementations=IMPLS)

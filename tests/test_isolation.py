@@ -1,4 +1,5 @@
-"""Tests for kernbench.isolation: bounded output, hard timeouts, no orphans, exit reporting."""
+"""Tests for kernbench.execution.isolation: bounded output, hard timeouts, no orphans, exit
+reporting."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.isolation import TAIL_BYTES, WorkerExit, run_isolated
+from kernbench.execution.isolation import TAIL_BYTES, WorkerExit, run_isolated
 from process_fixture import wait_gone
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")

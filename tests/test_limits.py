@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from kernbench.errors import KernbenchError
-from kernbench.isolation import TOKEN_VARIABLE, WorkerExit, marked_processes, run_isolated
-from kernbench.limits import (
+from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, marked_processes, run_isolated
+from kernbench.execution.limits import (
     MIN_MAX_MEMORY_BYTES,
     explain_memory_limit,
     format_size,
     parse_size,
 )
-from kernbench.model import WORKER_KEYS, CaseResult
+from kernbench.results.model import WORKER_KEYS, CaseResult
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -189,7 +189,7 @@ def test_a_worker_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
     parent = f"""
 import sys
 from pathlib import Path
-from kernbench.isolation import run_isolated
+from kernbench.execution.isolation import run_isolated
 code = "import os, time, pathlib; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()));" \\
        " time.sleep(1000)"
 run_isolated([sys.executable, "-c", code], cwd=Path("."), env={{}}, timeout_s=1000)

@@ -1,4 +1,5 @@
-"""Machine state (kernbench.machine) and the verdicts it makes inconclusive (kernbench.compare).
+"""Machine state (kernbench.measure.machine) and the verdicts it makes inconclusive
+(kernbench.analysis.compare).
 
 The arithmetic runs on fixed /proc/stat texts and fixed calibrations, so the figures are exact;
 one test reads the real /proc/stat with a CPU hog running.
@@ -15,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from kernbench import machine
-from kernbench.compare import (
+from kernbench.analysis.compare import (
     busy,
     calibration_change,
     compare_results,
     machine_caveats,
     regressions_found,
 )
-from kernbench.model import CaseResult
+from kernbench.measure import machine
+from kernbench.results.model import CaseResult
 
 HZ = os.sysconf("SC_CLK_TCK")
 

@@ -1,4 +1,4 @@
-"""Integration tests of the metrics, end to end through ``kernbench.cli.main`` on temporary
+"""Integration tests of the metrics, end to end through ``kernbench.cli.main.main`` on temporary
 kernel trees: accuracy against reference() and against a bench.yaml reference case, work
 counts and roofline figures, energy, memory, measurement warnings and the timing record.
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import main
-from kernbench.environment import collect_environment, machine_fingerprint
-from kernbench.metrics.energy import POWERCAP_ROOT, rapl_packages
-from kernbench.metrics.peaks import cpu_peak_path
+from kernbench.cli.main import main
+from kernbench.measure.environment import collect_environment, machine_fingerprint
+from kernbench.measure.metrics.energy import POWERCAP_ROOT, rapl_packages
+from kernbench.measure.metrics.peaks import cpu_peak_path
 
 FAST = ("--iters", "5", "--warmup", "1")
 MIB = 150  # what the memory kernel allocates per call
@@ -330,7 +330,7 @@ def test_outputs_are_compared_leaf_by_leaf_through_tuples_and_dicts(tmp_path: Pa
 
 def test_case_precision_sets_the_tolerance_not_the_output_dtype(tmp_path: Path) -> None:
     """A kernel asked for fp64 that silently computes and returns fp32 must fail the fp64
-    tolerance (1e-9), as kernbench.metrics.accuracy documents."""
+    tolerance (1e-9), as kernbench.measure.metrics.accuracy documents."""
     source = """
     import numpy as np
 

@@ -1,4 +1,5 @@
-"""Tests for kernbench.metrics.outputs: outputs of any framework as NumPy trees, saved safely."""
+"""Tests for kernbench.measure.metrics.outputs: outputs of any framework as NumPy trees, saved
+safely."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.metrics.outputs import (
+from kernbench.measure.metrics.outputs import (
     STRUCTURE_ENTRY,
     flatten,
     flatten_leaves,

@@ -1,4 +1,4 @@
-"""Tests for kernbench.metrics.peaks: the GPU spec-sheet table and the cached CPU probe."""
+"""Tests for kernbench.measure.metrics.peaks: the GPU spec-sheet table and the cached CPU probe."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kernbench.metrics import peaks
-from kernbench.metrics.peaks import (
+from kernbench.measure.metrics import peaks
+from kernbench.measure.metrics.peaks import (
     CPU_PROBE_METHOD,
     GPU_PEAKS,
     PRECISION_KEYS,

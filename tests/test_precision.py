@@ -1,4 +1,5 @@
-"""Tests for kernbench.precision: the (framework, precision) -> dtype table and its inverse."""
+"""Tests for kernbench.measure.precision: the (framework, precision) -> dtype table and its
+inverse."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import numpy as np
 import pytest
 
 from kernbench.errors import UnsupportedPrecision
-from kernbench.precision import ALIASES, PRECISIONS, canonical, dtype_for, precision_of_dtype
+from kernbench.measure.precision import (
+    ALIASES,
+    PRECISIONS,
+    canonical,
+    dtype_for,
+    precision_of_dtype,
+)
 
 ASKED = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8")
 CANONICAL = {"fp8": "fp8_e4m3"}

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import main
-from kernbench.profiling import profile_case, unfit_reason
+from kernbench.cli.main import main
+from kernbench.measure.profiling import profile_case, unfit_reason
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 FAST = ("--iters", "5", "--warmup", "1")

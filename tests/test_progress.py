@@ -7,8 +7,7 @@ import itertools
 
 import pytest
 
-from kernbench.model import CaseResult
-from kernbench.progress import (
+from kernbench.cli.progress import (
     LineProgress,
     RichProgress,
     eta_s,
@@ -16,6 +15,7 @@ from kernbench.progress import (
     make_progress,
     result_line,
 )
+from kernbench.results.model import CaseResult
 
 
 def test_eta_is_mean_time_per_case_times_cases_left() -> None:

@@ -1,4 +1,5 @@
-"""Tests for kernbench.protocol: the measurement protocol, driven by a deterministic fake clock.
+"""Tests for kernbench.measure.protocol: the measurement protocol, driven by a deterministic fake
+clock.
 
 The fake clock only moves when something "costs" time: a timer read costs `read_cost` ns (so
 ``stop(start())`` is exactly the read cost), a fake kernel call advances it by its programmed
@@ -17,10 +18,9 @@ from itertools import cycle
 import numpy as np
 import pytest
 
-from kernbench import stats
-from kernbench.metrics import MetricsCollector
-from kernbench.model import ProtocolSettings
-from kernbench.protocol import (
+from kernbench.analysis import stats
+from kernbench.measure.metrics import MetricsCollector
+from kernbench.measure.protocol import (
     OVERHEAD_PROBES,
     PerfCounterTimer,
     SyncFromResult,
@@ -29,6 +29,7 @@ from kernbench.protocol import (
     run_timed,
     timer_overhead_ns,
 )
+from kernbench.results.model import ProtocolSettings
 
 MS = 1e6  # nanoseconds per millisecond
 US = 1e3  # nanoseconds per microsecond

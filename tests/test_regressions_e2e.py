@@ -1,4 +1,4 @@
-"""End-to-end tests of the regression features through `kernbench.cli.main([...])`.
+"""End-to-end tests of the regression features through `kernbench.cli.main.main([...])`.
 
 Small NumPy kernels in temporary trees (git repositories where a ref is needed), run in real
 worker processes. `--debug-fake-timer` makes exact figures wherever the test needs them; the
@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import main
-from kernbench.compare import busy
-from kernbench.history import append_record
+from kernbench.analysis.compare import busy
+from kernbench.cli.main import main
+from kernbench.results.history import append_record
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
 

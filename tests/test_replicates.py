@@ -1,11 +1,11 @@
-"""Tests for kernbench.replicates: one record from a case's worker processes."""
+"""Tests for kernbench.execution.replicates: one record from a case's worker processes."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernbench.model import CaseResult
-from kernbench.replicates import merge_replicates
+from kernbench.execution.replicates import merge_replicates
+from kernbench.results.model import CaseResult
 
 
 def _result(samples: tuple[float, ...], status: str = "ok", peak: float = 10.0,

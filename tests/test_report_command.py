@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.cli import main
+from kernbench.cli.main import main
 
 FAST = ("--iters", "5", "--warmup", "1", "--no-cpu-peak", "-q")
 

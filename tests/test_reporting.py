@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from kernbench.model import CaseResult, RunResult
 from kernbench.reporting import (
     ReportGenerator,
     safe_filename,
@@ -16,7 +15,8 @@ from kernbench.reporting import (
     write_text_atomic,
 )
 from kernbench.reporting.markdown import fmt_num, leaderboard, md_escape, render_summary
-from kernbench.serialize import record_dict, summary_dict
+from kernbench.results.model import CaseResult, RunResult
+from kernbench.results.serialize import record_dict, summary_dict
 
 ENVIRONMENT: dict[str, Any] = {
     "git": {"commit": "0123456789abcdef", "short_commit": "0123456", "branch": "main",

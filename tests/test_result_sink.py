@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from kernbench import api
-from kernbench.environment import collect_environment
-from kernbench.model import CaseResult
-from kernbench.runner import NOT_MEASURED_ACCURACY, NOT_MEASURED_ENERGY, RunSettings
+from kernbench.execution.runner import NOT_MEASURED_ACCURACY, NOT_MEASURED_ENERGY, RunSettings
+from kernbench.measure.environment import collect_environment
+from kernbench.results.model import CaseResult
 
 
 class FakeClock:

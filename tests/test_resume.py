@@ -14,8 +14,13 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import main
-from kernbench.interrupts import Interrupted, SignalGuard, exit_code_for_interrupt, signals_handled
+from kernbench.cli.main import main
+from kernbench.execution.interrupts import (
+    Interrupted,
+    SignalGuard,
+    exit_code_for_interrupt,
+    signals_handled,
+)
 from test_e2e import FAST, kernel, leftover_temp_files, load, subprocess_env, write
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -252,8 +257,8 @@ def test_handlers_are_installed_for_the_run_and_restored_after() -> None:
 
 def test_resuming_inside_a_kernel_keeps_its_earlier_points(tmp_path: Path) -> None:
     from kernbench.api import run_suite
-    from kernbench.model import ProtocolSettings
-    from kernbench.runner import RunSettings
+    from kernbench.execution.runner import RunSettings
+    from kernbench.results.model import ProtocolSettings
 
     kernel(tmp_path, "swept", "def run_benchmark(n):\n    return float(n)\n")
     write(tmp_path / "kernels" / "swept" / "bench.yaml", "sweep: {params: {n: [1, 2, 3]}}\n")
@@ -281,8 +286,8 @@ def test_resuming_inside_a_kernel_keeps_its_earlier_points(tmp_path: Path) -> No
 def test_resuming_after_a_reference_implementation_still_checks_the_others(
         tmp_path: Path) -> None:
     from kernbench.api import run_suite
-    from kernbench.model import ProtocolSettings
-    from kernbench.runner import RunSettings
+    from kernbench.execution.runner import RunSettings
+    from kernbench.results.model import ProtocolSettings
 
     kernel(tmp_path, "total", """
         import numpy as np

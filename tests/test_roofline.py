@@ -1,4 +1,4 @@
-"""Tests for kernbench.metrics.roofline: achieved rates, intensity, % of peak and bound."""
+"""Tests for kernbench.measure.metrics.roofline: achieved rates, intensity, % of peak and bound."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kernbench.metrics.peaks import gpu_peak
-from kernbench.metrics.roofline import (
+from kernbench.measure.metrics.peaks import gpu_peak
+from kernbench.measure.metrics.roofline import (
     PRECISION_PEAK_KEYS,
     peak_bandwidth_gbs,
     peak_gflops,

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from kernbench.api import exit_code_for
-from kernbench.config import bench_config_from_data
-from kernbench.isolation import WorkerExit
-from kernbench.model import NATIVE, BenchConfig, Case, CaseResult, KernelSpec
-from kernbench.runner import (
+from kernbench.config.loading import bench_config_from_data
+from kernbench.execution.isolation import WorkerExit
+from kernbench.execution.runner import (
     DEFAULT_PRECISION,
     BenchmarkRunner,
     RunSettings,
@@ -24,6 +23,7 @@ from kernbench.runner import (
     plan_precisions,
     select_kernels,
 )
+from kernbench.results.model import NATIVE, BenchConfig, Case, CaseResult, KernelSpec
 
 
 def spec(name: str = "k", **changes: object) -> KernelSpec:

@@ -1,4 +1,4 @@
-"""Tests for kernbench.schema: the bench.yaml schema and the versioned result JSON."""
+"""Tests for kernbench.results.schema: the bench.yaml schema and the versioned result JSON."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from kernbench import precision, schema
 from kernbench.errors import ConfigError, KernbenchError
-from kernbench.schema import (
+from kernbench.measure import precision
+from kernbench.results import schema
+from kernbench.results.schema import (
     BENCH_YAML_SCHEMA,
     SCHEMA_VERSION,
     key_path,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kernbench.errors import KernbenchError
-from kernbench.model import CaseResult, KernelSpec, RunResult
-from kernbench.schema import SCHEMA_VERSION
-from kernbench.serialize import (
+from kernbench.results.model import CaseResult, KernelSpec, RunResult
+from kernbench.results.schema import SCHEMA_VERSION
+from kernbench.results.serialize import (
     counts,
     manifest_dict,
     record_dict,
@@ -87,7 +87,7 @@ def test_a_sweep_points_case_id_names_it_and_round_trips() -> None:
 
 
 def test_sweep_in_the_manifest_is_the_spec_and_its_size() -> None:
-    from kernbench.config import bench_config_from_data
+    from kernbench.config.loading import bench_config_from_data
 
     sweep = {"matrix_shapes": [{"name": "pow2", "min_power": 2, "max_power": 4}]}
     config = bench_config_from_data({"sweep": sweep}, "bench.yaml")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from kernbench.errors import KernbenchError
-from kernbench.model import CaseResult, RunResult, Status
-from kernbench.schema import SCHEMA_VERSION
-from kernbench.serialize import counts, results_from_summary, summary_dict
-from kernbench.sharding import merge_summaries, parse_shard, select_shard, shard_of
+from kernbench.execution.sharding import merge_summaries, parse_shard, select_shard, shard_of
+from kernbench.results.model import CaseResult, RunResult, Status
+from kernbench.results.schema import SCHEMA_VERSION
+from kernbench.results.serialize import counts, results_from_summary, summary_dict
 
 
 def result(kernel: str, backend: str = "cpu", precision: str = "fp32",

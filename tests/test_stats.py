@@ -1,4 +1,5 @@
-"""Tests for kernbench.stats: percentiles, spread, the median's interval and quality flags."""
+"""Tests for kernbench.analysis.stats: percentiles, spread, the median's interval and quality
+flags."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from kernbench import stats
+from kernbench.analysis import stats
 
 finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)
 samples_lists = st.lists(finite, min_size=1, max_size=60)
@@ -104,7 +105,7 @@ def test_median_ci_ranks_match_scipy_for_large_samples(n: int) -> None:
 
 
 def test_printing_a_median_does_not_import_scipy() -> None:
-    code = ("import sys; from kernbench.stats import summarize_ms; "
+    code = ("import sys; from kernbench.analysis.stats import summarize_ms; "
             "summarize_ms([float(k) for k in range(100)]); print('scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -241,7 +242,7 @@ def test_several_warnings_together() -> None:
 
 
 def test_geometric_mean_of_ratios() -> None:
-    from kernbench.stats import geometric_mean
+    from kernbench.analysis.stats import geometric_mean
 
     assert geometric_mean([2.0, 0.5]) == pytest.approx(1.0)
     assert geometric_mean([1.0, 2.0, 4.0]) == pytest.approx(2.0)

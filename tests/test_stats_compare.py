@@ -1,4 +1,5 @@
-"""Tests for kernbench.stats_compare: per-process comparison, BH q-values, bootstrap, verdicts.
+"""Tests for kernbench.analysis.stats_compare: per-process comparison, BH q-values, bootstrap,
+verdicts.
 
 The simulations are seeded, so they are deterministic; their bounds leave Monte-Carlo slack
 around rates measured with many more repetitions (see the comments beside each bound).
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from kernbench.stats_compare import (
+from kernbench.analysis.stats_compare import (
     Comparison,
     benjamini_hochberg,
     bootstrap_ratio_ci,
@@ -410,7 +411,7 @@ def test_compare_groups_never_raises_on_extreme_values(a: list[list[float]],
 
 
 def test_paired_rounds_cancel_drift_that_hides_a_change_from_welch() -> None:
-    from kernbench.stats_compare import PAIRED, compare_paired
+    from kernbench.analysis.stats_compare import PAIRED, compare_paired
 
     rng = np.random.default_rng(7)
     drift = [1.0, 1.5, 0.8, 1.3, 1.1, 0.9, 1.2, 0.7, 1.4, 1.05]  # the machine, round by round
@@ -426,7 +427,7 @@ def test_paired_rounds_cancel_drift_that_hides_a_change_from_welch() -> None:
 
 
 def test_paired_falls_back_when_rounds_do_not_pair() -> None:
-    from kernbench.stats_compare import compare_paired
+    from kernbench.analysis.stats_compare import compare_paired
 
     base = [[1.0, 1.1], [1.0, 1.2], [1.1, 1.0]]
     cand = [[1.0, 1.1], [1.0, 1.2]]
@@ -434,7 +435,7 @@ def test_paired_falls_back_when_rounds_do_not_pair() -> None:
 
 
 def test_paired_p_value_is_the_sign_test_over_rounds() -> None:
-    from kernbench.stats_compare import compare_paired
+    from kernbench.analysis.stats_compare import compare_paired
 
     base = [[1.0]] * 10
     cand = [[1.1]] * 9 + [[0.9]]  # nine rounds slower, one faster
@@ -444,7 +445,7 @@ def test_paired_p_value_is_the_sign_test_over_rounds() -> None:
 
 
 def test_one_wild_round_does_not_hide_a_clear_change() -> None:
-    from kernbench.stats_compare import compare_paired
+    from kernbench.analysis.stats_compare import compare_paired
 
     rng = np.random.default_rng(3)
     base = [list(rng.lognormal(0.0, 0.01, 20)) for _ in range(10)]

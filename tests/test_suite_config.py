@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import (
+from kernbench.cli.main import (
     BACKEND_CHOICES,
     PRECISION_CHOICES,
     build_parser,
@@ -20,9 +20,9 @@ from kernbench.cli import (
     parse_args,
     run_settings,
 )
+from kernbench.config.suite import SUITE_KEYS, load_suite
 from kernbench.errors import ConfigError, KernbenchError
-from kernbench.schema import BACKEND_NAMES, PRECISION_NAMES
-from kernbench.suite import SUITE_KEYS, load_suite
+from kernbench.results.schema import BACKEND_NAMES, PRECISION_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -134,9 +134,9 @@ def test_the_full_example_sets_every_key_and_each_key_names_a_real_flag(tmp_path
 
 
 def test_schema_choices_match_the_cli() -> None:
-    from kernbench.model import COMPILE_MODES
-    from kernbench.profiling import PROFILERS
-    from kernbench.schema import suite_schema
+    from kernbench.measure.profiling import PROFILERS
+    from kernbench.results.model import COMPILE_MODES
+    from kernbench.results.schema import suite_schema
 
     assert PRECISION_NAMES == PRECISION_CHOICES
     assert BACKEND_NAMES == BACKEND_CHOICES
@@ -318,7 +318,8 @@ def test_suite_sweeps_replace_the_matching_kernels_sweep(tmp_path: Path) -> None
             matrix_shapes: [{name: custom, shapes: [[4, 8, 16]]}]
             params: {block: [1, 2]}
     """)
-    proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "run", "--config", "suite.yml",
+    proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "run", "--config",
+    "suite.yml",
                            "--debug-fake-timer", "1.0", "--quiet"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

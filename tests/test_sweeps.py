@@ -1,4 +1,5 @@
-"""Tests for kernbench.sweeps: bench.yaml `sweep` generators, products, names and validation."""
+"""Tests for kernbench.config.sweeps: bench.yaml `sweep` generators, products, names and
+validation."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kernbench.config import bench_config_from_data
-from kernbench.errors import ConfigError
-from kernbench.model import MAX_SWEEP_POINTS, SweepPoint
-from kernbench.sweeps import (
+from kernbench.config.loading import bench_config_from_data
+from kernbench.config.sweeps import (
     custom,
     expand_sweep,
     generate,
@@ -24,6 +23,8 @@ from kernbench.sweeps import (
     sweep,
     value_text,
 )
+from kernbench.errors import ConfigError
+from kernbench.results.model import MAX_SWEEP_POINTS, SweepPoint
 
 SOURCE = "kernels/demo/bench.yaml"
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_.+=,-]+$")

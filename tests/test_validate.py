@@ -13,7 +13,7 @@ import pytest
 
 from kernbench.errors import KernbenchError
 from kernbench.reporting.validate import validate_report_dir
-from kernbench.schema import SCHEMA_VERSION
+from kernbench.results.schema import SCHEMA_VERSION
 from report_fixture import FIXTURE
 
 

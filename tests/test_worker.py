@@ -1,4 +1,5 @@
-"""Tests for kernbench.worker: one case, run in-process through `run_job`, and once for real.
+"""Tests for kernbench.execution.worker: one case, run in-process through `run_job`, and once for
+real.
 
 Jobs are built the way ``BenchmarkRunner._job`` builds them, pointing at kernels written to a
 temporary directory. Kernels record the arguments they receive in a module-level ``CALLS`` list;
@@ -22,8 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.model import ProtocolSettings
-from kernbench.worker import describe_output, run_job
+from kernbench.execution.worker import describe_output, run_job
+from kernbench.results.model import ProtocolSettings
 
 FAST = ProtocolSettings(warmup=1, iterations=3, max_inner_loops=1000, calibration_budget_s=0.5)
 CUPY_INSTALLED = importlib.util.find_spec("cupy") is not None
@@ -294,7 +295,7 @@ def test_kernel_raised_skip_exceptions_skip(tmp_path: Path, raised: str, reason:
 
 def test_dtype_for_an_unknown_precision_in_setup_skips(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
-        from kernbench.precision import dtype_for
+        from kernbench.measure.precision import dtype_for
 
         def setup(precision):
             return {"dtype": dtype_for("numpy", precision)}
@@ -604,7 +605,7 @@ def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Pa
     job_path.write_text(json.dumps(job), encoding="utf-8")
 
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kernbench.worker", str(job_path)],
+    proc = subprocess.run([sys.executable, "-m", "kernbench.execution.worker", str(job_path)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=False)
     elapsed = time.monotonic() - started
@@ -626,7 +627,7 @@ def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Pa
 
 
 def test_a_framework_without_a_kernel_for_the_dtype_skips_the_case() -> None:
-    from kernbench.worker import _unsupported_precision
+    from kernbench.execution.worker import _unsupported_precision
 
     error = RuntimeError('"addmm_impl_cpu_" not implemented for \'Half\'')
     assert _unsupported_precision(error, "fp16") is not None

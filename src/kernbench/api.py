@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernbench.compare import (
+from kernbench.analysis.compare import (
     ADVICE,
     DEFAULT_ACCURACY_DRIFT,
     DEFAULT_ALPHA,
@@ -23,24 +23,24 @@ from kernbench.compare import (
     machine_caveats,
     skipped_on_both_sides,
 )
-from kernbench.discovery import KernelDiscovery
-from kernbench.environment import collect_environment
+from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
-from kernbench.inputs import LoadedRun, load_run, run_from_document
-from kernbench.machine import RunState
-from kernbench.model import Case, CaseResult, KernelSpec, RunResult
-from kernbench.reporting import ReportGenerator, read_json_object
-from kernbench.runner import (
+from kernbench.execution.runner import (
     BenchmarkRunner,
     RunSettings,
     check_sweep_globs,
     now_iso,
     select_kernels,
 )
-from kernbench.serialize import manifest_dict, spec_dict, summary_dict
+from kernbench.measure.environment import collect_environment
+from kernbench.measure.machine import RunState
+from kernbench.reporting import ReportGenerator, read_json_object
+from kernbench.results.inputs import LoadedRun, load_run, run_from_document
+from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
+from kernbench.results.serialize import manifest_dict, spec_dict, summary_dict
 
 if TYPE_CHECKING:
-    from kernbench.ab import Progress
+    from kernbench.execution.ab import Progress
 
 Log = Callable[[str], None]
 OnResult = Callable[[CaseResult, int, int], None]
@@ -83,11 +83,11 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     (with summary.md); :func:`render_reports` adds the other formats. `extra_settings`
     (e.g. the suite file) is kept in summary.json's `settings` with the run's own.
 
-    SIGINT and SIGTERM stop the run between writes (:mod:`kernbench.interrupts`): the summary
-    written on the way out has `complete: false`. With `resume`, `output_dir` holds such an
+    SIGINT and SIGTERM stop the run between writes (:mod:`kernbench.execution.interrupts`): the
+    summary written on the way out has `complete: false`. With `resume`, `output_dir` holds such an
     interrupted run: its finished cases are kept and only the others run
-    (:mod:`kernbench.resume`)."""
-    from kernbench.interrupts import signals_handled
+    (:mod:`kernbench.execution.resume`)."""
+    from kernbench.execution.interrupts import signals_handled
 
     specs, manifest = discover(settings.root, paths, log)
     check_sweep_globs(settings, specs)
@@ -141,7 +141,7 @@ def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],
                   log: Log | None) -> tuple[str, list[CaseResult], list[Case | KernelSpec],
                                             dict[str, Any]]:
     """(started_at, kept records, cases still to run, settings) of a resumed run."""
-    from kernbench.resume import check_compatible, load_previous, split_plan
+    from kernbench.execution.resume import check_compatible, load_previous, split_plan
 
     previous = load_previous(output_dir)
     check_compatible(previous, run_settings, environment.get("fingerprint"))
@@ -242,7 +242,7 @@ class _ResultSink:
         return self._current[1]
 
     def _read_back(self, name: str) -> list[CaseResult]:
-        from kernbench.resume import read_document, records_of
+        from kernbench.execution.resume import read_document, records_of
 
         path = self.reports.kernel_path(name)
         return records_of(read_document(path), path)
@@ -326,7 +326,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
 
     The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
     and the comparison (regressions.md, comparison.json) to `output_dir`."""
-    from kernbench.ab import interleave, make_side, worktree
+    from kernbench.execution.ab import interleave, make_side, worktree
 
     started = now_iso()
     clear_previous_reports(output_dir)
@@ -443,9 +443,9 @@ def merge_shards(shard_dirs: Sequence[Path],
 def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
     import json
 
+    from kernbench.execution.sharding import merge_summaries
     from kernbench.reporting import write_json_atomic, write_text_atomic
     from kernbench.reporting.markdown import render_summary
-    from kernbench.sharding import merge_summaries
 
     documents = []
     for directory in shard_dirs:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.compare import VERDICTS, CaseComparison, tally
+from kernbench.analysis.compare import VERDICTS, CaseComparison, tally
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.markdown import md_escape

@@ -42,7 +42,7 @@ def template_environment() -> jinja2.Environment:
 def kernel_label(record: Mapping[str, Any]) -> str:
     """The kernel name, with the implementation and the sweep point when the case has them
     (`softmax jax rows=64`, `matmul m=64,k=64,n=64`), so they read as different rows."""
-    from kernbench.model import point_of
+    from kernbench.results.model import point_of
 
     name = str(record.get("kernel_name"))
     impl = record.get("implementation")

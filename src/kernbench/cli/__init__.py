@@ -1,0 +1,1 @@
+"""The command line: one option table, the commands, console output. No measuring."""
