@@ -58,25 +58,39 @@ def test_activity_subtracts_the_workers_own_cpu_time() -> None:
     assert machine.activity(before, before, own_cpu_s=0.0, wall_s=2.0) is None
 
 
-@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="needs Linux /proc/stat")
-def test_the_probe_sees_a_cpu_hog_and_not_its_own_work() -> None:
-    quiet = machine.ActivityProbe()
-    end = time.perf_counter() + 0.3
-    while time.perf_counter() < end:  # this process's own work is not "other"
-        pass
-    own = quiet.stop()
-    assert own is not None and own["other_cpu_cores"] < 0.5
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def _other_cores(work: str, seconds: float) -> float:
+    """`other_cpu_cores` over `seconds` while this process sleeps, spins, or a hog spins."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if work == "hog" else None
     try:
-        time.sleep(0.2)
+        if hog is not None:
+            time.sleep(0.2)
         probe = machine.ActivityProbe()
-        time.sleep(0.5)
+        end = time.perf_counter() + seconds
+        while work == "spin" and time.perf_counter() < end:  # this process's own work
+            pass
+        time.sleep(max(0.0, end - time.perf_counter()))
         seen = probe.stop()
     finally:
-        hog.kill()
-        hog.wait()
-    assert seen is not None and seen["other_cpu_cores"] >= 0.7
-    assert seen["cpus"] == os.cpu_count()
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    assert seen is not None and seen["cpus"] == os.cpu_count()
+    return float(seen["other_cpu_cores"])
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="needs Linux /proc/stat")
+def test_the_probe_sees_a_cpu_hog_and_not_its_own_work() -> None:
+    # Relative to what the (shared) machine does anyway, read while sleeping just before: the
+    # probe's own spinning adds nothing, a hog adds most of a core. A busy moment can hide the
+    # hog on two cores, so up to three tries.
+    tries = []
+    for _ in range(3):
+        quiet = _other_cores("sleep", 0.4)
+        own, hog = _other_cores("spin", 0.4), _other_cores("hog", 0.5)
+        tries.append((quiet, own, hog))
+        if own < quiet + 0.5 and hog >= quiet + 0.6:
+            return
+    pytest.fail(f"(quiet, own spin, hog) other_cpu_cores per try: {tries}")
 
 
 def test_calibration_and_run_state_record_what_they_measured() -> None:

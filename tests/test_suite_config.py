@@ -20,9 +20,9 @@ from kernbench.cli.main import (
     parse_args,
     run_settings,
 )
+from kernbench.config.schema import BACKEND_NAMES, PRECISION_NAMES
 from kernbench.config.suite import SUITE_KEYS, load_suite
 from kernbench.errors import ConfigError, KernbenchError
-from kernbench.results.schema import BACKEND_NAMES, PRECISION_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -134,9 +134,9 @@ def test_the_full_example_sets_every_key_and_each_key_names_a_real_flag(tmp_path
 
 
 def test_schema_choices_match_the_cli() -> None:
+    from kernbench.config.schema import suite_schema
     from kernbench.measure.profiling import PROFILERS
     from kernbench.results.model import COMPILE_MODES
-    from kernbench.results.schema import suite_schema
 
     assert PRECISION_NAMES == PRECISION_CHOICES
     assert BACKEND_NAMES == BACKEND_CHOICES

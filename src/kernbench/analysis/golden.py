@@ -34,8 +34,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kernbench.config.schema import GOLDEN_SCHEMA, IGNORE_SKUS_SCHEMA
 from kernbench.errors import KernbenchError
-from kernbench.results.schema import GOLDEN_SCHEMA, IGNORE_SKUS_SCHEMA
 
 __all__ = [
     "DEFAULT_TOLERANCE_MULTIPLIER",

@@ -1,7 +1,7 @@
 """Reading configuration: bench.yaml files and ``[tool.kernbench]`` in pyproject.toml.
 
 A bench.yaml is data. It is parsed with ``yaml.safe_load``, validated against
-:data:`kernbench.results.schema.BENCH_YAML_SCHEMA`, and its ``skip_conditions[].check`` strings are
+:data:`kernbench.config.schema.BENCH_YAML_SCHEMA`, and its ``skip_conditions[].check`` strings are
 parsed by the safe evaluator in :mod:`kernbench.config.conditions`; nothing in it is executed.
 """
 
@@ -15,6 +15,7 @@ import yaml
 
 from kernbench.config.conditions import parse_condition
 from kernbench.config.formulas import parse_formula
+from kernbench.config.schema import key_path, validate_bench_yaml
 from kernbench.config.sweeps import expand_sweep
 from kernbench.errors import ConfigError
 from kernbench.measure.precision import canonical
@@ -26,7 +27,6 @@ from kernbench.results.model import (
     SweepPoint,
     case_suffix,
 )
-from kernbench.results.schema import key_path, validate_bench_yaml
 
 MAX_BENCH_YAML_BYTES = 1 << 20
 PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}

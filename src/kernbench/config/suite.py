@@ -2,7 +2,7 @@
 
 A suite file is a mapping of run options, each standing for one command-line flag
 (:data:`SUITE_KEYS`). It is parsed with ``yaml.safe_load`` (nothing in it is evaluated) and
-validated against :func:`kernbench.results.schema.suite_schema` like a bench.yaml: an error names
+validated against :func:`kernbench.config.schema.suite_schema` like a bench.yaml: an error names
 the file and the key and says what was expected. The CLI makes the file's values the defaults of
 the run parser, so a flag given on the command line wins over the file, and the file wins
 over kernbench's defaults. Relative paths in the file (``root``, ``paths``, ``output_dir``)
@@ -82,7 +82,7 @@ class SuiteConfig:
 def load_suite(path: Path) -> SuiteConfig:
     """Read, parse (safely) and validate a suite file; ConfigError/KernbenchError (exit 2)."""
     from kernbench.config.loading import parse_yaml
-    from kernbench.results.schema import validate_suite_config
+    from kernbench.config.schema import validate_suite_config
 
     source = str(path)
     try:

@@ -21,7 +21,7 @@ them; the runner's ``get_shapes_for_config`` defines them), each giving ``[m, k,
 Generators combine in order and a repeated shape is kept once, where it first appears.
 ``params`` maps names to lists of values; their cartesian product is taken with the shapes.
 Everything here is a pure function of the parsed bench.yaml (validated by
-:data:`kernbench.results.schema.SWEEP_SCHEMA` first); nothing in it is evaluated.
+:data:`kernbench.config.schema.SWEEP_SCHEMA` first); nothing in it is evaluated.
 """
 
 from __future__ import annotations
