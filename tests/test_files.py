@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from kernbench.cli.main import main
 from kernbench.errors import KernbenchError
 from kernbench.execution.resume import load_previous
-from kernbench.reporting import safe_filename
 from kernbench.reporting.bundle import load_report_inputs
+from kernbench.results.files import safe_filename
 from kernbench.results.history import parse_record_bytes
 from kernbench.results.inputs import load_run
 from test_e2e import FAST, kernel, load, write

@@ -34,7 +34,8 @@ from kernbench.execution.runner import (
 )
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
-from kernbench.reporting import ReportGenerator, read_json_object
+from kernbench.reporting import ReportGenerator
+from kernbench.results.files import read_json_object
 from kernbench.results.inputs import LoadedRun, load_run, run_from_document
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.results.serialize import manifest_dict, spec_dict, summary_dict
@@ -444,8 +445,8 @@ def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str
     import json
 
     from kernbench.execution.sharding import merge_summaries
-    from kernbench.reporting import write_json_atomic, write_text_atomic
     from kernbench.reporting.markdown import render_summary
+    from kernbench.results.files import write_json_atomic, write_text_atomic
 
     documents = []
     for directory in shard_dirs:

@@ -29,7 +29,7 @@ def save_history_of_dir(root: Path, run_dir: Path) -> Path:
 
 
 def _documents(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    from kernbench.reporting import read_json_object
+    from kernbench.results.files import read_json_object
 
     summary = read_json_object(run_dir / "summary.json")
     if summary is None:

@@ -708,7 +708,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from kernbench.api import render_reports
-    from kernbench.reporting import read_json_object
+    from kernbench.results.files import read_json_object
 
     output_dir = args.output_dir or args.run_dir
     root = args.root

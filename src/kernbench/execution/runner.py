@@ -34,7 +34,7 @@ from kernbench.execution.sharding import select_shard
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.measure.metrics.roofline import work_figures
 from kernbench.measure.precision import canonical
-from kernbench.reporting import read_json_object
+from kernbench.results.files import read_json_object
 from kernbench.results.model import (
     NATIVE,
     WORKER_KEYS,

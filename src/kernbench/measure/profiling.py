@@ -55,7 +55,7 @@ def _loop(call: Callable[[], object], sync: SyncChoice, iterations: int) -> Loop
 
 def _profile(kind: str, loop: Loop, output_dir: Path, case_id: str, framework: str,
              backend: str) -> dict[str, Any]:
-    from kernbench.reporting import safe_filename
+    from kernbench.results.files import safe_filename
 
     reason = unfit_reason(kind, framework)
     if reason:
@@ -89,7 +89,7 @@ def unfit_reason(kind: str, framework: str) -> str | None:
 
 def run_cprofile(loop: Loop, folder: Path, stem: str) -> str:
     """`<stem>.prof` (pstats) and `<stem>.txt` (top functions by cumulative time)."""
-    from kernbench.reporting import write_text_atomic
+    from kernbench.results.files import write_text_atomic
 
     profiler = cProfile.Profile()
     profiler.enable()

@@ -40,7 +40,7 @@ class ReportInputs:
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    from kernbench.reporting import read_json_object
+    from kernbench.results.files import read_json_object
 
     return read_json_object(path) if path.exists() else None
 

@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.reporting import safe_filename
 from kernbench.reporting.digest import Change, RegressionDigest, regression_digest  # re-exported
 from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.views import (
@@ -45,6 +44,7 @@ from kernbench.reporting.views import (
     number,
     p50_ms,
 )
+from kernbench.results.files import safe_filename
 
 __all__ = [
     "ACCURACY_BUG_FACTOR", "LOW_PCT_PEAK", "MEMORY_GROWTH_RATIO", "NARROW_PRECISIONS",

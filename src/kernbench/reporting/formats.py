@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kernbench.errors import KernbenchError
-from kernbench.reporting import write_json_atomic, write_text_atomic
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.results.files import write_json_atomic, write_text_atomic
 
 __all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "parse_formats", "write_formats"]
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
-from kernbench.reporting import safe_filename
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.views import (
@@ -45,6 +44,7 @@ from kernbench.reporting.views import (
     speedup_baseline,
     variant,
 )
+from kernbench.results.files import safe_filename
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -13,9 +13,9 @@ from kernbench.analysis.compare import (
     regressions_found,
     tally,
 )
-from kernbench.reporting import write_json_atomic, write_text_atomic
 from kernbench.reporting.markdown import template_environment
 from kernbench.reporting.views import split_significant
+from kernbench.results.files import write_json_atomic, write_text_atomic
 from kernbench.results.schema import SCHEMA_VERSION
 
 

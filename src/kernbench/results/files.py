@@ -6,12 +6,14 @@ place (``os.replace``), so a run killed half-way leaves either the old file or t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_json_object", "write_json_atomic", "write_text_atomic"]
+__all__ = ["read_json_object", "safe_filename", "write_json_atomic", "write_text_atomic"]
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
@@ -36,3 +38,15 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def safe_filename(name: str) -> str:
+    """A kernel name as a file name: only [A-Za-z0-9._-], no leading dot, never empty.
+
+    A name that had to change gets a short hash of the original, so two names that clean up
+    alike ("a b" and "a_b") still get different files."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:120]
+    if cleaned and cleaned == name:
+        return cleaned
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned or '_'}-{digest}"
