@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from kernbench import __version__
 from kernbench.errors import KernbenchError
-from kernbench.results.model import STATUSES
+from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
 __all__ = ["merge_summaries", "parse_shard", "select_shard", "shard_of"]
@@ -66,13 +66,6 @@ def select_shard(items: Sequence[T], key: Callable[[T], str],
 # --- merging shard summaries -------------------------------------------------------------
 
 
-def _case_id(record: Mapping[str, Any]) -> str:
-    case_id = record.get("case_id")
-    if isinstance(case_id, str):
-        return case_id
-    return f"{record.get('kernel_name')}[{record.get('backend')},{record.get('precision')}]"
-
-
 def _order(record: Mapping[str, Any]) -> tuple[str, str, str]:
     return (str(record.get("kernel_name")), str(record.get("backend")),
             str(record.get("precision")))
@@ -84,7 +77,7 @@ def _tally(records: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> dict
     for record, source in zip(records, sources, strict=True):
         status = record.get("status")
         if status not in STATUSES:
-            raise KernbenchError(f"{source}: case {_case_id(record)} has an unknown status "
+            raise KernbenchError(f"{source}: case {record_case_id(record)} has an unknown status "
                                  f"{status!r} (expected one of {', '.join(STATUSES)})")
         tally[status] += 1
     return tally
@@ -130,7 +123,7 @@ def merge_summaries(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[
     records: list[tuple[Mapping[str, Any], str]] = []
     for source, document in migrated:
         for record in document.get("results") or []:
-            case_id = _case_id(record)
+            case_id = record_case_id(record)
             if case_id in seen:
                 raise KernbenchError(f"case {case_id} is in two shard summaries: "
                                      f"{seen[case_id]} and {source}")

@@ -40,6 +40,7 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.measure.environment import machine_fingerprint
+from kernbench.results.model import case_id_of
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
 __all__ = [
@@ -189,7 +190,8 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
 def _sweep_case_id(record: Mapping[str, Any]) -> dict[str, Any]:
     """``case_id`` of a bench.yaml sweep point (it names the point); the others' rebuild."""
     case_id = record.get("case_id")
-    plain = f"{record.get('kernel_name')}[{record.get('backend')},{record.get('precision')}]"
+    plain = case_id_of(str(record.get("kernel_name")), str(record.get("backend")),
+                       str(record.get("precision")))
     return {"case_id": case_id} if isinstance(case_id, str) and case_id != plain else {}
 
 

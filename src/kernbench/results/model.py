@@ -64,6 +64,16 @@ def case_id_of(kernel: str, backend: str, precision: str, point: str | None = No
     return f"{kernel}[{backend},{precision}{',' + suffix if suffix else ''}]"
 
 
+def record_case_id(record: Mapping[str, Any]) -> str:
+    """A result record's ``case_id``, or ``kernel[backend,precision]`` rebuilt for a record
+    (an older or hand-written one) that has none."""
+    found = record.get("case_id")
+    if isinstance(found, str) and found:
+        return found
+    return case_id_of(str(record.get("kernel_name")), str(record.get("backend")),
+                      str(record.get("precision")))
+
+
 def point_of(case_id: object, kernel: str, backend: str, precision: str,
              implementation: str | None = None) -> str | None:
     """The sweep point a record's case id names (the inverse of :func:`case_id_of`), else None."""
