@@ -14,7 +14,9 @@ import pytest
 
 from kernbench.analysis import gitref
 from kernbench.analysis.gitref import history_at_ref, list_history, resolve_ref
-from kernbench.results.history import HISTORY_DIR, append_record, history_record
+from kernbench.results.history import append_record
+from kernbench.results.history_names import HISTORY_DIR
+from kernbench.results.history_record import history_record
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
 

@@ -12,24 +12,26 @@ from typing import Any
 
 import pytest
 
+from kernbench.analysis.summary import summary_dict
 from kernbench.errors import KernbenchError
 from kernbench.results import history
 from kernbench.results import schema as schemamod
 from kernbench.results.history import (
-    HISTORY_DIR,
     append_record,
-    format_created_at,
-    history_record,
     iter_records,
     load_records,
     load_records_with_errors,
-    parse_history_name,
     parse_record_bytes,
+)
+from kernbench.results.history_names import (
+    HISTORY_DIR,
+    format_created_at,
+    parse_history_name,
     record_path,
 )
+from kernbench.results.history_record import history_record
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
-from kernbench.results.serialize import summary_dict
 
 FP = "0123456789abcdef"
 OTHER_FP = "fedcba9876543210"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kernbench.analysis.summary import record_dict, summary_dict
 from kernbench.reporting import (
     ReportGenerator,
     safe_filename,
@@ -16,7 +17,6 @@ from kernbench.reporting import (
 )
 from kernbench.reporting.markdown import fmt_num, leaderboard, md_escape, render_summary
 from kernbench.results.model import CaseResult, RunResult
-from kernbench.results.serialize import record_dict, summary_dict
 
 ENVIRONMENT: dict[str, Any] = {
     "git": {"commit": "0123456789abcdef", "short_commit": "0123456", "branch": "main",

@@ -8,17 +8,16 @@ from typing import Any
 
 import pytest
 
+from kernbench.analysis.summary import record_dict, summary_dict
 from kernbench.errors import KernbenchError
 from kernbench.results.model import CaseResult, KernelSpec, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
 from kernbench.results.serialize import (
     counts,
     manifest_dict,
-    record_dict,
     result_from_dict,
     results_from_summary,
     spec_dict,
-    summary_dict,
 )
 
 SAMPLES = (1.0, 2.0, 3.0, 4.0)

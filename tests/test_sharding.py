@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from kernbench.analysis.summary import summary_dict
 from kernbench.errors import KernbenchError
 from kernbench.execution.sharding import merge_summaries, parse_shard, select_shard, shard_of
 from kernbench.results.model import CaseResult, RunResult, Status
 from kernbench.results.schema import SCHEMA_VERSION
-from kernbench.results.serialize import counts, results_from_summary, summary_dict
+from kernbench.results.serialize import counts, results_from_summary
 
 
 def result(kernel: str, backend: str = "cpu", precision: str = "fp32",

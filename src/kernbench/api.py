@@ -23,6 +23,7 @@ from kernbench.analysis.compare import (
     machine_caveats,
     skipped_on_both_sides,
 )
+from kernbench.analysis.summary import summary_dict
 from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.execution.runner import (
@@ -38,7 +39,7 @@ from kernbench.reporting import ReportGenerator
 from kernbench.results.files import read_json_object
 from kernbench.results.inputs import LoadedRun, load_run, run_from_document
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
-from kernbench.results.serialize import manifest_dict, spec_dict, summary_dict
+from kernbench.results.serialize import manifest_dict, spec_dict
 
 if TYPE_CHECKING:
     from kernbench.execution.ab import Progress

@@ -9,12 +9,13 @@ from typing import Any
 
 from kernbench.analysis.compare import Thresholds
 from kernbench.analysis.gitref import history_at_ref
+from kernbench.analysis.summary import summary_dict
 from kernbench.errors import KernbenchError
-from kernbench.results.history import append_record, history_record
+from kernbench.results.history import append_record
+from kernbench.results.history_record import history_record
 from kernbench.results.inputs import LoadedRun, run_from_document
 from kernbench.results.model import RunResult
 from kernbench.results.schema import migrate
-from kernbench.results.serialize import summary_dict
 
 
 def save_history(root: Path, run: RunResult) -> Path:

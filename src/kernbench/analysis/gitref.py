@@ -20,13 +20,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from kernbench.results.history import (
+from kernbench.results.history import parse_record_bytes
+from kernbench.results.history_names import (
     HISTORY_DIR,
     SUFFIX,
     HistoryName,
     name_fingerprint,
     parse_history_name,
-    parse_record_bytes,
 )
 
 __all__ = ["TreeEntry", "check_ref", "history_at_ref", "is_repository", "list_history",

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernbench.analysis.summary import record_dict, summary_dict
 from kernbench.results.files import safe_filename, write_json_atomic, write_text_atomic
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
-from kernbench.results.serialize import record_dict, summary_dict
 
 __all__ = ["ReportGenerator"]
 

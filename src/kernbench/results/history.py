@@ -1,11 +1,8 @@
-"""The benchmark history: one compact record per run, kept under ``benchmarks/history/``.
+"""The benchmark history store: one compact record per run, kept under ``benchmarks/history/``.
 
-A record is built from a run's ``summary.json`` and ``env.json`` by :func:`history_record`:
-who ran what where (git commit, machine fingerprint, settings) and, per case, the raw samples
-(rounded to 6 significant digits), their median and the accuracy verdict. Everything else in
-the summary can be derived again from the samples, so it is left out.
-
-Storage is append-only. Each run gets a new gzipped JSON Lines file, sharded by date::
+Records are built and encoded by :mod:`kernbench.results.history_record`; their file names
+come from :mod:`kernbench.results.history_names`. Storage is append-only. Each run gets a new
+gzipped JSON Lines file, sharded by date::
 
     benchmarks/history/YYYY/MM/DD/<created_at compact>-<short sha|nogit>-<fingerprint>.jsonl.gz
 
@@ -13,274 +10,51 @@ An existing file is never rewritten or appended to. The bytes are written to a h
 file first and then hard-linked to the final name, which fails instead of replacing, so no
 partial file ever appears under a record's name (a name clash gets a ``-N`` counter suffix).
 
-Reading skips, with a message, what it cannot use: corrupt or truncated gzip files, lines that
-are not JSON, records of a newer ``schema_version`` (older ones go through
-:func:`kernbench.results.schema.migrate`). The date and fingerprint in file names let
-:func:`load_records` skip files without opening them.
+Reading skips, with a message, what it cannot use (see the record module). The date and
+fingerprint in file names let :func:`load_records` skip files without opening them.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import gzip
 import json
 import logging
-import math
 import os
 import re
 import secrets
-import statistics
-import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kernbench import __version__
-from kernbench.errors import KernbenchError
-from kernbench.measure.environment import machine_fingerprint
-from kernbench.results.model import case_id_of
-from kernbench.results.schema import SCHEMA_VERSION, migrate
+from kernbench.results.history_names import (
+    HISTORY_DIR,
+    SUFFIX,
+    HistoryName,
+    history_name,
+    name_fingerprint,
+    parse_history_name,
+    record_path,
+)
+from kernbench.results.history_record import (
+    ErrorSink,
+    check_record,
+    decompress_history,
+    encode_record,
+    parse_record_lines,
+)
 
-__all__ = [
-    "HISTORY_DIR", "RECORD_KIND", "SUFFIX", "ErrorSink", "HistoryName", "append_record",
-    "encode_record", "format_created_at", "history_name", "history_record", "iter_records",
-    "load_records", "load_records_with_errors", "name_fingerprint", "parse_history_name",
-    "parse_record_bytes", "record_path",
-]  # fmt: skip
+__all__ = ["append_record", "iter_records", "load_records", "load_records_with_errors",
+           "parse_record_bytes"]
 
-HISTORY_DIR = "benchmarks/history"
-RECORD_KIND = "kernbench-history"
-SUFFIX = ".jsonl.gz"
-SETTINGS_KEYS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
-                 "precisions", "filters", "timeout_s", "fake_call_ms")
-"""Settings copied into a record (machine-specific paths such as `root` are left out)."""
-ACCURACY_KEYS = ("rmse", "max_error", "relative_error", "passed")
-GIT_KEYS = ("commit", "short_commit", "branch", "dirty")
 MAX_NAME_CLASHES = 1000
-
-ErrorSink = Callable[[str], None]
-"""Receives one message per file, line or record that reading had to skip."""
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(
-    r"^(?P<stamp>\d{8}T\d{9}Z)-(?P<commit>[0-9A-Za-z]+)-(?P<fingerprint>[0-9A-Za-z_]+)"
-    r"(?:-(?P<counter>\d+))?\.jsonl\.gz$"
-)
 _LITERAL_KERNEL = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-# --- building a record -------------------------------------------------------------------
-
-
-def format_created_at(moment: datetime | str | None = None) -> str:
-    """``2024-05-01T12:34:56.789Z``: UTC, milliseconds, so strings sort like the times.
-
-    A string is parsed as ISO 8601 (a trailing ``Z`` is accepted; no offset means UTC).
-    """
-    if moment is None:
-        moment = datetime.now(timezone.utc)
-    elif isinstance(moment, str):
-        moment = datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def history_record(run_summary: Mapping[str, Any], environment: Mapping[str, Any], *,
-                   created_at: datetime | str | None = None) -> dict[str, Any]:
-    """A run's compact history record, from its summary.json and env.json documents.
-
-    `created_at` defaults to now. Raises KernbenchError for a summary of a newer schema.
-    """
-    summary = migrate(dict(run_summary), "summary.json")
-    env = _merged_environment(summary, environment)
-    settings = summary.get("settings") or {}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": RECORD_KIND,
-        "created_at": format_created_at(created_at),
-        "git": _git_section(env.get("git")),
-        "fingerprint": _fingerprint(env),
-        "machine": _machine(env),
-        "kernbench_version": summary.get("kernbench_version") or __version__,
-        "settings": {key: settings[key] for key in SETTINGS_KEYS if key in settings},
-        "run": {"started_at": summary.get("started_at"),
-                "finished_at": summary.get("finished_at"), "complete": summary.get("complete")},
-        "regression_thresholds": dict(summary.get("regression_thresholds") or {}),
-        "results": [_compact_result(r) for r in summary.get("results") or []],
-        **({"machine_state": env["machine_state"]} if env.get("machine_state") else {}),
-    }
-
-
-def _merged_environment(summary: Mapping[str, Any],
-                        environment: Mapping[str, Any]) -> dict[str, Any]:
-    """env.json's values, falling back to the summary's copy of the environment."""
-    merged = dict(summary.get("environment") or {})
-    merged.update({k: v for k, v in environment.items() if v is not None})
-    return merged
-
-
-def _git_section(git: Any) -> dict[str, Any]:
-    git = git if isinstance(git, Mapping) else {}
-    return {key: git.get(key) for key in GIT_KEYS}
-
-
-def _fingerprint(env: Mapping[str, Any]) -> str:
-    found = env.get("fingerprint")
-    return str(found) if found else machine_fingerprint(env)
-
-
-def _gpu_names(env: Mapping[str, Any]) -> list[str]:
-    return [str(g.get("name")) for g in env.get("gpus") or [] if isinstance(g, Mapping)]
-
-
-def _machine(env: Mapping[str, Any]) -> dict[str, Any]:
-    found = env.get("cpu")
-    cpu: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    gpus = _gpu_names(env)
-    return {"cpu": cpu.get("model"), "logical_cores": cpu.get("logical_cores"), "gpus": gpus,
-            "sku": _sku(env, cpu, gpus)}
-
-
-def _sku(env: Mapping[str, Any], cpu: Mapping[str, Any], gpus: list[str]) -> str | None:
-    """env's own `sku` when it has one, else a label: `2x NVIDIA H100` or the CPU and cores."""
-    if isinstance(env.get("sku"), str) and env["sku"]:
-        return str(env["sku"])
-    if gpus:
-        names = sorted(set(gpus))
-        return " + ".join(f"{gpus.count(name)}x {name}" for name in names)
-    if cpu.get("model"):
-        cores = cpu.get("logical_cores")
-        return f"{cpu['model']} ({cores} cores)" if cores else str(cpu["model"])
-    return None
-
-
-def _round6(value: Any) -> Any:
-    """A float to 6 significant digits (non-finite -> None); other values unchanged."""
-    if isinstance(value, float):
-        return float(f"{value:.6g}") if math.isfinite(value) else None
-    return value
-
-
-def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
-    timing = record.get("timing") or {}
-    samples = [float(x) for x in timing.get("samples_ms") or []]
-    counts = timing.get("process_sample_counts") or ([len(samples)] if samples else [])
-    accuracy = record.get("accuracy") or {}
-    return {
-        "kernel_name": record.get("kernel_name"),
-        "backend": record.get("backend"),
-        "precision": record.get("precision"),
-        "problem_size": record.get("problem_size"),
-        "status": record.get("status"),
-        "samples_ms": [_round6(x) for x in samples],
-        "process_sample_counts": [int(c) for c in counts],
-        "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
-        "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
-        **({"machine": record["machine"]} if record.get("machine") else {}),
-        **_sweep_case_id(record),
-        **({"implementation": record["implementation"]} if record.get("implementation") else {}),
-    }
-
-
-def _sweep_case_id(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``case_id`` of a bench.yaml sweep point (it names the point); the others' rebuild."""
-    case_id = record.get("case_id")
-    plain = case_id_of(str(record.get("kernel_name")), str(record.get("backend")),
-                       str(record.get("precision")))
-    return {"case_id": case_id} if isinstance(case_id, str) and case_id != plain else {}
-
-
-# --- file names ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HistoryName:
-    """What a record file's name says: when, which commit, which machine."""
-
-    stamp: str
-    """`created_at` compacted: 20240501T123456789Z."""
-    commit: str
-    fingerprint: str
-    counter: int = 0
-
-    @property
-    def day(self) -> str:
-        return f"{self.stamp[0:4]}-{self.stamp[4:6]}-{self.stamp[6:8]}"
-
-    @property
-    def created_at(self) -> str:
-        s = self.stamp
-        return f"{self.day}T{s[9:11]}:{s[11:13]}:{s[13:15]}.{s[15:18]}Z"
-
-    @property
-    def sort_key(self) -> tuple[str, int]:
-        return self.stamp, self.counter
-
-
-def parse_history_name(name: str) -> HistoryName | None:
-    """The parts of a record file's base name, or None for a name this module did not make."""
-    match = _NAME.match(name)
-    if match is None:
-        return None
-    return HistoryName(match["stamp"], match["commit"], match["fingerprint"],
-                       int(match["counter"] or 0))
-
-
-def _name_part(value: Any, default: str, pattern: str) -> str:
-    cleaned = re.sub(pattern, "_", str(value)) if value else ""
-    return cleaned or default
-
-
-def name_fingerprint(fingerprint: str | None) -> str:
-    """A fingerprint as it appears in file names (16 hex digits pass unchanged)."""
-    return _name_part(fingerprint, "unknown", r"[^0-9A-Za-z_]")
-
-
-def history_name(record: Mapping[str, Any], counter: int = 0) -> str:
-    """The base name of a record's file (`counter` > 0 only after a name clash)."""
-    stamp = re.sub(r"[-:.]", "", format_created_at(record.get("created_at")))
-    git = record.get("git") or {}
-    commit = _name_part(git.get("short_commit") or (git.get("commit") or "")[:12], "nogit",
-                        r"[^0-9A-Za-z]")
-    fingerprint = name_fingerprint(record.get("fingerprint"))
-    suffix = f"-{counter}" if counter else ""
-    return f"{stamp}-{commit}-{fingerprint}{suffix}{SUFFIX}"
-
-
-def record_path(root: Path, record: Mapping[str, Any], directory: str = HISTORY_DIR,
-                counter: int = 0) -> Path:
-    """Where :func:`append_record` puts `record` when the name is free."""
-    name = history_name(record, counter)
-    parsed = parse_history_name(name)
-    assert parsed is not None, name
-    year, month, day = parsed.day.split("-")
-    return Path(root) / directory / year / month / day / name
-
-
 # --- writing ---------------------------------------------------------------------------
-
-
-def encode_record(record: Mapping[str, Any]) -> bytes:
-    """One compact JSON line, gzipped with a fixed mtime (same record -> same bytes)."""
-    line = json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
-    return gzip.compress(line.encode("utf-8"), mtime=0)
-
-
-def _check_record(record: Mapping[str, Any]) -> None:
-    if record.get("kind") != RECORD_KIND:
-        raise ValueError(f"not a history record: kind is {record.get('kind')!r}, "
-                         f"expected {RECORD_KIND!r}")
-    if not isinstance(record.get("schema_version"), int):
-        raise ValueError("not a history record: no integer schema_version")
-    created_at = record.get("created_at")
-    if not isinstance(created_at, str):
-        raise ValueError("not a history record: no created_at string")
-    format_created_at(created_at)  # raises ValueError for a time it cannot parse
 
 
 def append_record(root: Path, record: Mapping[str, Any], directory: str = HISTORY_DIR, *,
@@ -290,7 +64,7 @@ def append_record(root: Path, record: Mapping[str, Any], directory: str = HISTOR
     Never replaces or appends to an existing file. `fsync=False` skips flushing to disk (for
     bulk imports and tests).
     """
-    _check_record(record)
+    check_record(record)
     data = encode_record(record)
     folder = record_path(root, record, directory).parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -361,56 +135,7 @@ def _fsync_directory(folder: Path) -> None:
     finally:
         os.close(fd)
 
-
 # --- reading ---------------------------------------------------------------------------
-
-
-def _decompress(data: bytes, source: str, on_error: ErrorSink) -> bytes | None:
-    if not data.startswith(b"\x1f\x8b"):
-        return data
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
-        on_error(f"{source}: corrupt or truncated gzip data ({exc}); file skipped")
-        return None
-
-
-def _valid_record(obj: Any, source: str, on_error: ErrorSink) -> dict[str, Any] | None:
-    if not isinstance(obj, dict):
-        on_error(f"{source}: not a JSON object; skipped")
-        return None
-    if obj.get("kind") != RECORD_KIND:
-        on_error(f"{source}: not a kernbench history record (kind {obj.get('kind')!r}); skipped")
-        return None
-    try:
-        record: dict[str, Any] = migrate(obj, source)
-    except KernbenchError as exc:
-        on_error(f"{exc}; skipped")
-        return None
-    if not isinstance(record.get("created_at"), str) or not isinstance(
-            record.get("results"), list):
-        on_error(f"{source}: record without created_at or results; skipped")
-        return None
-    return record
-
-
-def _parse_lines(text: bytes, source: str, on_error: ErrorSink,
-                 needle: bytes | None = None) -> list[dict[str, Any]]:
-    """Records of JSON Lines text; lines without `needle` are dropped without parsing."""
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.split(b"\n"), start=1):
-        if not line.strip() or (needle is not None and needle not in line):
-            continue
-        where = f"{source}:{number}"
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            on_error(f"{where}: not valid JSON ({exc}); line skipped")
-            continue
-        record = _valid_record(obj, where, on_error)
-        if record is not None:
-            records.append(record)
-    return records
 
 
 def _log_error(message: str) -> None:
@@ -425,8 +150,8 @@ def parse_record_bytes(data: bytes, source: str,
     (default: this module's logger), each message starting with `source`.
     """
     sink = on_error or _log_error
-    text = _decompress(data, source, sink)
-    return [] if text is None else _parse_lines(text, source, sink)
+    text = decompress_history(data, source, sink)
+    return [] if text is None else parse_record_lines(text, source, sink)
 
 
 @dataclass(frozen=True)
@@ -507,10 +232,10 @@ def _read_file(path: Path, flt: _Filter, on_error: ErrorSink) -> list[dict[str, 
     except OSError as exc:
         on_error(f"{path}: cannot be read ({exc}); file skipped")
         return []
-    text = _decompress(data, str(path), on_error)
+    text = decompress_history(data, str(path), on_error)
     if text is None:
         return []
-    records = _parse_lines(text, str(path), on_error, flt.needle())
+    records = parse_record_lines(text, str(path), on_error, flt.needle())
     return [kept for r in records if (kept := flt.apply(r)) is not None]
 
 

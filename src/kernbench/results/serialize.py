@@ -1,8 +1,9 @@
-"""Model objects <-> the versioned JSON documents kernbench writes.
+"""Model objects <-> the versioned JSON documents kernbench writes, read side and manifests.
 
-Timing summaries in the JSON are derived from the raw samples here, at write time; readers
-rebuild :class:`~kernbench.results.model.CaseResult` from the raw samples and never trust the
-summary.
+Reading rebuilds :class:`~kernbench.results.model.CaseResult` from the raw samples and never
+trusts the summary figures beside them. The writer of ``summary.json`` and the per-kernel
+records, which derives those figures, is :mod:`kernbench.analysis.summary`: it needs the
+statistics, and this room imports nothing above it.
 """
 
 from __future__ import annotations
@@ -12,83 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernbench import __version__
-from kernbench.analysis.stats import quality_warnings, summarize_ms
-from kernbench.results.model import BenchConfig, CaseResult, KernelSpec, RunResult, point_of
+from kernbench.results.model import BenchConfig, CaseResult, KernelSpec, point_of
 from kernbench.results.schema import SCHEMA_VERSION, migrate
-
-
-def timing_dict(result: CaseResult) -> dict[str, Any]:
-    """The seed's `timing` fields, plus calibration facts and the raw samples."""
-    timing = summarize_ms(result.samples_ms)
-    timing.update(inner_loops=result.inner_loops, warmup_iterations=result.warmup_iterations,
-                  timer=result.timer, timer_overhead_ns=result.timer_overhead_ns,
-                  timer_resolution_ns=result.timer_resolution_ns,
-                  warmup_ms=list(result.warmup_ms), warmup_s=result.warmup_s,
-                  samples_ms=list(result.samples_ms),
-                  process_sample_counts=list(result.process_sample_counts))
-    return timing
-
-
-def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
-    """Statistical warnings from the samples, plus those the case's facts call for."""
-    warnings = quality_warnings(result.samples_ms, result.timer_overhead_ns,
-                                result.inner_loops, result.timer_resolution_ns)
-    after = (result.gpu_state or {}).get("after") or {}
-    if after.get("throttled"):
-        reasons = ", ".join(after.get("throttle_reasons") or []) or "unknown"
-        warnings.append({"code": "gpu_throttled", "value": reasons,
-                         "message": f"the GPU was throttling at the end of sampling ({reasons})"})
-    if result.memory.get("python_source"):
-        warnings.append({"code": "tracemalloc", "value": True,
-                         "message": "tracemalloc was on: Python code ran slower than usual"})
-    recompiles = (result.compile or {}).get("recompiles_during_timing")
-    if isinstance(recompiles, int) and recompiles > 0:
-        warnings.append({"code": "recompiled_during_timing", "value": recompiles,
-                         "message": f"torch.compile compiled {recompiles} new graph(s) during "
-                                    "warmup and sampling: the samples include compilation"})
-    return warnings
-
-
-def record_dict(result: CaseResult) -> dict[str, Any]:
-    """One case's record, with the seed's field names first."""
-    memory = {"peak_mb": None, "allocated_mb": None, "source": None, **result.memory}
-    if not result.memory:
-        memory["reason"] = f"not measured: the case did not run ({result.status})"
-
-    record: dict[str, Any] = {
-        "kernel_name": result.kernel_name,
-        "case_id": result.case_id,
-        "backend": result.backend,
-        "precision": result.precision,
-        "problem_size": result.problem_size,
-        "timing": timing_dict(result),
-        "memory": memory,
-        "energy": dict(result.energy),
-        "accuracy": dict(result.accuracy),
-        "success": result.success,
-        "status": result.status,
-        "reason": result.reason,
-        "warnings": record_warnings(result),
-        "framework": result.framework,
-        "kernel_path": result.kernel_path,
-        "device": result.device,
-        "device_info": dict(result.device_info),
-        "work": dict(result.work) if result.work else None,
-        "gpu_state": dict(result.gpu_state) if result.gpu_state else None,
-        "l2_flush": result.l2_flush,
-        "golden": dict(result.golden) if result.golden else None,
-        "output": dict(result.output),
-        "started_at": result.started_at,
-        "duration_s": result.duration_s,
-        "worker": dict(result.worker),
-        "machine": dict(result.machine) if result.machine else None,
-    }
-    if result.profile is not None:  # only runs with --profile carry the field
-        record["profile"] = dict(result.profile)
-    if result.implementation is not None:  # only kernels with several implementations
-        record["implementation"] = result.implementation
-        record["compile"] = dict(result.compile) if result.compile else None
-    return record
 
 
 def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
@@ -160,25 +86,6 @@ def counts(results: list[CaseResult] | tuple[CaseResult, ...]) -> dict[str, int]
     for result in results:
         tally[result.status] += 1
     return tally
-
-
-def summary_dict(run: RunResult) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kernbench_version": __version__,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "complete": run.complete,
-        "settings": dict(run.settings),
-        "environment": {k: run.environment.get(k) for k in
-                        ("fingerprint", "hostname", "git", "python", "cpu", "gpus",
-                         "machine_state")},
-        "counts": counts(run.results),
-        "regression_thresholds": {k.name: dict(k.config.regression) for k in run.kernels
-                                  if k.config is not None and k.config.regression},
-        "implementations": implementations_dict(run.kernels),
-        "results": [record_dict(r) for r in run.results],
-    }
 
 
 def implementations_dict(kernels: tuple[KernelSpec, ...]) -> dict[str, Any]:
