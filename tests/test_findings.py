@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.reporting.findings import (
+from kernbench.reporting.digest import Change, regression_digest
+from kernbench.reporting.findings import Finding, group_findings, key_findings
+from kernbench.reporting.recommendations import (
     NO_RECOMMENDATIONS,
-    Change,
-    Finding,
     Recommendation,
-    group_findings,
-    key_findings,
     recommendations,
-    regression_digest,
 )
 
 

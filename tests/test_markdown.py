@@ -6,7 +6,6 @@ import copy
 import re
 from typing import Any
 
-from kernbench.reporting.findings import NO_RECOMMENDATIONS
 from kernbench.reporting.markdown import (
     MAX_LISTED,
     fmt_num,
@@ -14,6 +13,7 @@ from kernbench.reporting.markdown import (
     render_summary,
     render_summary_inputs,
 )
+from kernbench.reporting.recommendations import NO_RECOMMENDATIONS
 from report_fixture import assert_golden, load_fixture
 
 SEED_SECTIONS = ["Environment", "Performance Leaderboard", "Resource Usage", "Key Findings",
