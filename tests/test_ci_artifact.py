@@ -12,7 +12,8 @@ import pytest
 
 from github_server import GitHubServer, running
 from kernbench.ci.artifact import download_artifact, extract_zip
-from kernbench.ci.github import Retry, UrllibTransport, main
+from kernbench.ci.github import main
+from kernbench.ci.transport import Retry, UrllibTransport
 from kernbench.errors import KernbenchError
 
 TOKEN = "ghs_FAKE_TOKEN_artifact_0123456789"

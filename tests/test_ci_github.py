@@ -15,16 +15,12 @@ from github_server import GitHubServer, paged, running
 from kernbench.ci.github import (
     DEFAULT_MARKER,
     MAX_BODY_CHARS,
-    GitHubError,
-    Retry,
-    UrllibTransport,
     find_pull_request,
     main,
-    rate_limit_wait,
-    retry_wait,
     upsert_comment,
     upsert_tracking_issue,
 )
+from kernbench.ci.transport import GitHubError, Retry, UrllibTransport, rate_limit_wait, retry_wait
 
 TOKEN = "ghs_FAKE_TOKEN_kernbench_0123456789"
 REPO = "acme/kernels"
