@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.html import render_html, speedup_baseline
+from kernbench.reporting.html import render_html
 from kernbench.reporting.markdown import fmt_num
 from kernbench.reporting.svg import box_stats, nice_scale
+from kernbench.reporting.views import speedup_baseline
 from report_fixture import load_fixture
 
 
