@@ -11,7 +11,8 @@ import pytest
 
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs, load_report_inputs
-from kernbench.reporting.comment import MARKER, MIN_MAX_CHARS, escape, render_comment
+from kernbench.reporting.comment import MARKER, MIN_MAX_CHARS, render_comment
+from kernbench.reporting.comment_text import escape
 from kernbench.reporting.validate import validate_report_dir
 from report_fixture import FIXTURE, assert_golden, load_fixture
 
