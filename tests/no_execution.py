@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 
 class ExecutionAttempted(BaseException):
     """Raised by the patched builtins; a BaseException so nothing can swallow it."""
@@ -54,3 +56,9 @@ def called_builtins(module_file: str | None) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
+
+
+def hostile_texts(tokens: list[str], max_tokens: int) -> st.SearchStrategy[str]:
+    """Arbitrary text, and runs of a language's tokens joined with and without blanks."""
+    runs = st.lists(st.sampled_from(tokens), max_size=max_tokens)
+    return st.one_of(st.text(max_size=120), runs.map(" ".join), runs.map("".join))

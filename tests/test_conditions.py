@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kernbench.config import conditions, expressions, probes
 from kernbench.config.conditions import Condition, ConditionError, parse_condition
 from kernbench.config.probes import PROBES, describe_probes
 from kernbench.errors import ConfigError, KernbenchError
-from no_execution import called_builtins, forbid_code_execution
+from no_execution import called_builtins, forbid_code_execution, hostile_texts
 
 SOURCE = "bench.yaml"
 KEY = "skip_conditions[0].check"
@@ -538,11 +537,7 @@ FAKES: dict[str, Callable[..., object]] = {
     "env": const(None),
 }
 
-texts = st.one_of(
-    st.text(max_size=120),
-    st.lists(st.sampled_from(TOKENS), max_size=14).map(" ".join),
-    st.lists(st.sampled_from(TOKENS), max_size=14).map("".join),
-)
+texts = hostile_texts(TOKENS, max_tokens=14)
 
 
 @settings(max_examples=400, deadline=None)

@@ -23,7 +23,7 @@ from kernbench.config.formulas import (
     parse_formula,
 )
 from kernbench.errors import ConfigError
-from no_execution import called_builtins, forbid_code_execution
+from no_execution import called_builtins, forbid_code_execution, hostile_texts
 
 SOURCE = "kernels/matmul/bench.yaml"
 KEY = "work.flops"
@@ -319,11 +319,7 @@ TOKENS = [
 ]
 VARIABLES: dict[str, Any] = {"m": 3, "n": 0, "k": 2.5, "grid": [4, 8], "itemsize": 4}
 
-texts = st.one_of(
-    st.text(max_size=120),
-    st.lists(st.sampled_from(TOKENS), max_size=16).map(" ".join),
-    st.lists(st.sampled_from(TOKENS), max_size=16).map("".join),
-)
+texts = hostile_texts(TOKENS, max_tokens=16)
 
 
 @settings(max_examples=500, deadline=None)
