@@ -11,13 +11,9 @@ import numpy as np
 import pytest
 
 from kernbench.errors import UnsupportedPrecision
-from kernbench.measure.precision import (
-    ALIASES,
-    PRECISIONS,
-    canonical,
-    dtype_for,
-    precision_of_dtype,
-)
+from kernbench.measure.precision import canonical, dtype_for, precision_of_dtype
+from kernbench.results.vocabulary import PRECISION_ALIASES as ALIASES
+from kernbench.results.vocabulary import PRECISION_NAMES as PRECISIONS
 
 ASKED = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8")
 CANONICAL = {"fp8": "fp8_e4m3"}

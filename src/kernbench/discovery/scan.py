@@ -21,6 +21,11 @@ from kernbench.config.loading import load_bench_config, load_pyproject_settings
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results.model import BenchConfig, KernelSpec
 
+# GPU_CAPABLE_FRAMEWORKS is re-exported only until execution/runner imports it from
+# results.vocabulary itself.
+from kernbench.results.vocabulary import GPU_CAPABLE_FRAMEWORKS as GPU_CAPABLE_FRAMEWORKS
+from kernbench.results.vocabulary import GPU_ONLY_FRAMEWORKS
+
 DEFAULT_PATHS: tuple[str, ...] = (
     "kernels",
     "src/kernels",
@@ -38,8 +43,6 @@ FRAMEWORK_IMPORTS: tuple[tuple[str, str], ...] = (
     ("torch", "pytorch"), ("tensorflow", "tensorflow"), ("numba", "numba"),
     ("numpy", "numpy"), ("scipy", "numpy"),
 )
-GPU_ONLY_FRAMEWORKS = {"cupy", "triton"}
-GPU_CAPABLE_FRAMEWORKS = {"pytorch", "jax", "cupy", "triton", "tensorflow", "numba"}
 _SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages"}
 _FUNCTION_NAME_RE = re.compile(r"\bfunction(?:_name)?\s*:\s*['\"]?([A-Za-z_]\w*)", re.MULTILINE)
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
-from kernbench.measure.backends.base import Backend, label
+from kernbench.measure.backends.base import Backend, DtypeTable, label
 from kernbench.measure.protocol import SyncChoice, Timer
 
 
@@ -46,6 +47,15 @@ class TorchDeviceSync:
 
 class TorchBackend(Backend):
     framework = "pytorch"
+    DTYPES: ClassVar[DtypeTable] = MappingProxyType({
+        "fp64": ("torch", "float64"),
+        "fp32": ("torch", "float32"),
+        "fp16": ("torch", "float16"),
+        "bf16": ("torch", "bfloat16"),
+        "fp8_e4m3": ("torch", "float8_e4m3fn"),
+        "fp8_e5m2": ("torch", "float8_e5m2"),
+        "int8": ("torch", "int8"),
+    })
 
     def _torch(self) -> Any:
         import torch
