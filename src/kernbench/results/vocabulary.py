@@ -17,6 +17,7 @@ from kernbench.errors import UnsupportedPrecision
 __all__ = [
     "BACKEND_LABELS",
     "BACKEND_NAMES",
+    "DTYPE_NAMES",
     "DTYPE_NAME_PRECISIONS",
     "FLOAT_PRECISIONS",
     "FRAMEWORK_NAMES",
@@ -45,12 +46,18 @@ FLOAT_PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "bf16", "fp8_e4m3",
 NARROW_PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
 """Precisions narrow enough that their accuracy is judged against a wider run."""
 
+DTYPE_NAMES: Mapping[str, str] = MappingProxyType({
+    "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
+    "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "int8": "int8",
+})
+"""The name NumPy, ml_dtypes, PyTorch and JAX all give the dtype of a canonical precision
+(which module holds it is each backend's knowledge)."""
+
 DTYPE_NAME_PRECISIONS: Mapping[str, str] = MappingProxyType({
-    "float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
-    "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "int8": "int8",
+    **{name: precision for precision, name in DTYPE_NAMES.items()},
     "double": "fp64", "float": "fp32", "half": "fp16",
 })
-"""A dtype's name, as NumPy, PyTorch and JAX all spell it, to its precision."""
+"""A dtype's name, as any framework spells it (C names included), to its precision."""
 
 BACKEND_NAMES: tuple[str, ...] = ("cpu", "cuda", "rocm")
 """The device kinds a case can run on."""

@@ -15,10 +15,16 @@ from kernbench.measure.protocol import (
     Synchronizer,
     Timer,
 )
-from kernbench.results.vocabulary import BACKEND_LABELS
+from kernbench.results.vocabulary import BACKEND_LABELS, DTYPE_NAMES
 
 DtypeTable = Mapping[str, tuple[str, str]]
 """Canonical precision -> (module, attribute) of a framework's dtype for it."""
+
+def dtypes_in(module: str, precisions: tuple[str, ...] | None = None) -> DtypeTable:
+    """A dtype table for a framework whose `module` names its dtypes the NumPy way (all of
+    them, or only `precisions`)."""
+    chosen = precisions or tuple(DTYPE_NAMES)
+    return MappingProxyType({p: (module, DTYPE_NAMES[p]) for p in chosen})
 
 PROBED_LEAVES = 16
 """How many leaves of a first result :func:`sync_for_result` looks at."""

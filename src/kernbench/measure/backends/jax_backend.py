@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any, ClassVar
 
-from kernbench.measure.backends.base import Backend, BlockUntilReady, DtypeTable, label
+from kernbench.measure.backends.base import (
+    Backend,
+    BlockUntilReady,
+    DtypeTable,
+    dtypes_in,
+    label,
+)
 from kernbench.measure.protocol import SyncChoice
 
 _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
@@ -13,15 +18,7 @@ _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
 
 class JaxBackend(Backend):
     framework = "jax"
-    DTYPES: ClassVar[DtypeTable] = MappingProxyType({
-        "fp64": ("jax.numpy", "float64"),
-        "fp32": ("jax.numpy", "float32"),
-        "fp16": ("jax.numpy", "float16"),
-        "bf16": ("jax.numpy", "bfloat16"),
-        "fp8_e4m3": ("jax.numpy", "float8_e4m3fn"),
-        "fp8_e5m2": ("jax.numpy", "float8_e5m2"),
-        "int8": ("jax.numpy", "int8"),
-    })
+    DTYPES: ClassVar[DtypeTable] = dtypes_in("jax.numpy")
 
     def prepare_precision(self, precision: str) -> None:
         """JAX silently computes fp64 as fp32 unless x64 is on; a worker runs one case: turn

@@ -7,16 +7,11 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import ClassVar
 
-from kernbench.measure.backends.base import CpuOnlyBackend, DtypeTable
+from kernbench.measure.backends.base import CpuOnlyBackend, DtypeTable, dtypes_in
 
 NUMPY_DTYPES: DtypeTable = MappingProxyType({
-    "fp64": ("numpy", "float64"),
-    "fp32": ("numpy", "float32"),
-    "fp16": ("numpy", "float16"),
-    "bf16": ("ml_dtypes", "bfloat16"),
-    "fp8_e4m3": ("ml_dtypes", "float8_e4m3fn"),
-    "fp8_e5m2": ("ml_dtypes", "float8_e5m2"),
-    "int8": ("numpy", "int8"),
+    **dtypes_in("numpy", ("fp64", "fp32", "fp16", "int8")),
+    **dtypes_in("ml_dtypes", ("bf16", "fp8_e4m3", "fp8_e5m2")),
 })
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import Any, ClassVar
 
-from kernbench.measure.backends.base import Backend, DtypeTable, label
+from kernbench.measure.backends.base import Backend, DtypeTable, dtypes_in, label
 from kernbench.measure.protocol import SyncChoice, Timer
 
 
@@ -47,15 +46,7 @@ class TorchDeviceSync:
 
 class TorchBackend(Backend):
     framework = "pytorch"
-    DTYPES: ClassVar[DtypeTable] = MappingProxyType({
-        "fp64": ("torch", "float64"),
-        "fp32": ("torch", "float32"),
-        "fp16": ("torch", "float16"),
-        "bf16": ("torch", "bfloat16"),
-        "fp8_e4m3": ("torch", "float8_e4m3fn"),
-        "fp8_e5m2": ("torch", "float8_e5m2"),
-        "int8": ("torch", "int8"),
-    })
+    DTYPES: ClassVar[DtypeTable] = dtypes_in("torch")
 
     def _torch(self) -> Any:
         import torch
