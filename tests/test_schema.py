@@ -14,19 +14,11 @@ from kernbench.config.schema import BENCH_YAML_SCHEMA, key_path, validate_bench_
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results import schema, vocabulary
 from kernbench.results.schema import SCHEMA_VERSION, migrate
+from test_config import QUASIM_EXAMPLE as QUASIM_TEXT
 
 SOURCE = "kernels/quasim/bench.yaml"
 
-QUASIM_EXAMPLE = yaml.safe_load("""\
-problem_size: {grid_size: [64, 64, 64], max_iterations: 50, tolerance: 1.0e-5}
-precisions: [fp32, fp16]
-backends: [cpu, cuda]
-tolerances: {rmse: 1.0e-3, relative_error: 1.0e-2}
-skip_conditions:
-  - backend: cuda
-    reason: "CUDA not available"
-    check: "not torch.cuda.is_available()"
-""")
+QUASIM_EXAMPLE = yaml.safe_load(QUASIM_TEXT)
 
 
 def error_for(data: object) -> ConfigError:
