@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.measure.backends import DEVICE_KINDS, backend_for, wait_for_result
+from kernbench.measure.backends import backend_for, wait_for_result
 from kernbench.measure.backends.base import (
     BlockUntilReady,
     CpuOnlyBackend,
@@ -24,8 +24,10 @@ from kernbench.measure.backends.base import (
 )
 from kernbench.measure.backends.cupy_backend import CupyBackend, CupyEventTimer, CupyStreamSync
 from kernbench.measure.backends.jax_backend import JaxBackend
+from kernbench.measure.backends.numpy_backend import NumpyBackend
 from kernbench.measure.backends.torch_backend import CudaEventTimer, TorchBackend, TorchDeviceSync
 from kernbench.measure.protocol import PerfCounterTimer, SyncFromResult, timer_overhead_ns
+from kernbench.results.vocabulary import BACKEND_NAMES
 
 
 def torch_has_cuda() -> bool:
@@ -172,18 +174,18 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch, available: bool = True, is_hip: b
 
 @pytest.mark.parametrize(("framework", "kind"), [
     ("pytorch", TorchBackend), ("jax", JaxBackend), ("cupy", CupyBackend),
-    ("numpy", CpuOnlyBackend), ("python", CpuOnlyBackend), ("numba", CpuOnlyBackend),
+    ("numpy", NumpyBackend), ("python", CpuOnlyBackend), ("numba", CpuOnlyBackend),
 ])
 def test_backend_for(framework: str, kind: type) -> None:
     backend = backend_for(framework)
     assert type(backend) is kind
-    if kind is CpuOnlyBackend:
+    if issubclass(kind, CpuOnlyBackend):
         assert backend.framework == framework
 
 
 def test_device_kinds_and_labels() -> None:
-    assert DEVICE_KINDS == ("cpu", "cuda", "rocm")
-    assert [label(k) for k in DEVICE_KINDS] == ["CPU", "CUDA", "ROCm"]
+    assert BACKEND_NAMES == ("cpu", "cuda", "rocm")
+    assert [label(k) for k in BACKEND_NAMES] == ["CPU", "CUDA", "ROCm"]
     assert label("tpu") == "tpu"
 
 
@@ -246,7 +248,7 @@ def test_torch_no_device_fake(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_torch_devices_timers_and_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = fake_torch()
     backend = with_torch(monkeypatch, torch)
-    assert [backend.device(k) for k in DEVICE_KINDS] == ["cpu", "cuda", "cuda"]
+    assert [backend.device(k) for k in BACKEND_NAMES] == ["cpu", "cuda", "cuda"]
     assert isinstance(backend.timer("cpu"), PerfCounterTimer)
     assert isinstance(backend.synchronizer("cpu"), SyncFromResult)
     for kind in ("cuda", "rocm"):
@@ -339,7 +341,7 @@ def test_jax_no_gpu_fake(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_jax_devices_and_describe() -> None:
     jax = pytest.importorskip("jax")
     backend = JaxBackend()
-    assert [backend.device(k) for k in DEVICE_KINDS] == ["cpu", "gpu", "gpu"]
+    assert [backend.device(k) for k in BACKEND_NAMES] == ["cpu", "gpu", "gpu"]
     info = backend.describe("cpu")
     assert info["framework"] == "jax"
     assert info["device"] == "cpu"

@@ -8,21 +8,17 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from kernbench.config import conditions
-from kernbench.config.conditions import (
-    PROBES,
-    Condition,
-    ConditionError,
-    describe_probes,
-    parse_condition,
-)
+from kernbench.config import conditions, expressions, probes
+from kernbench.config.conditions import Condition, ConditionError, parse_condition
+from kernbench.config.probes import PROBES, describe_probes
 from kernbench.errors import ConfigError, KernbenchError
+from no_execution import called_builtins, forbid_code_execution, hostile_texts
 
 SOURCE = "bench.yaml"
 KEY = "skip_conditions[0].check"
@@ -251,7 +247,7 @@ def test_probe_called_once_per_evaluation_and_again_next_time() -> None:
 
 def test_parse_evaluates_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     imported: list[str] = []
-    monkeypatch.setattr(conditions, "_import", lambda name: imported.append(name))
+    monkeypatch.setattr(probes, "_import", lambda name: imported.append(name))
     cond = parse_condition("torch.cuda.is_available() and jax.default_backend() == 'gpu'")
     assert imported == []
     assert cond.probe_names() == {"torch.cuda.is_available", "jax.default_backend"}
@@ -274,7 +270,7 @@ def test_importing_conditions_does_not_import_frameworks() -> None:
         "bad = [m for m in ('torch', 'jax', 'cupy') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    src = str(Path(conditions.__file__).resolve().parents[1])
+    src = str(Path(conditions.__file__).resolve().parents[2])
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False,
         env={"PYTHONPATH": src}, timeout=120,
@@ -506,14 +502,9 @@ def test_evaluate_never_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not cond.evaluate({"env": const(None), "module_available": const(True)})
 
 
-def test_module_source_has_no_eval_exec_or_compile_calls() -> None:
-    tree = ast.parse(Path(conditions.__file__).read_text(encoding="utf-8"))
-    called = {
-        node.func.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
-    assert not called & {"eval", "exec", "compile", "__import__"}
+@pytest.mark.parametrize("module", [conditions, expressions, probes])
+def test_module_source_has_no_eval_exec_or_compile_calls(module: ModuleType) -> None:
+    assert not called_builtins(module.__file__) & {"eval", "exec", "compile", "__import__"}
 
 
 # ---------------------------------------------------------------------------- property
@@ -546,44 +537,16 @@ FAKES: dict[str, Callable[..., object]] = {
     "env": const(None),
 }
 
-texts = st.one_of(
-    st.text(max_size=120),
-    st.lists(st.sampled_from(TOKENS), max_size=14).map(" ".join),
-    st.lists(st.sampled_from(TOKENS), max_size=14).map("".join),
-)
-
-
-class ExecutionAttempted(BaseException):
-    """Raised by the patched builtins; a BaseException so nothing can swallow it."""
+texts = hostile_texts(TOKENS, max_tokens=14)
 
 
 @settings(max_examples=400, deadline=None)
 @given(text=texts)
 def test_arbitrary_text_never_executes_code(text: str) -> None:
-    real_compile, real_import = builtins.compile, builtins.__import__
-    saved = (builtins.eval, builtins.exec, builtins.compile, builtins.__import__)
-
-    def forbidden(*args: Any, **kwargs: Any) -> Any:
-        raise ExecutionAttempted(text)
-
-    def ast_only(source: Any, filename: Any, mode: Any, flags: int = 0,
-                 *args: Any, **kwargs: Any) -> Any:
-        if not flags & ast.PyCF_ONLY_AST:
-            raise ExecutionAttempted(text)
-        return real_compile(source, filename, mode, flags, *args, **kwargs)
-
-    def parser_imports_only(name: str, *args: Any, **kwargs: Any) -> Any:
-        # CPython's parser imports unicodedata to normalise non-ASCII identifiers.
-        if name != "unicodedata":
-            raise ExecutionAttempted(f"import {name} while handling {text!r}")
-        return real_import(name, *args, **kwargs)
-
-    builtins.eval, builtins.exec, builtins.compile, builtins.__import__ = (
-        forbidden, forbidden, ast_only, parser_imports_only)
     error: ConfigError | None = None
     names: frozenset[str] = frozenset()
     result: object = None
-    try:
+    with forbid_code_execution(text):
         try:
             cond = parse_condition(text, SOURCE, KEY)
             names = cond.probe_names()
@@ -592,8 +555,6 @@ def test_arbitrary_text_never_executes_code(text: str) -> None:
             error = exc
         except ConditionError:
             result = False
-    finally:
-        builtins.eval, builtins.exec, builtins.compile, builtins.__import__ = saved
     if error is not None:
         message = str(error)
         assert SOURCE in message and KEY in message and "expected" in message

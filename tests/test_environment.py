@@ -15,7 +15,7 @@ import pytest
 
 from kernbench.measure import environment as envmod
 
-SRC = Path(envmod.__file__).resolve().parents[1]
+SRC = Path(envmod.__file__).resolve().parents[2]
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
 
 

@@ -25,7 +25,13 @@ from kernbench.cli.main import main
 from kernbench.errors import KernbenchError
 from kernbench.execution.resume import load_previous
 from kernbench.reporting.bundle import load_report_inputs
-from kernbench.results.files import safe_filename
+from kernbench.results.files import (
+    atomic_writer,
+    safe_filename,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 from kernbench.results.history import parse_record_bytes
 from kernbench.results.inputs import load_run
 from test_e2e import FAST, kernel, load, write
@@ -328,3 +334,38 @@ def test_the_readme_examples_are_valid(tmp_path: Path) -> None:
 
     load_bench_config(put(tmp_path, "bench.yaml", BENCH_EXAMPLE), "bench.yaml")
     assert load_suite(put(tmp_path, "suite.yml", SUITE_EXAMPLE)).values["max_memory"] == "2G"
+
+
+# --- atomic writes --------------------------------------------------------------------------
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".tmp" in p.name)
+
+
+def test_atomic_writes_replace_the_file_and_leave_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "er" / "out.bin"
+    assert write_bytes_atomic(target, b"\x00\x01") == target
+    assert target.read_bytes() == b"\x00\x01"
+    write_text_atomic(target, "é\n")
+    assert target.read_bytes() == "é\n".encode()
+    write_json_atomic(target, {"a": [1]})
+    assert json.loads(target.read_text(encoding="utf-8")) == {"a": [1]}
+    assert leftovers(target.parent) == []
+
+
+def test_atomic_writer_keeps_the_old_file_when_the_writer_fails(tmp_path: Path) -> None:
+    target = tmp_path / "kept.npz"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError, match="half-way"), atomic_writer(target) as handle:
+        handle.write(b"new but incomplete")
+        raise RuntimeError("killed half-way")
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_atomic_files_get_the_permissions_of_a_new_file(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")
+    atomic = write_bytes_atomic(tmp_path / "atomic", b"")
+    assert atomic.stat().st_mode == plain.stat().st_mode

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import ast
-import builtins
 import math
 import time
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +23,7 @@ from kernbench.config.formulas import (
     parse_formula,
 )
 from kernbench.errors import ConfigError
+from no_execution import called_builtins, forbid_code_execution, hostile_texts
 
 SOURCE = "kernels/matmul/bench.yaml"
 KEY = "work.flops"
@@ -309,17 +307,7 @@ def test_every_function_is_documented() -> None:
 
 
 def test_module_source_has_no_eval_exec_or_compile_calls() -> None:
-    tree = ast.parse(Path(formulas.__file__).read_text(encoding="utf-8"))
-    called = {
-        node.func.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
-    assert not called & {"eval", "exec", "compile", "__import__"}
-
-
-class ExecutionAttempted(BaseException):
-    """Raised by the patched builtins; a BaseException so nothing can swallow it."""
+    assert not called_builtins(formulas.__file__) & {"eval", "exec", "compile", "__import__"}
 
 
 TOKENS = [
@@ -331,47 +319,21 @@ TOKENS = [
 ]
 VARIABLES: dict[str, Any] = {"m": 3, "n": 0, "k": 2.5, "grid": [4, 8], "itemsize": 4}
 
-texts = st.one_of(
-    st.text(max_size=120),
-    st.lists(st.sampled_from(TOKENS), max_size=16).map(" ".join),
-    st.lists(st.sampled_from(TOKENS), max_size=16).map("".join),
-)
+texts = hostile_texts(TOKENS, max_tokens=16)
 
 
 @settings(max_examples=500, deadline=None)
 @given(text=texts)
 def test_arbitrary_text_gives_a_formula_or_config_error_only(text: str) -> None:
-    real_compile, real_import = builtins.compile, builtins.__import__
-    saved = (builtins.eval, builtins.exec, builtins.compile, builtins.__import__)
-
-    def forbidden(*args: Any, **kwargs: Any) -> Any:
-        raise ExecutionAttempted(text)
-
-    def ast_only(source: Any, filename: Any, mode: Any, flags: int = 0,
-                 *args: Any, **kwargs: Any) -> Any:
-        if not flags & ast.PyCF_ONLY_AST:
-            raise ExecutionAttempted(text)
-        return real_compile(source, filename, mode, flags, *args, **kwargs)
-
-    def parser_imports_only(name: str, *args: Any, **kwargs: Any) -> Any:
-        # CPython's parser imports unicodedata to normalise non-ASCII identifiers.
-        if name != "unicodedata":
-            raise ExecutionAttempted(f"import {name} while handling {text!r}")
-        return real_import(name, *args, **kwargs)
-
-    builtins.eval, builtins.exec, builtins.compile, builtins.__import__ = (
-        forbidden, forbidden, ast_only, parser_imports_only)
     formula: Formula | None = None
     result: float | None = None
     errors: list[ConfigError] = []
-    try:
+    with forbid_code_execution(text):
         try:
             formula = parse_formula(text, SOURCE, KEY)
             result = formula.evaluate(VARIABLES)
         except ConfigError as exc:
             errors.append(exc)
-    finally:
-        builtins.eval, builtins.exec, builtins.compile, builtins.__import__ = saved
     if errors:
         message = str(errors[0])
         assert SOURCE in message and KEY in message and "expected" in message

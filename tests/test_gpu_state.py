@@ -3,12 +3,12 @@ names."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
 
 from kernbench.measure.metrics import gpu_state as gs
+from test_energy import skip_if_nvml_works
 
 
 class FakeNVMLError(Exception):
@@ -147,12 +147,7 @@ def test_missing_device_gives_reason_and_shuts_down() -> None:
 
 
 def test_no_nvml_on_this_machine() -> None:
-    try:
-        importlib.import_module("pynvml").nvmlInit()
-    except Exception:
-        pass
-    else:
-        pytest.skip("this machine has a working NVML driver")
+    skip_if_nvml_works()
     state = gs.gpu_state()
     assert state["source"] is None
     assert state["reason"].startswith("NVML not available")

@@ -11,13 +11,9 @@ import numpy as np
 import pytest
 
 from kernbench.errors import UnsupportedPrecision
-from kernbench.measure.precision import (
-    ALIASES,
-    PRECISIONS,
-    canonical,
-    dtype_for,
-    precision_of_dtype,
-)
+from kernbench.measure.precision import canonical, dtype_for, precision_of_dtype
+from kernbench.results.vocabulary import PRECISION_ALIASES as ALIASES
+from kernbench.results.vocabulary import PRECISION_NAMES as PRECISIONS
 
 ASKED = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8")
 CANONICAL = {"fp8": "fp8_e4m3"}
@@ -51,23 +47,17 @@ def test_numpy_dtypes(precision: str, expected: Any) -> None:
     assert np.zeros(2, dtype=dtype).dtype == np.dtype(expected)
 
 
-def test_torch_dtypes() -> None:
-    torch = pytest.importorskip("torch")
-    expected = {"fp64": torch.float64, "fp32": torch.float32, "fp16": torch.float16,
-                "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn,
-                "fp8_e5m2": torch.float8_e5m2, "int8": torch.int8}
+@pytest.mark.parametrize(("module_name", "names"), [
+    ("torch", ("torch", "pytorch")), ("jax.numpy", ("jax",)),
+])
+def test_framework_dtypes(module_name: str, names: tuple[str, ...]) -> None:
+    module = pytest.importorskip(module_name)
+    expected = {"fp64": module.float64, "fp32": module.float32, "fp16": module.float16,
+                "bf16": module.bfloat16, "fp8": module.float8_e4m3fn,
+                "fp8_e5m2": module.float8_e5m2, "int8": module.int8}
     for precision in ASKED:
-        assert dtype_for("torch", precision) is expected[precision], precision
-        assert dtype_for("pytorch", precision) is expected[precision], precision
-
-
-def test_jax_dtypes() -> None:
-    jnp = pytest.importorskip("jax.numpy")
-    expected = {"fp64": jnp.float64, "fp32": jnp.float32, "fp16": jnp.float16,
-                "bf16": jnp.bfloat16, "fp8": jnp.float8_e4m3fn,
-                "fp8_e5m2": jnp.float8_e5m2, "int8": jnp.int8}
-    for precision in ASKED:
-        assert dtype_for("jax", precision) is expected[precision], precision
+        for name in names:
+            assert dtype_for(name, precision) is expected[precision], (name, precision)
 
 
 def test_jax_fp64_enables_x64_so_arrays_really_are_fp64() -> None:

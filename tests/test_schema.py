@@ -12,22 +12,13 @@ from jsonschema import Draft202012Validator
 from kernbench.config import schema as config_schema
 from kernbench.config.schema import BENCH_YAML_SCHEMA, key_path, validate_bench_yaml
 from kernbench.errors import ConfigError, KernbenchError
-from kernbench.measure import precision
-from kernbench.results import schema
+from kernbench.results import schema, vocabulary
 from kernbench.results.schema import SCHEMA_VERSION, migrate
+from test_config import QUASIM_EXAMPLE as QUASIM_TEXT
 
 SOURCE = "kernels/quasim/bench.yaml"
 
-QUASIM_EXAMPLE = yaml.safe_load("""\
-problem_size: {grid_size: [64, 64, 64], max_iterations: 50, tolerance: 1.0e-5}
-precisions: [fp32, fp16]
-backends: [cpu, cuda]
-tolerances: {rmse: 1.0e-3, relative_error: 1.0e-2}
-skip_conditions:
-  - backend: cuda
-    reason: "CUDA not available"
-    check: "not torch.cuda.is_available()"
-""")
+QUASIM_EXAMPLE = yaml.safe_load(QUASIM_TEXT)
 
 
 def error_for(data: object) -> ConfigError:
@@ -64,8 +55,8 @@ def test_bench_yaml_schema_is_a_valid_json_schema() -> None:
 
 
 def test_schema_precisions_match_the_precision_table() -> None:
-    assert set(config_schema.PRECISION_NAMES) == set(precision.PRECISIONS)
-    assert set(precision.ALIASES) & set(config_schema.PRECISION_NAMES) <= {"fp8"}
+    assert set(config_schema.PRECISION_NAMES) == set(vocabulary.PRECISION_NAMES)
+    assert set(vocabulary.PRECISION_ALIASES) & set(config_schema.PRECISION_NAMES) <= {"fp8"}
 
 
 def test_quasim_example_is_valid() -> None:

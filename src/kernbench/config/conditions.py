@@ -10,42 +10,42 @@ accepting only a whitelist:
   ``is``/``is not`` only against ``None``, ``True`` or ``False``);
 * constants (str, int, float, bool, None, negative numbers) and tuples/lists of constants
   (a list literal is treated as a tuple);
-* the probes in :data:`PROBES`, e.g. ``torch.cuda.is_available()``, ``module_available("cupy")``
-  or ``sys.version_info``, each called with exactly its arity and string-literal arguments.
+* the probes in :data:`kernbench.config.probes.PROBES`, e.g. ``torch.cuda.is_available()``,
+  ``module_available("cupy")`` or ``sys.version_info``, each called with exactly its arity
+  and string-literal arguments.
 
 Anything else raises :class:`~kernbench.errors.ConfigError` at parse time, naming the file, the
 key and what is allowed.  Probes run lazily, only when :meth:`Condition.evaluate` reaches them,
-and never raise: a framework that is missing or fails to import yields its "absent" value
-(False, 0, None or "").  Frameworks are imported inside the probe functions only.  Errors at
-evaluation time (e.g. ``None < 1``) raise :class:`ConditionError`.
+and never raise (see :mod:`kernbench.config.probes`).  Errors at evaluation time (e.g.
+``None < 1``) raise :class:`ConditionError`.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
-import importlib.util
 import operator
-import os
-import platform
-import sys
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from kernbench.config.safe_ast import WhitelistParser, parse_expression
+from kernbench.config.expressions import (
+    NODE_NAMES,
+    BoolOp,
+    Compare,
+    Const,
+    Context,
+    Expression,
+    ExpressionParser,
+    Node,
+    Not,
+    Ref,
+    parse_tree,
+)
+from kernbench.config.probes import PROBES, Probe, describe_probes
 from kernbench.errors import KernbenchError
 
-__all__ = [
-    "PROBES",
-    "Condition",
-    "ConditionError",
-    "Probe",
-    "describe_probes",
-    "parse_condition",
-]
+__all__ = ["Condition", "ConditionError", "parse_condition"]
 
 MAX_LENGTH = 2000
 """Longest condition text accepted (characters)."""
@@ -56,144 +56,6 @@ MAX_DEPTH = 40
 
 class ConditionError(KernbenchError):
     """A condition that parsed fine could not be evaluated (e.g. it compares ``None < 1``)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Probes
-# --------------------------------------------------------------------------------------------
-
-
-def _any_text(value: str) -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One whitelisted probe: a call ``f()`` / ``f("x")`` or an attribute read ``a.b``."""
-
-    name: str
-    func: Callable[..., object] = field(repr=False)
-    kind: Literal["call", "attribute"] = "call"
-    arg: str | None = None
-    """Placeholder name of the single string argument (``"name"``), or None for no argument."""
-    absent: object = None
-    """What the probe returns when its framework is missing or the probe fails."""
-    valid_arg: Callable[[str], bool] = field(default=_any_text, repr=False)
-
-    @property
-    def arity(self) -> int:
-        return 0 if self.arg is None else 1
-
-    @property
-    def usage(self) -> str:
-        """How the probe is written in a condition, e.g. ``module_available("name")``."""
-        if self.kind == "attribute":
-            return self.name
-        return f'{self.name}("{self.arg}")' if self.arg is not None else f"{self.name}()"
-
-    def read(self, *args: str) -> object:
-        """Run the probe; any failure yields :attr:`absent` instead of an exception."""
-        try:
-            return self.func(*args)
-        except Exception:
-            return self.absent
-
-
-def _import(name: str) -> Any:
-    return importlib.import_module(name)
-
-
-def _torch_cuda_available() -> bool:
-    return bool(_import("torch").cuda.is_available())
-
-
-def _torch_cuda_device_count() -> int:
-    return int(_import("torch").cuda.device_count())
-
-
-def _torch_mps_available() -> bool:
-    return bool(_import("torch").backends.mps.is_available())
-
-
-def _torch_version(attribute: str) -> Callable[[], str | None]:
-    def probe() -> str | None:
-        value = getattr(_import("torch").version, attribute, None)
-        return value if isinstance(value, str) else None
-
-    return probe
-
-
-def _jax_default_backend() -> str:
-    return str(_import("jax").default_backend())
-
-
-def _jax_device_count() -> int:
-    return int(_import("jax").device_count())
-
-
-def _cupy_available() -> bool:
-    return bool(_import("cupy").cuda.is_available())
-
-
-def _cpu_count() -> int:
-    return os.cpu_count() or 0
-
-
-def _module_available(name: str) -> bool:
-    root = name.partition(".")[0]
-    if root in sys.modules:
-        return True
-    return importlib.util.find_spec(root) is not None
-
-
-def _env(name: str) -> str | None:
-    return os.environ.get(name)
-
-
-def _version_info() -> tuple[int, int, int]:
-    return (sys.version_info.major, sys.version_info.minor, sys.version_info.micro)
-
-
-def _sys_platform() -> str:
-    return sys.platform
-
-
-def _is_module_name(value: str) -> bool:
-    return all(part.isidentifier() for part in value.split("."))
-
-
-def _is_env_name(value: str) -> bool:
-    return value != "" and "=" not in value and "\0" not in value
-
-
-def _probe_table(*probes: Probe) -> Mapping[str, Probe]:
-    return MappingProxyType({probe.name: probe for probe in probes})
-
-
-PROBES: Mapping[str, Probe] = _probe_table(
-    Probe("torch.cuda.is_available", _torch_cuda_available, absent=False),
-    Probe("torch.cuda.device_count", _torch_cuda_device_count, absent=0),
-    Probe("torch.backends.mps.is_available", _torch_mps_available, absent=False),
-    Probe("torch.version.cuda", _torch_version("cuda"), kind="attribute"),
-    Probe("torch.version.hip", _torch_version("hip"), kind="attribute"),
-    Probe("jax.default_backend", _jax_default_backend, absent=""),
-    Probe("jax.device_count", _jax_device_count, absent=0),
-    Probe("cupy.is_available", _cupy_available, absent=False),
-    Probe("platform.system", platform.system, absent=""),
-    Probe("platform.machine", platform.machine, absent=""),
-    Probe("os.cpu_count", _cpu_count, absent=0),
-    Probe("sys.platform", _sys_platform, kind="attribute", absent=""),
-    Probe("sys.version_info", _version_info, kind="attribute", absent=()),
-    Probe("module_available", _module_available, arg="name", absent=False,
-          valid_arg=_is_module_name),
-    Probe("env", _env, arg="NAME", valid_arg=_is_env_name),
-)
-"""The whitelist of probes, by dotted name (without ``()``)."""
-
-
-def describe_probes() -> str:
-    """One line listing every probe as it is written in a condition."""
-    return ", ".join(probe.usage for probe in PROBES.values())
 
 
 def _grammar() -> str:
@@ -209,8 +71,28 @@ def _grammar() -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _contains(item: Any, container: Any) -> bool:
+    return item in container
+
+
+def _not_contains(item: Any, container: Any) -> bool:
+    return item not in container
+
+
+_COMPARE_FUNCS: Mapping[str, Callable[[Any, Any], object]] = MappingProxyType({
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge, "in": _contains, "not in": _not_contains,
+    "is": operator.is_, "is not": operator.is_not,
+})
+
+_COMPARE_SYMBOLS: Mapping[type[ast.cmpop], str] = MappingProxyType({
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
+})
+
+
 @dataclass
-class _Context:
+class _ConditionContext(Context):
     """State of one :meth:`Condition.evaluate` call: probe overrides and a per-call cache."""
 
     condition: Condition
@@ -223,7 +105,7 @@ class _Context:
             f"{c.source}: key '{c.key}': cannot evaluate condition {c.text!r}: {detail}"
         )
 
-    def read(self, name: str, args: tuple[str, ...]) -> object:
+    def lookup(self, name: str, args: tuple[str, ...]) -> object:
         if (name, args) not in self.cache:
             self.cache[(name, args)] = self._run(name, args)
         return self.cache[(name, args)]
@@ -250,127 +132,10 @@ class _Context:
             raise self.fail(f"cannot compute {left!r} {symbol} {right!r}: {exc}") from exc
 
 
-def _contains(item: Any, container: Any) -> bool:
-    return item in container
-
-
-def _not_contains(item: Any, container: Any) -> bool:
-    return item not in container
-
-
-_COMPARE_FUNCS: Mapping[str, Callable[[Any, Any], object]] = MappingProxyType({
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "in": _contains,
-    "not in": _not_contains,
-    "is": operator.is_,
-    "is not": operator.is_not,
-})
-
-_COMPARE_SYMBOLS: Mapping[type[ast.cmpop], str] = MappingProxyType({
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.In: "in",
-    ast.NotIn: "not in",
-    ast.Is: "is",
-    ast.IsNot: "is not",
-})
-
-
-class _Node(ABC):
-    """A validated node of a condition."""
-
-    @abstractmethod
-    def value(self, ctx: _Context) -> object: ...
-
-    def probe_names(self) -> frozenset[str]:
-        return frozenset()
-
-
 @dataclass(frozen=True)
-class _Const(_Node):
-    constant: object
-
-    def value(self, ctx: _Context) -> object:
-        return self.constant
-
-
-@dataclass(frozen=True)
-class _ProbeRef(_Node):
-    name: str
-    args: tuple[str, ...] = ()
-
-    def value(self, ctx: _Context) -> object:
-        return ctx.read(self.name, self.args)
-
-    def probe_names(self) -> frozenset[str]:
-        return frozenset({self.name})
-
-
-@dataclass(frozen=True)
-class _Not(_Node):
-    operand: _Node
-
-    def value(self, ctx: _Context) -> object:
-        return not ctx.truth(self.operand.value(ctx))
-
-    def probe_names(self) -> frozenset[str]:
-        return self.operand.probe_names()
-
-
-@dataclass(frozen=True)
-class _BoolOp(_Node):
-    """``and`` / ``or`` with Python's short-circuit semantics (returns the deciding operand)."""
-
-    is_and: bool
-    operands: tuple[_Node, ...]
-
-    def value(self, ctx: _Context) -> object:
-        for operand in self.operands[:-1]:
-            result = operand.value(ctx)
-            if ctx.truth(result) != self.is_and:
-                return result
-        return self.operands[-1].value(ctx)
-
-    def probe_names(self) -> frozenset[str]:
-        return frozenset().union(*(operand.probe_names() for operand in self.operands))
-
-
-@dataclass(frozen=True)
-class _Compare(_Node):
-    """A comparison chain ``a < b <= c``: right operands are evaluated only while needed."""
-
-    left: _Node
-    symbols: tuple[str, ...]
-    rights: tuple[_Node, ...]
-
-    def value(self, ctx: _Context) -> object:
-        left = self.left.value(ctx)
-        for symbol, right_node in zip(self.symbols, self.rights, strict=True):
-            right = right_node.value(ctx)
-            if not ctx.compare(symbol, left, right):
-                return False
-            left = right
-        return True
-
-    def probe_names(self) -> frozenset[str]:
-        return frozenset().union(self.left.probe_names(), *(r.probe_names() for r in self.rights))
-
-
-@dataclass(frozen=True)
-class Condition:
+class Condition(Expression):
     """A parsed, validated condition; build it with :func:`parse_condition`."""
 
-    text: str
-    tree: _Node = field(repr=False)
     source: str = field(default="<condition>", compare=False)
     key: str = field(default="check", compare=False)
 
@@ -383,43 +148,17 @@ class Condition:
         unknown = sorted(set(overrides) - set(PROBES))
         if unknown:
             raise ValueError(f"unknown probe names {unknown}; known: {sorted(PROBES)}")
-        ctx = _Context(self, overrides)
+        ctx = _ConditionContext(self, overrides)
         return ctx.truth(self.tree.value(ctx))
 
     def probe_names(self) -> frozenset[str]:
         """Dotted names (without ``()``) of the probes this condition refers to."""
-        return self.tree.probe_names()
+        return self.tree.names()
 
 
 # --------------------------------------------------------------------------------------------
 # Parsing
 # --------------------------------------------------------------------------------------------
-
-_NODE_NAMES: Mapping[type[ast.AST], str] = MappingProxyType({
-    ast.Subscript: "subscript",
-    ast.Slice: "slice",
-    ast.Lambda: "lambda",
-    ast.ListComp: "comprehension",
-    ast.SetComp: "comprehension",
-    ast.DictComp: "comprehension",
-    ast.GeneratorExp: "generator expression",
-    ast.JoinedStr: "f-string",
-    ast.FormattedValue: "f-string",
-    ast.NamedExpr: "assignment expression (:=)",
-    ast.BinOp: "operator",
-    ast.UnaryOp: "unary operator",
-    ast.IfExp: "conditional expression",
-    ast.Dict: "dict",
-    ast.Set: "set",
-    ast.Starred: "starred expression",
-    ast.Await: "await",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-    ast.Call: "call",
-    ast.Attribute: "attribute access",
-    ast.Name: "name",
-    ast.Constant: "constant",
-})
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -442,28 +181,36 @@ _PLAIN_CONSTANT_TYPES = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True)
-class _Parser(WhitelistParser):
-    NODE_NAMES: ClassVar[Mapping[type, str]] = _NODE_NAMES
+class _Parser(ExpressionParser):
+    """The condition language: each ``on_*`` method accepts one Python node type."""
 
-    def grammar(self) -> str:
+    WHAT: ClassVar[str] = "condition"
+    MAX_LENGTH: ClassVar[int] = MAX_LENGTH
+    MAX_DEPTH: ClassVar[int] = MAX_DEPTH
+
+    @classmethod
+    def grammar(cls) -> str:
         return _grammar()
 
-    def convert(self, node: ast.expr, depth: int = 0) -> _Node:
-        if depth > MAX_DEPTH:
-            raise self.reject(node, "expression nested too deeply",
-                              f"at most {MAX_DEPTH} levels of nesting")
-        if isinstance(node, ast.BoolOp):
-            return _BoolOp(isinstance(node.op, ast.And),
-                           tuple(self.convert(v, depth + 1) for v in node.values))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return _Not(self.convert(node.operand, depth + 1))
-        if isinstance(node, ast.Compare):
-            return self.compare(node, depth)
-        if isinstance(node, ast.Call):
-            return self.call(node)
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            return self.attribute(node)
-        return _Const(self.literal(node, depth))
+    def on_BoolOp(self, node: ast.BoolOp, depth: int) -> Node:
+        return BoolOp(isinstance(node.op, ast.And),
+                      tuple(self.convert(v, depth + 1) for v in node.values))
+
+    def on_UnaryOp(self, node: ast.UnaryOp, depth: int) -> Node:
+        if isinstance(node.op, ast.Not):
+            return Not(self.convert(node.operand, depth + 1))
+        return self.on_Constant(node, depth)
+
+    def on_Constant(self, node: ast.expr, depth: int) -> Node:
+        """Constants, negative numbers and tuples/lists of constants."""
+        return Const(self.literal(node, depth))
+
+    on_Tuple = on_List = on_Constant
+
+    def on_Name(self, node: ast.Name | ast.Attribute, depth: int) -> Node:
+        return Ref(self.probe(node, _dotted(node), "attribute").name)
+
+    on_Attribute = on_Name
 
     def literal(self, node: ast.expr, depth: int) -> object:
         if depth > MAX_DEPTH:
@@ -480,7 +227,7 @@ class _Parser(WhitelistParser):
             return tuple(self.literal(element, depth + 1) for element in node.elts)
         raise self.reject(node)
 
-    def compare(self, node: ast.Compare, depth: int) -> _Node:
+    def on_Compare(self, node: ast.Compare, depth: int) -> Node:
         operands = [node.left, *node.comparators]
         symbols: list[str] = []
         for index, op in enumerate(node.ops):
@@ -493,14 +240,14 @@ class _Parser(WhitelistParser):
                                   "(use == or != to compare values)")
             symbols.append(symbol)
         converted = [self.convert(operand, depth + 1) for operand in operands]
-        return _Compare(converted[0], tuple(symbols), tuple(converted[1:]))
+        return Compare(converted[0], tuple(symbols), tuple(converted[1:]))
 
     def probe(self, node: ast.expr, name: str | None, kind: str) -> Probe:
         if name is None:
-            raise self.reject(node, f"{_NODE_NAMES[type(node)]} on a computed value")
+            raise self.reject(node, f"{NODE_NAMES[type(node)]} on a computed value")
         probe = PROBES.get(name)
         if probe is None:
-            raise self.reject(node, f"unknown {_NODE_NAMES[type(node)]}",
+            raise self.reject(node, f"unknown {NODE_NAMES[type(node)]}",
                               f"one of the probes {describe_probes()}")
         if probe.kind != kind:
             how = "without ()" if probe.kind == "attribute" else "as a call"
@@ -508,11 +255,7 @@ class _Parser(WhitelistParser):
                               f"{probe.usage} ({probe.kind}, written {how})")
         return probe
 
-    def attribute(self, node: ast.Name | ast.Attribute) -> _Node:
-        probe = self.probe(node, _dotted(node), "attribute")
-        return _ProbeRef(probe.name)
-
-    def call(self, node: ast.Call) -> _Node:
+    def on_Call(self, node: ast.Call, depth: int) -> Node:
         probe = self.probe(node, _dotted(node.func), "call")
         if node.keywords or len(node.args) != probe.arity:
             raise self.reject(node, "call with wrong arguments",
@@ -524,7 +267,7 @@ class _Parser(WhitelistParser):
                 raise self.reject(arg, "argument",
                                   f"a valid string literal as argument of {probe.usage}")
             args.append(arg.value)
-        return _ProbeRef(probe.name, tuple(args))
+        return Ref(probe.name, tuple(args))
 
 
 def parse_condition(text: str, source: str = "<condition>", key: str = "check") -> Condition:
@@ -533,6 +276,4 @@ def parse_condition(text: str, source: str = "<condition>", key: str = "check") 
     Raises :class:`~kernbench.errors.ConfigError` naming ``source`` and ``key`` for text that
     is not a string, too long, not valid syntax, or uses anything outside the whitelist.
     """
-    stripped, tree = parse_expression(text, source, key, "condition", _grammar(), MAX_LENGTH)
-    node = _Parser(stripped, source, key).convert(tree.body)
-    return Condition(text, node, source, key)
+    return Condition(text, parse_tree(_Parser, text, source, key), source, key)

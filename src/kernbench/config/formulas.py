@@ -34,13 +34,25 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, TypeAlias
 
-from kernbench.config.safe_ast import WhitelistParser, parse_expression
+from kernbench.config.expressions import (
+    NODE_NAMES,
+    Binary,
+    Call,
+    Const,
+    Context,
+    Expression,
+    ExpressionParser,
+    Node,
+    Ref,
+    Seq,
+    Unary,
+    parse_tree,
+)
 from kernbench.errors import ConfigError
 
 __all__ = [
@@ -125,9 +137,61 @@ def _grammar() -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _power(base: Scalar, exponent: Scalar) -> Scalar:
+    if abs(exponent) > MAX_EXPONENT:
+        raise OverflowError(f"exponent {exponent!r} has magnitude above {MAX_EXPONENT}")
+    if base == 0 and exponent < 0:
+        raise ZeroDivisionError("zero to a negative power")
+    if base < 0 and not float(exponent).is_integer():
+        raise ValueError("negative number to a fractional power")
+    if isinstance(base, int) and isinstance(exponent, float) and exponent.is_integer():
+        exponent = int(exponent)
+    result: Scalar = base**exponent
+    return result
+
+
+_BINARY_SYMBOLS: Mapping[type[ast.operator], str] = MappingProxyType({
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**",
+})
+_BINARY_FUNCS: Mapping[str, Callable[[Scalar, Scalar], Scalar]] = MappingProxyType({
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "**": _power,
+})
+
+
+def _prod(items: tuple[Scalar, ...]) -> Scalar:
+    """``math.prod`` that stops as soon as the running product leaves the bounds."""
+    result: Scalar = 1
+    for item in items:
+        result *= item
+        if abs(result) > MAX_MAGNITUDE:
+            raise OverflowError(f"the running product exceeds {MAX_MAGNITUDE:g}")
+    return result
+
+
+def _log(x: Scalar, base: Scalar | None = None) -> Scalar:
+    return math.log(x) if base is None else math.log(x, base)
+
+
+_SCALAR_FUNCS: Mapping[str, Callable[..., Scalar]] = MappingProxyType({
+    "abs": abs, "sqrt": math.sqrt, "log": _log, "log2": math.log2,
+    "ceil": math.ceil, "floor": math.floor, "min": min, "max": max,
+})
+_SEQUENCE_FUNCS: Mapping[str, Callable[[tuple[Scalar, ...]], Scalar]] = MappingProxyType({
+    "prod": _prod, "len": len, "min": min, "max": max,
+})
+
+
 @dataclass
-class _Context:
-    """State of one :meth:`Formula.evaluate` call."""
+class _FormulaContext(Context):
+    """The arithmetic of one :meth:`Formula.evaluate` call: bounded numbers, lists only where
+    a function takes one, every failure a ConfigError naming the formula."""
 
     formula: Formula
     variables: Mapping[str, object]
@@ -154,175 +218,60 @@ class _Context:
         value: Scalar = int(raw) if isinstance(raw, numbers.Integral) else float(raw)
         return self.bounded(value, f"variable {name!r}")
 
-    def scalar(self, value: Value, what: str) -> Scalar:
+    def operand(self, value: object, what: str) -> Scalar:
         if isinstance(value, tuple):
             raise self.fail(f"{what} is a list",
                             "a list only as the argument of prod(), len(), min() or max()")
+        assert isinstance(value, (int, float))  # the parser builds nothing else
         return value
 
-    def sequence(self, value: Value, what: str) -> tuple[Scalar, ...]:
+    def sequence(self, value: object, what: str) -> tuple[Scalar, ...]:
         if not isinstance(value, tuple):
             raise self.fail(f"{what} is a number, not a list",
                             f"a list or tuple as the argument of {what}")
         return value
 
-
-class _Node(ABC):
-    """A validated node of a formula."""
-
-    @abstractmethod
-    def value(self, ctx: _Context) -> Value: ...
-
-    def names(self) -> frozenset[str]:
-        return frozenset()
-
-
-@dataclass(frozen=True)
-class _Num(_Node):
-    number: Scalar
-
-    def value(self, ctx: _Context) -> Value:
-        return self.number
-
-
-@dataclass(frozen=True)
-class _Var(_Node):
-    name: str
-
-    def value(self, ctx: _Context) -> Value:
-        raw = ctx.variables[self.name]  # presence is checked before evaluation starts
+    def lookup(self, name: str, args: tuple[str, ...]) -> Value:
+        raw = self.variables[name]  # presence is checked before evaluation starts
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
-            return ctx.number(raw, self.name)
-        return tuple(ctx.number(item, f"{self.name}[{i}]") for i, item in enumerate(raw))
+            return self.number(raw, name)
+        return tuple(self.number(item, f"{name}[{i}]") for i, item in enumerate(raw))
 
-    def names(self) -> frozenset[str]:
-        return frozenset({self.name})
+    def item(self, value: object) -> Scalar:
+        return self.operand(value, "a list element")
 
+    def unary(self, symbol: str, value: object) -> Scalar:
+        number = self.operand(value, "the operand of unary +/-")
+        return -number if symbol == "-" else number
 
-@dataclass(frozen=True)
-class _List(_Node):
-    elements: tuple[_Node, ...]
-
-    def value(self, ctx: _Context) -> Value:
-        return tuple(ctx.scalar(e.value(ctx), "a list element") for e in self.elements)
-
-    def names(self) -> frozenset[str]:
-        return frozenset().union(*(e.names() for e in self.elements))
-
-
-def _power(base: Scalar, exponent: Scalar) -> Scalar:
-    if abs(exponent) > MAX_EXPONENT:
-        raise OverflowError(f"exponent {exponent!r} has magnitude above {MAX_EXPONENT}")
-    if base == 0 and exponent < 0:
-        raise ZeroDivisionError("zero to a negative power")
-    if base < 0 and not float(exponent).is_integer():
-        raise ValueError("negative number to a fractional power")
-    if isinstance(base, int) and isinstance(exponent, float) and exponent.is_integer():
-        exponent = int(exponent)
-    result: Scalar = base**exponent
-    return result
-
-
-_BINARY_FUNCS: Mapping[type[ast.operator], tuple[str, Callable[[Scalar, Scalar], Scalar]]] = (
-    MappingProxyType({
-        ast.Add: ("+", lambda a, b: a + b),
-        ast.Sub: ("-", lambda a, b: a - b),
-        ast.Mult: ("*", lambda a, b: a * b),
-        ast.Div: ("/", lambda a, b: a / b),
-        ast.FloorDiv: ("//", lambda a, b: a // b),
-        ast.Mod: ("%", lambda a, b: a % b),
-        ast.Pow: ("**", _power),
-    })
-)
-
-
-@dataclass(frozen=True)
-class _BinOp(_Node):
-    symbol: str
-    func: Callable[[Scalar, Scalar], Scalar] = field(repr=False)
-    left: _Node
-    right: _Node
-
-    def value(self, ctx: _Context) -> Value:
-        a = ctx.scalar(self.left.value(ctx), f"the left operand of {self.symbol}")
-        b = ctx.scalar(self.right.value(ctx), f"the right operand of {self.symbol}")
+    def binary(self, symbol: str, left: object, right: object) -> Scalar:
+        a, b = self.operand(left, "left operand"), self.operand(right, "right operand")
         try:
-            result = self.func(a, b)
+            result = _BINARY_FUNCS[symbol](a, b)
         except (ArithmeticError, ValueError) as exc:
-            raise ctx.fail(f"cannot compute {a!r} {self.symbol} {b!r}: {exc}") from exc
-        return ctx.bounded(result, f"{a!r} {self.symbol} {b!r}")
+            raise self.fail(f"cannot compute {a!r} {symbol} {b!r}: {exc}") from exc
+        return self.bounded(result, f"{a!r} {symbol} {b!r}")
 
-    def names(self) -> frozenset[str]:
-        return self.left.names() | self.right.names()
+    def call(self, name: str, values: tuple[object, ...]) -> Scalar:
+        if name in _SEQUENCE_FUNCS and (FUNCTIONS[name].sequence or len(values) == 1):
+            items = self.sequence(values[0], f"{name}()")
+            return self.apply(name, _SEQUENCE_FUNCS[name], items)
+        return self.apply(name, _SCALAR_FUNCS[name],
+                          *(self.operand(v, f"an argument of {name}()") for v in values))
 
-
-@dataclass(frozen=True)
-class _Neg(_Node):
-    operand: _Node
-    negate: bool
-
-    def value(self, ctx: _Context) -> Value:
-        number = ctx.scalar(self.operand.value(ctx), "the operand of unary +/-")
-        return -number if self.negate else number
-
-    def names(self) -> frozenset[str]:
-        return self.operand.names()
-
-
-def _prod(items: tuple[Scalar, ...]) -> Scalar:
-    """``math.prod`` that stops as soon as the running product leaves the bounds."""
-    result: Scalar = 1
-    for item in items:
-        result *= item
-        if abs(result) > MAX_MAGNITUDE:
-            raise OverflowError(f"the running product exceeds {MAX_MAGNITUDE:g}")
-    return result
-
-
-def _log(x: Scalar, base: Scalar | None = None) -> Scalar:
-    return math.log(x) if base is None else math.log(x, base)
-
-
-_SCALAR_FUNCS: Mapping[str, Callable[..., Scalar]] = MappingProxyType({
-    "abs": abs, "sqrt": math.sqrt, "log": _log, "log2": math.log2,
-    "ceil": math.ceil, "floor": math.floor, "min": min, "max": max,
-})
-_SEQUENCE_FUNCS: Mapping[str, Callable[[tuple[Scalar, ...]], Scalar]] = MappingProxyType({
-    "prod": _prod, "len": len, "min": min, "max": max,
-})
-
-
-@dataclass(frozen=True)
-class _Call(_Node):
-    name: str
-    args: tuple[_Node, ...]
-
-    def value(self, ctx: _Context) -> Value:
-        values = [arg.value(ctx) for arg in self.args]
-        if self.name in _SEQUENCE_FUNCS and (FUNCTIONS[self.name].sequence or len(values) == 1):
-            items = ctx.sequence(values[0], f"{self.name}()")
-            return self.apply(ctx, _SEQUENCE_FUNCS[self.name], items)
-        return self.apply(ctx, _SCALAR_FUNCS[self.name],
-                          *(ctx.scalar(v, f"an argument of {self.name}()") for v in values))
-
-    def apply(self, ctx: _Context, func: Callable[..., Scalar], *args: object) -> Scalar:
+    def apply(self, name: str, func: Callable[..., Scalar], *args: object) -> Scalar:
         shown = ", ".join(repr(a) for a in args)
         try:
             result = func(*args)
         except (ArithmeticError, ValueError, TypeError) as exc:
-            raise ctx.fail(f"cannot compute {self.name}({shown}): {exc}") from exc
-        return ctx.bounded(result, f"{self.name}({shown})")
-
-    def names(self) -> frozenset[str]:
-        return frozenset().union(*(arg.names() for arg in self.args))
+            raise self.fail(f"cannot compute {name}({shown}): {exc}") from exc
+        return self.bounded(result, f"{name}({shown})")
 
 
 @dataclass(frozen=True)
-class Formula:
+class Formula(Expression):
     """A parsed, validated work formula; build it with :func:`parse_formula`."""
 
-    text: str
-    tree: _Node = field(repr=False)
     source: str = field(default="<formula>", compare=False)
     key: str = field(default="formula", compare=False)
 
@@ -344,74 +293,28 @@ class Formula:
                               f"formula {self.text!r} to use only the available variables: "
                               f"{available}",
                               f"unknown variable(s) {', '.join(missing)}")
-        ctx = _Context(self, variables)
-        result = self.tree.value(ctx)
-        return float(ctx.scalar(result, "the formula's result"))
+        ctx = _FormulaContext(self, variables)
+        return float(ctx.operand(self.tree.value(ctx), "the formula's result"))
 
 
 # --------------------------------------------------------------------------------------------
 # Parsing
 # --------------------------------------------------------------------------------------------
 
-_NODE_NAMES: Mapping[type[ast.AST], str] = MappingProxyType({
-    ast.Subscript: "subscript",
-    ast.Slice: "slice",
-    ast.Lambda: "lambda",
-    ast.ListComp: "comprehension",
-    ast.SetComp: "comprehension",
-    ast.DictComp: "comprehension",
-    ast.GeneratorExp: "generator expression",
-    ast.JoinedStr: "f-string",
-    ast.FormattedValue: "f-string",
-    ast.NamedExpr: "assignment expression (:=)",
-    ast.IfExp: "conditional expression",
-    ast.BoolOp: "boolean operator",
-    ast.Compare: "comparison",
-    ast.Dict: "dict",
-    ast.Set: "set",
-    ast.Starred: "starred expression",
-    ast.Await: "await",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-    ast.Call: "call",
-    ast.Attribute: "attribute access",
-    ast.Name: "name",
-    ast.Constant: "constant",
-    ast.List: "list",
-    ast.Tuple: "tuple",
-})
-
 
 @dataclass(frozen=True)
-class _Parser(WhitelistParser):
-    NODE_NAMES: ClassVar[Mapping[type, str]] = _NODE_NAMES
+class _Parser(ExpressionParser):
+    """The formula language: each ``on_*`` method accepts one Python node type."""
 
-    def grammar(self) -> str:
+    WHAT: ClassVar[str] = "formula"
+    MAX_LENGTH: ClassVar[int] = MAX_LENGTH
+    MAX_DEPTH: ClassVar[int] = MAX_DEPTH
+
+    @classmethod
+    def grammar(cls) -> str:
         return _grammar()
 
-    def convert(self, node: ast.expr, depth: int = 0) -> _Node:
-        if depth > MAX_DEPTH:
-            raise self.reject(node, "expression nested too deeply",
-                              f"at most {MAX_DEPTH} levels of nesting")
-        if isinstance(node, ast.Constant):
-            return self.constant(node)
-        if isinstance(node, ast.Name):
-            return self.name(node)
-        if isinstance(node, ast.BinOp):
-            return self.binary(node, depth)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-            return _Neg(self.convert(node.operand, depth + 1), isinstance(node.op, ast.USub))
-        if isinstance(node, ast.Call):
-            return self.call(node, depth)
-        if isinstance(node, ast.UnaryOp):
-            raise self.reject(node, f"unary operator {type(node.op).__name__}")
-        if isinstance(node, (ast.List, ast.Tuple)):
-            raise self.reject(node, f"{_NODE_NAMES[type(node)]} outside prod/len/min/max",
-                              "a list or tuple only as the single argument of "
-                              "prod(), len(), min() or max()")
-        raise self.reject(node)
-
-    def constant(self, node: ast.Constant) -> _Node:
+    def on_Constant(self, node: ast.Constant, depth: int) -> Node:
         value = node.value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             what = "string constant" if isinstance(value, str) else "constant"
@@ -419,33 +322,45 @@ class _Parser(WhitelistParser):
         if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
             raise self.reject(node, "number out of range",
                               f"numbers within ±{MAX_MAGNITUDE:g}")
-        return _Num(value)
+        return Const(value)
 
-    def name(self, node: ast.Name) -> _Node:
+    def on_Name(self, node: ast.Name, depth: int) -> Node:
         if node.id in FUNCTIONS:
             raise self.reject(node, "function name used as a value",
                               f"a call such as {FUNCTIONS[node.id].usage}")
-        return _Var(node.id)
+        return Ref(node.id)
 
-    def binary(self, node: ast.BinOp, depth: int) -> _Node:
-        entry = _BINARY_FUNCS.get(type(node.op))
-        if entry is None:
+    def on_UnaryOp(self, node: ast.UnaryOp, depth: int) -> Node:
+        if not isinstance(node.op, (ast.UAdd, ast.USub)):
+            raise self.reject(node, f"unary operator {type(node.op).__name__}")
+        symbol = "-" if isinstance(node.op, ast.USub) else "+"
+        return Unary(symbol, self.convert(node.operand, depth + 1))
+
+    def on_List(self, node: ast.List | ast.Tuple, depth: int) -> Node:
+        raise self.reject(node, f"{NODE_NAMES[type(node)]} outside prod/len/min/max",
+                          "a list or tuple only as the single argument of "
+                          "prod(), len(), min() or max()")
+
+    on_Tuple = on_List
+
+    def on_BinOp(self, node: ast.BinOp, depth: int) -> Node:
+        symbol = _BINARY_SYMBOLS.get(type(node.op))
+        if symbol is None:
             raise self.reject(node, f"operator {type(node.op).__name__}")
-        symbol, func = entry
         left, right = self.convert(node.left, depth + 1), self.convert(node.right, depth + 1)
         if symbol == "**" and not right.names():
             self.check_exponent(node.right, right)
-        return _BinOp(symbol, func, left, right)
+        return Binary(symbol, left, right)
 
-    def check_exponent(self, node: ast.expr, exponent: _Node) -> None:
+    def check_exponent(self, node: ast.expr, exponent: Node) -> None:
         """Reject a constant exponent out of bounds now rather than at evaluation."""
-        ctx = _Context(Formula(self.text, exponent, self.source, self.key), {})
+        ctx = _FormulaContext(Formula(self.text, exponent, self.source, self.key), {})
         value = exponent.value(ctx)
-        if not isinstance(value, tuple) and abs(value) > MAX_EXPONENT:
+        if not isinstance(value, tuple) and abs(ctx.operand(value, "the exponent")) > MAX_EXPONENT:
             raise self.reject(node, "exponent too large",
                               f"exponents of magnitude at most {MAX_EXPONENT}")
 
-    def call(self, node: ast.Call, depth: int) -> _Node:
+    def on_Call(self, node: ast.Call, depth: int) -> Node:
         if not isinstance(node.func, ast.Name):
             raise self.reject(node, "call of a computed or dotted name",
                               f"one of the functions {describe_functions()}")
@@ -460,14 +375,14 @@ class _Parser(WhitelistParser):
             raise self.reject(node, "call with wrong arguments",
                               f"{function.usage} with positional arguments only")
         takes_sequence = function.name in _SEQUENCE_ARG_FUNCTIONS and count == 1
-        return _Call(function.name,
-                     tuple(self.argument(a, takes_sequence, depth) for a in node.args))
+        return Call(function.name,
+                    tuple(self.argument(a, takes_sequence, depth) for a in node.args))
 
-    def argument(self, node: ast.expr, takes_sequence: bool, depth: int) -> _Node:
+    def argument(self, node: ast.expr, takes_sequence: bool, depth: int) -> Node:
         if not takes_sequence:
             return self.convert(node, depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)):
-            return _List(tuple(self.convert(e, depth + 2) for e in node.elts))
+            return Seq(tuple(self.convert(e, depth + 2) for e in node.elts))
         if not isinstance(node, ast.Name):
             raise self.reject(node, "argument that is not a list",
                               "a list variable or a list/tuple literal as the single argument "
@@ -481,6 +396,4 @@ def parse_formula(text: str, source: str = "<formula>", key: str = "formula") ->
     Raises :class:`~kernbench.errors.ConfigError` naming ``source`` and ``key`` for text that
     is not a string, too long, not valid syntax, or uses anything outside the whitelist.
     """
-    stripped, tree = parse_expression(text, source, key, "formula", _grammar(), MAX_LENGTH)
-    node = _Parser(stripped, source, key).convert(tree.body)
-    return Formula(text, node, source, key)
+    return Formula(text, parse_tree(_Parser, text, source, key), source, key)

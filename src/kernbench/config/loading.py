@@ -18,7 +18,6 @@ from kernbench.config.formulas import parse_formula
 from kernbench.config.schema import key_path, validate_bench_yaml
 from kernbench.config.sweeps import expand_sweep
 from kernbench.errors import ConfigError
-from kernbench.measure.precision import canonical
 from kernbench.results.model import (
     HARNESS_ARGS,
     BenchConfig,
@@ -27,6 +26,7 @@ from kernbench.results.model import (
     SweepPoint,
     case_suffix,
 )
+from kernbench.results.vocabulary import canonical_precision
 
 MAX_BENCH_YAML_BYTES = 1 << 20
 PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
@@ -94,7 +94,8 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
     return BenchConfig(
         source=source,
         problem_size=problem_size,
-        precisions=tuple(dict.fromkeys(canonical(p) for p in data.get("precisions", ()))),
+        precisions=tuple(dict.fromkeys(
+            canonical_precision(p) for p in data.get("precisions", ()))),
         backends=tuple(data.get("backends", ())),
         tolerances=data.get("tolerances", {}),
         skip_conditions=_skip_rules(data.get("skip_conditions", []), source),
@@ -113,10 +114,6 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
             implementations, data.get("reference"), source),
         raw=data,
     )
-
-
-CPU_ONLY_FRAMEWORKS = ("numpy", "numba", "python")
-"""Frameworks whose implementations default to the CPU only."""
 
 
 def _implementations(entry: dict[str, Any] | None, framework: str | None,
@@ -179,7 +176,7 @@ def _check_golden_points(golden: dict[str, Any] | None, implementations: tuple[I
 def _reference(entry: dict[str, str] | None) -> dict[str, str] | None:
     if entry is None:
         return None
-    return {k: canonical(v) if k == "precision" else v for k, v in entry.items()}
+    return {k: canonical_precision(v) if k == "precision" else v for k, v in entry.items()}
 
 
 def _work(entry: dict[str, str | float] | None, source: str) -> dict[str, str | float] | None:
@@ -211,7 +208,8 @@ def _skip_rules(entries: list[dict[str, Any]], source: str) -> tuple[SkipRule, .
             parse_condition(check, source=source, key=f"skip_conditions[{index}].check")
         precision = entry.get("precision")
         rules.append(SkipRule(reason=entry["reason"], backend=entry.get("backend"),
-                              precision=canonical(precision) if precision else None, check=check))
+                              precision=canonical_precision(precision) if precision else None,
+                              check=check))
     return tuple(rules)
 
 

@@ -12,10 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from kernbench.errors import ConfigError
+from kernbench.results.vocabulary import BACKEND_NAMES, FRAMEWORK_NAMES, PRECISION_NAMES
 
-PRECISION_NAMES = ("fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
-BACKEND_NAMES = ("cpu", "cuda", "rocm")
-FRAMEWORK_NAMES = ("numpy", "pytorch", "jax", "cupy", "triton", "numba", "tensorflow", "python")
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
 
 _TOLERANCE_VALUES = {

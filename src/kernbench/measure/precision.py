@@ -1,8 +1,10 @@
-"""One table from (framework, precision) to dtype, so kernels do not each carry their own.
+"""Precisions at run time: the dtype a framework uses for a precision, and back.
 
 Kernels call ``dtype_for("torch", precision)``; a precision the framework cannot represent
 raises :class:`~kernbench.errors.UnsupportedPrecision`, which the harness records as `skipped`.
-Frameworks are imported lazily, only when asked for.
+The names are the vocabulary's (:mod:`kernbench.results.vocabulary`); which dtype a framework
+uses for each is its backend's knowledge (``Backend.DTYPES``), asked here. Frameworks are
+imported lazily, only when asked for.
 """
 
 from __future__ import annotations
@@ -11,58 +13,26 @@ import importlib
 from typing import Any
 
 from kernbench.errors import UnsupportedPrecision
+from kernbench.measure.backends import backend_for
+from kernbench.results.vocabulary import DTYPE_NAME_PRECISIONS, FLOAT_PRECISIONS
+from kernbench.results.vocabulary import canonical_precision as canonical
 
-PRECISIONS: tuple[str, ...] = (
-    "fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8",
-)
-ALIASES = {"fp8": "fp8_e4m3", "float64": "fp64", "float32": "fp32", "float16": "fp16",
-           "bfloat16": "bf16", "half": "fp16", "double": "fp64", "float": "fp32"}
+__all__ = ["canonical", "dtype_for", "ignored_precision", "precision_of_dtype"]
 
-# (framework, canonical precision) -> (module, attribute). ml_dtypes gives NumPy bf16 and fp8.
-_DTYPES: dict[tuple[str, str], tuple[str, str]] = {
-    ("numpy", "fp64"): ("numpy", "float64"),
-    ("numpy", "fp32"): ("numpy", "float32"),
-    ("numpy", "fp16"): ("numpy", "float16"),
-    ("numpy", "bf16"): ("ml_dtypes", "bfloat16"),
-    ("numpy", "fp8_e4m3"): ("ml_dtypes", "float8_e4m3fn"),
-    ("numpy", "fp8_e5m2"): ("ml_dtypes", "float8_e5m2"),
-    ("numpy", "int8"): ("numpy", "int8"),
-    ("torch", "fp64"): ("torch", "float64"),
-    ("torch", "fp32"): ("torch", "float32"),
-    ("torch", "fp16"): ("torch", "float16"),
-    ("torch", "bf16"): ("torch", "bfloat16"),
-    ("torch", "fp8_e4m3"): ("torch", "float8_e4m3fn"),
-    ("torch", "fp8_e5m2"): ("torch", "float8_e5m2"),
-    ("torch", "int8"): ("torch", "int8"),
-    ("jax", "fp64"): ("jax.numpy", "float64"),
-    ("jax", "fp32"): ("jax.numpy", "float32"),
-    ("jax", "fp16"): ("jax.numpy", "float16"),
-    ("jax", "bf16"): ("jax.numpy", "bfloat16"),
-    ("jax", "fp8_e4m3"): ("jax.numpy", "float8_e4m3fn"),
-    ("jax", "fp8_e5m2"): ("jax.numpy", "float8_e5m2"),
-    ("jax", "int8"): ("jax.numpy", "int8"),
-}
-_FRAMEWORK_ALIASES = {"pytorch": "torch", "np": "numpy", "cupy": "numpy"}
-
-
-def canonical(precision: str) -> str:
-    """The canonical name of a precision (``"fp8"`` -> ``"fp8_e4m3"``); unknown names raise."""
-    name = ALIASES.get(precision, precision)
-    if name not in PRECISIONS:
-        known = ", ".join(PRECISIONS)
-        raise UnsupportedPrecision(f"unknown precision {precision!r}; known: {known}")
-    return name
+_FRAMEWORK_ALIASES = {"torch": "pytorch", "np": "numpy"}
+"""Spellings kernels use for a framework, to the name discovery (and backend_for) uses."""
 
 
 def dtype_for(framework: str, precision: str) -> Any:
-    """The dtype object of `framework` ("numpy", "torch"/"pytorch", "jax") for `precision`."""
-    fw = _FRAMEWORK_ALIASES.get(framework, framework)
-    key = (fw, canonical(precision))
-    if key not in _DTYPES:
+    """The dtype object of `framework` ("numpy", "torch"/"pytorch", "jax", "cupy") for
+    `precision`, as that framework's backend names it."""
+    backend = backend_for(_FRAMEWORK_ALIASES.get(framework, framework))
+    name = canonical(precision)
+    location = backend.DTYPES.get(name)
+    if location is None:
         raise UnsupportedPrecision(f"{framework} has no dtype for {precision}")
-    module_name, attr = _DTYPES[key]
-    if key == ("jax", "fp64"):
-        _enable_jax_x64()
+    module_name, attr = location
+    backend.prepare_precision(name)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -74,13 +44,6 @@ def dtype_for(framework: str, precision: str) -> Any:
     return dtype
 
 
-def _enable_jax_x64() -> None:  # pragma: no cover - needs jax
-    """JAX silently computes fp64 as fp32 unless x64 is on; a worker runs one case: turn it on."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
-
-
 def precision_of_dtype(dtype: object) -> str | None:
     """The precision name of a dtype of any framework (``torch.float16`` -> ``"fp16"``), or None."""
     name = getattr(dtype, "name", None)  # NumPy dtypes: ">f4" prints oddly but is named float32
@@ -88,13 +51,7 @@ def precision_of_dtype(dtype: object) -> str | None:
     if text.startswith("complex"):
         bits = int(text.removeprefix("complex") or 128) // 2
         return {64: "fp64", 32: "fp32", 16: "fp16"}.get(bits)
-    table = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
-             "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "int8": "int8",
-             "double": "fp64", "float": "fp32", "half": "fp16"}
-    return table.get(text)
-
-
-FLOATS = ("fp64", "fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
+    return DTYPE_NAME_PRECISIONS.get(text)
 
 
 def ignored_precision(requested: str, leaves: list[dict[str, Any]]) -> str | None:
@@ -105,9 +62,10 @@ def ignored_precision(requested: str, leaves: list[dict[str, Any]]) -> str | Non
     narrower than fp64 was asked for, and every floating-point array returned is float64 (the
     NumPy default) - a kernel may well return a wider type than it computes in (an fp8 matmul
     into bf16, a loss in fp32), but not float64 everywhere by accident of design."""
-    if requested not in FLOATS or requested == "fp64":
+    if requested not in FLOAT_PRECISIONS or requested == "fp64":
         return None
-    floats = [leaf for leaf in leaves if "dtype" in leaf and leaf.get("precision") in FLOATS]
+    floats = [leaf for leaf in leaves
+              if "dtype" in leaf and leaf.get("precision") in FLOAT_PRECISIONS]
     if not floats or any(leaf["precision"] != "fp64" for leaf in floats):
         return None
     dtypes = ", ".join(sorted({str(leaf["dtype"]) for leaf in floats}))

@@ -10,21 +10,51 @@ import hashlib
 import json
 import os
 import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["read_json_object", "safe_filename", "write_json_atomic", "write_text_atomic"]
+__all__ = [
+    "atomic_writer",
+    "read_json_object",
+    "safe_filename",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
+    """A binary handle on a new temporary file beside `path` (folders are created).
+
+    When the block ends normally the file is flushed to disk and renamed over `path`; when it
+    raises, the temporary file is removed and `path` is left as it was. The temporary name is
+    unique per process and call (so two writers never share one) and the file gets the usual
+    permissions of a new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "xb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    with atomic_writer(path) as handle:
+        handle.write(data)
+    return path
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return path
+    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: Path, data: Any) -> Path:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from kernbench.measure.protocol import (
     PerfCounterTimer,
@@ -14,15 +15,24 @@ from kernbench.measure.protocol import (
     Synchronizer,
     Timer,
 )
+from kernbench.results.vocabulary import BACKEND_LABELS, DTYPE_NAMES
 
-DEVICE_LABELS = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm"}
+DtypeTable = Mapping[str, tuple[str, str]]
+"""Canonical precision -> (module, attribute) of a framework's dtype for it."""
+
+def dtypes_in(module: str, precisions: tuple[str, ...] | None = None) -> DtypeTable:
+    """A dtype table for a framework whose `module` names its dtypes the NumPy way (all of
+    them, or only `precisions`)."""
+    chosen = precisions or tuple(DTYPE_NAMES)
+    return MappingProxyType({p: (module, DTYPE_NAMES[p]) for p in chosen})
+
 PROBED_LEAVES = 16
 """How many leaves of a first result :func:`sync_for_result` looks at."""
 
 
 def label(backend: str) -> str:
     """How a device kind is written in messages ("ROCm", not "ROCM")."""
-    return DEVICE_LABELS.get(backend, backend)
+    return BACKEND_LABELS.get(backend, backend)
 
 
 def walk_leaves(value: object, depth: int = 0) -> Iterator[object]:
@@ -84,6 +94,12 @@ class Backend:
     """Interface: one framework's view of the device kinds."""
 
     framework = "python"
+    DTYPES: ClassVar[DtypeTable] = MappingProxyType({})
+    """The framework's dtypes, by canonical precision; a precision left out has none."""
+
+    def prepare_precision(self, precision: str) -> None:
+        """Make the framework able to compute in `precision` before its dtype is handed out."""
+        return None
 
     def unavailable_reason(self, backend: str) -> str | None:
         """None when `backend` can run here, else why not (the case is then skipped)."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from kernbench.measure.backends.base import Backend, label
+from kernbench.measure.backends.base import Backend, DtypeTable, label
+from kernbench.measure.backends.numpy_backend import NUMPY_DTYPES
 from kernbench.measure.protocol import Synchronizer, Timer
 
 
@@ -38,6 +39,7 @@ class CupyStreamSync:
 
 class CupyBackend(Backend):
     framework = "cupy"
+    DTYPES: ClassVar[DtypeTable] = NUMPY_DTYPES  # CuPy arrays take NumPy's dtype objects
 
     def unavailable_reason(self, backend: str) -> str | None:
         if backend == "cpu":

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from kernbench.measure.backends.base import Backend, BlockUntilReady, label
+from kernbench.measure.backends.base import (
+    Backend,
+    BlockUntilReady,
+    DtypeTable,
+    dtypes_in,
+    label,
+)
 from kernbench.measure.protocol import SyncChoice
 
 _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
@@ -12,6 +18,15 @@ _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
 
 class JaxBackend(Backend):
     framework = "jax"
+    DTYPES: ClassVar[DtypeTable] = dtypes_in("jax.numpy")
+
+    def prepare_precision(self, precision: str) -> None:
+        """JAX silently computes fp64 as fp32 unless x64 is on; a worker runs one case: turn
+        it on."""
+        if precision == "fp64":  # pragma: no cover - needs jax
+            import jax
+
+            jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
     def _devices(self) -> list[Any]:
         import jax

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
-from kernbench.measure.backends.base import Backend, label
+from kernbench.measure.backends.base import Backend, DtypeTable, dtypes_in, label
 from kernbench.measure.protocol import SyncChoice, Timer
 
 
@@ -46,6 +46,7 @@ class TorchDeviceSync:
 
 class TorchBackend(Backend):
     framework = "pytorch"
+    DTYPES: ClassVar[DtypeTable] = dtypes_in("torch")
 
     def _torch(self) -> Any:
         import torch

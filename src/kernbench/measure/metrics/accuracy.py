@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.measure.metrics.outputs import Leaf, flatten_leaves
-from kernbench.measure.precision import ALIASES
+from kernbench.results.vocabulary import PRECISION_ALIASES
 
 TOLERANCE_NAMES: tuple[str, ...] = ("rmse", "relative_error", "max_error")
 
@@ -75,7 +75,7 @@ Array = np.ndarray[Any, Any]
 
 
 def _canonical(precision: str) -> str:
-    return ALIASES.get(precision, precision)
+    return PRECISION_ALIASES.get(precision, precision)
 
 
 def _limit(where: str, value: object) -> float:

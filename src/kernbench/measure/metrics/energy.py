@@ -43,38 +43,37 @@ Test hooks (the only boundaries with the outside world):
 from __future__ import annotations
 
 import importlib
-import itertools
 import json
 import re
 import subprocess
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from kernbench.measure.metrics.meters import (
+    NOT_ADVANCED,
+    CounterMeter,
+    EnergyMeter,
+    MeasureError,
+    NullMeter,
+    Reading,
+    SampledMeter,
+    describe_error,
+    plain_delta_j,
+)
+
+__all__ = [
+    # EnergyMeter and NullMeter are what energy_meter_for hands out; the worker names them.
+    "POWERCAP_ROOT", "EnergyMeter", "NullMeter", "amd_counter_uj", "energy_meter_for",
+    "energy_record", "import_optional", "rapl_delta_uj", "rapl_packages", "rocm_smi_uj",
+    "run_command",
+]
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
-SAMPLE_INTERVAL_S = 0.005
 ROCM_SMI_TIMEOUT_S = 2.0
 ROCM_SMI_ARGV = ("rocm-smi", "--showenergycounter", "--json")
-NOT_ADVANCED = "the energy counter did not advance over the region (shorter than its update period)"
 
 Runner = Callable[[list[str]], str]
-Reading = list[float]
-
-
-class EnergyMeter(Protocol):
-    """Reads the energy of the region between :meth:`start` and :meth:`stop`."""
-
-    source: str
-
-    def start(self) -> None: ...
-
-    def stop(self) -> dict[str, Any]: ...
-
-
-class MeasureError(Exception):
-    """A reading failed; the message is the ``reason`` reported in place of a figure."""
 
 
 def import_optional(name: str) -> Any:
@@ -89,154 +88,6 @@ def run_command(argv: list[str]) -> str:
     return done.stdout
 
 
-def _region(energy_j: float | None, region_s: float, source: str | None, method: str | None,
-            reason: str | None, samples: int = 0) -> dict[str, Any]:
-    power = energy_j / region_s if energy_j is not None and region_s > 0 else None
-    return {"region_energy_j": energy_j, "region_s": region_s, "power_w": power,
-            "source": source, "method": method, "reason": reason, "samples": samples}
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-# --------------------------------------------------------------------------- meters
-
-
-class NullMeter:
-    """No readable counter: ``stop()`` reports the region's duration, ``None`` energy, a reason."""
-
-    def __init__(self, reason: str, source: str = "none") -> None:
-        self.source = source
-        self.reason = reason
-        self._t0: float | None = None
-
-    def start(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def stop(self) -> dict[str, Any]:
-        region_s = time.perf_counter() - self._t0 if self._t0 is not None else 0.0
-        return _region(None, region_s, None, None, self.reason)
-
-
-class CounterMeter:
-    """Reads a cumulative counter at start and stop; ``delta_j`` turns two readings into joules.
-
-    ``read`` returns the raw reading (one value per domain) and raises on failure; ``delta_j``
-    raises :class:`MeasureError` where the difference is not a valid energy.
-    """
-
-    def __init__(self, source: str, read: Callable[[], Reading],
-                 delta_j: Callable[[Reading, Reading], float]) -> None:
-        self.source = source
-        self._read = read
-        self._delta_j = delta_j
-        self._first: Reading | None = None
-        self._t0: float | None = None
-        self._start_error: str | None = None
-
-    def start(self) -> None:
-        self._first, self._start_error = None, None
-        try:
-            self._first = self._read()
-        except Exception as exc:
-            self._start_error = f"energy counter read failed at start: {_describe(exc)}"
-        self._t0 = time.perf_counter()
-
-    def _energy_j(self, first: Reading) -> tuple[float | None, str | None]:
-        try:
-            return self._delta_j(first, self._read()), None
-        except MeasureError as exc:
-            return None, str(exc)
-        except Exception as exc:
-            return None, f"energy counter read failed at stop: {_describe(exc)}"
-
-    def stop(self) -> dict[str, Any]:
-        t1 = time.perf_counter()
-        if self._t0 is None:
-            return _region(None, 0.0, self.source, "counter", "stop() called without start()")
-        if self._first is None:
-            return _region(None, t1 - self._t0, self.source, "counter", self._start_error)
-        energy, reason = self._energy_j(self._first)
-        return _region(energy, t1 - self._t0, self.source, "counter", reason)
-
-
-def _plain_delta_j(units_per_j: float) -> Callable[[Reading, Reading], float]:
-    """Delta in joules of a monotonic counter counting ``units_per_j`` per J; no wraparound."""
-
-    def delta(first: Reading, last: Reading) -> float:
-        diff = sum(last) - sum(first)
-        if diff < 0:
-            raise MeasureError("the energy counter went backwards (driver reset?)")
-        if diff == 0:
-            raise MeasureError(NOT_ADVANCED)
-        return diff / units_per_j
-
-    return delta
-
-
-def trapezoid_j(samples: Sequence[tuple[float, float]]) -> float:
-    """Integral of power (W) over time (s) of ``(t, p)`` samples with the trapezoid rule."""
-    return sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in itertools.pairwise(samples))
-
-
-class SampledMeter:
-    """Samples power (W) every ``interval_s`` in a thread between start and stop; integrates it."""
-
-    def __init__(self, source: str, read_w: Callable[[], float],
-                 interval_s: float = SAMPLE_INTERVAL_S) -> None:
-        self.source = source
-        self._read_w = read_w
-        self._interval_s = interval_s
-        self._samples: list[tuple[float, float]] = []
-        self._errors: list[str] = []
-        self._halt = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._t0: float | None = None
-
-    def _sample(self) -> None:
-        before = time.perf_counter()
-        try:
-            watts = self._read_w()
-        except Exception as exc:
-            self._errors.append(_describe(exc))
-            return
-        self._samples.append(((before + time.perf_counter()) / 2, watts))
-
-    def _loop(self) -> None:
-        while not self._halt.wait(self._interval_s):
-            self._sample()
-
-    def start(self) -> None:
-        self._samples, self._errors = [], []
-        self._halt = threading.Event()
-        self._t0 = time.perf_counter()
-        self._sample()
-        self._thread = threading.Thread(target=self._loop, name="kernbench-power", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> dict[str, Any]:
-        t1 = time.perf_counter()
-        if self._thread is None or self._t0 is None:
-            return _region(None, 0.0, self.source, "sampled", "stop() called without start()")
-        self._halt.set()
-        self._thread.join()
-        self._thread = None
-        self._sample()
-        samples = sorted(self._samples)
-        region_s = t1 - self._t0
-        if len(samples) < 2:
-            why = f" ({self._errors[-1]})" if self._errors else ""
-            reason = f"fewer than 2 power samples over the region{why}"
-            return _region(None, region_s, self.source, "sampled", reason, len(samples))
-        energy = trapezoid_j(samples)
-        span = samples[-1][0] - samples[0][0]
-        record = _region(energy, region_s, self.source, "sampled", None, len(samples))
-        record["power_w"] = energy / span if span > 0 else samples[-1][1]
-        return record
-
-
 # --------------------------------------------------------------------------- NVML (cuda)
 
 
@@ -246,7 +97,7 @@ def _nvml_meter(device_index: int, nvml: Any | None) -> EnergyMeter:
         module.nvmlInit()
         handle = module.nvmlDeviceGetHandleByIndex(device_index)
     except Exception as exc:
-        return NullMeter(f"NVML not available: {_describe(exc)}", "nvml")
+        return NullMeter(f"NVML not available: {describe_error(exc)}", "nvml")
     try:
         module.nvmlDeviceGetTotalEnergyConsumption(handle)
     except Exception as counter_exc:
@@ -255,7 +106,7 @@ def _nvml_meter(device_index: int, nvml: Any | None) -> EnergyMeter:
     def read_mj() -> Reading:
         return [float(module.nvmlDeviceGetTotalEnergyConsumption(handle))]
 
-    return CounterMeter("nvml:total_energy_consumption", read_mj, _plain_delta_j(1e3))
+    return CounterMeter("nvml:total_energy_consumption", read_mj, plain_delta_j(1e3))
 
 
 def _nvml_sampled(module: Any, handle: Any, counter_exc: BaseException) -> EnergyMeter:
@@ -266,7 +117,8 @@ def _nvml_sampled(module: Any, handle: Any, counter_exc: BaseException) -> Energ
         read_w()
     except Exception as exc:
         return NullMeter("NVML reads neither the energy counter "
-                         f"({_describe(counter_exc)}) nor power usage ({_describe(exc)})", "nvml")
+                         f"({describe_error(counter_exc)}) nor power usage "
+                         f"({describe_error(exc)})", "nvml")
     return SampledMeter("nvml:power_usage", read_w)
 
 
@@ -290,7 +142,7 @@ def _amdsmi_meter(device_index: int, amdsmi: Any) -> EnergyMeter:
         return [amd_counter_uj(amdsmi.amdsmi_get_energy_count(handle))]
 
     read_uj()
-    return CounterMeter("amdsmi:energy_count", read_uj, _plain_delta_j(1e6))
+    return CounterMeter("amdsmi:energy_count", read_uj, plain_delta_j(1e6))
 
 
 def _card_entry(data: Mapping[str, Any], device_index: int) -> Mapping[str, Any]:
@@ -327,7 +179,7 @@ def _rocm_smi_meter(device_index: int, runner: Runner) -> EnergyMeter:
         return [rocm_smi_uj(runner(list(ROCM_SMI_ARGV)), device_index)]
 
     read_uj()
-    return CounterMeter("rocm-smi:energy_counter", read_uj, _plain_delta_j(1e6))
+    return CounterMeter("rocm-smi:energy_counter", read_uj, plain_delta_j(1e6))
 
 
 def _amd_meter(device_index: int, amdsmi: Any | None, runner: Runner) -> EnergyMeter:
@@ -335,11 +187,11 @@ def _amd_meter(device_index: int, amdsmi: Any | None, runner: Runner) -> EnergyM
         module = amdsmi if amdsmi is not None else import_optional("amdsmi")
         return _amdsmi_meter(device_index, module)
     except Exception as exc:
-        amd_error = _describe(exc)
+        amd_error = describe_error(exc)
     try:
         return _rocm_smi_meter(device_index, runner)
     except Exception as exc:
-        smi_error = _describe(exc)
+        smi_error = describe_error(exc)
     return NullMeter(f"no AMD energy counter: amdsmi ({amd_error}); rocm-smi ({smi_error})", "amd")
 
 
@@ -408,7 +260,7 @@ def _rapl_meter(root: Path) -> EnergyMeter:
         return NullMeter("RAPL energy_uj not readable (permission denied): run as root or chmod "
                          f"a+r {root}/intel-rapl:*/energy_uj", "rapl")
     except (OSError, ValueError) as exc:
-        return NullMeter(f"RAPL energy_uj not readable: {_describe(exc)}", "rapl")
+        return NullMeter(f"RAPL energy_uj not readable: {describe_error(exc)}", "rapl")
     return CounterMeter(f"rapl:{root}", read_uj, _rapl_delta(domains))
 
 
@@ -431,7 +283,7 @@ def energy_meter_for(backend: str, device_index: int = 0, *, nvml: Any | None = 
         if backend == "cpu":
             return _rapl_meter(Path(powercap_root) if powercap_root is not None else POWERCAP_ROOT)
     except Exception as exc:  # a meter must never break a benchmark
-        return NullMeter(f"energy meter for {backend!r} failed: {_describe(exc)}")
+        return NullMeter(f"energy meter for {backend!r} failed: {describe_error(exc)}")
     return NullMeter(f"no energy counter known for backend {backend!r}")
 
 

@@ -21,14 +21,14 @@ rebuilds the tree. Neither ever pickles: every array is written and read with
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from kernbench.results.files import atomic_writer
 
 MAX_DEPTH = 32
 """Deepest nesting of containers accepted (guards against self-referencing containers)."""
@@ -252,23 +252,16 @@ def save_output(value: object, path: Path) -> None:
     Entries ``leaf_0``, ``leaf_1``... hold the converted leaves; the entry
     :data:`STRUCTURE_ENTRY` holds JSON: the containers and dict keys (str or int), and for each
     leaf its path, original dtype, stored dtype and shape. The file is written beside `path`
-    and moved into place with ``os.replace``, so readers never see half a file. `path` is used
+    and moved into place (:func:`~kernbench.results.files.atomic_writer`), so readers never
+    see half a file. `path` is used
     as given (no ``.npz`` is appended).
     """
     path = Path(path)
     meta, leaves = _describe(value)
     arrays = {f"leaf_{i}": leaf.array for i, leaf in enumerate(leaves)}
     arrays[STRUCTURE_ENTRY] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write_npz(handle, arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as handle:
+        _write_npz(handle, arrays)
 
 
 # --- loading --------------------------------------------------------------------------------

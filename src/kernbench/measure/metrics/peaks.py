@@ -29,14 +29,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from kernbench.results.files import write_text_atomic
 
 __all__ = [
     "CPU_PROBE_METHOD",
@@ -332,17 +332,8 @@ def _read_cached(path: Path, fingerprint: str) -> dict[str, Any] | None:
 
 
 def _write_atomic(path: Path, record: Mapping[str, Any]) -> None:
-    """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n"
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """The cached peak as sorted, strict JSON (no NaN), written atomically."""
+    write_text_atomic(path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n")
 
 
 def cpu_peak(cache_dir: Path, fingerprint: str,
