@@ -12,14 +12,10 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli.main import (
-    BACKEND_CHOICES,
-    PRECISION_CHOICES,
-    build_parser,
-    main,
-    parse_args,
-    run_settings,
-)
+from kernbench.cli.main import main
+from kernbench.cli.parser import build_parser, parse_args
+from kernbench.cli.run import run_settings
+from kernbench.config.options import command
 from kernbench.config.schema import BACKEND_NAMES, PRECISION_NAMES
 from kernbench.config.suite import SUITE_KEYS, load_suite
 from kernbench.errors import ConfigError, KernbenchError
@@ -138,8 +134,10 @@ def test_schema_choices_match_the_cli() -> None:
     from kernbench.measure.profiling import PROFILERS
     from kernbench.results.model import COMPILE_MODES
 
-    assert PRECISION_NAMES == PRECISION_CHOICES
-    assert BACKEND_NAMES == BACKEND_CHOICES
+    choices = {o.name: o.choices for o in command("run").options}
+    assert choices["--precision"] == PRECISION_NAMES
+    assert choices["--backends"] == BACKEND_NAMES
+    assert tuple(suite_schema(())["properties"]["profile"]["enum"]) == choices["--profile"]
     keys = suite_schema(())["properties"]
     assert tuple(keys["profile"]["enum"]) == PROFILERS
     assert tuple(keys["compile_mode"]["enum"]) == COMPILE_MODES

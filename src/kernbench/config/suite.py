@@ -1,13 +1,13 @@
 """Suite files: ``kernbench run --config suite.yml`` sets run options in YAML.
 
 A suite file is a mapping of run options, each standing for one command-line flag
-(:data:`SUITE_KEYS`). It is parsed with ``yaml.safe_load`` (nothing in it is evaluated) and
-validated against :func:`kernbench.config.schema.suite_schema` like a bench.yaml: an error names
-the file and the key and says what was expected. The CLI makes the file's values the defaults of
-the run parser, so a flag given on the command line wins over the file, and the file wins
-over kernbench's defaults. Relative paths in the file (``root``, ``paths``, ``output_dir``)
-mean what they mean on the command line: relative to the working directory (``paths`` to
-``root``).
+(:data:`SUITE_KEYS`, read from the option table of :mod:`kernbench.config.options`). It is
+parsed with ``yaml.safe_load`` (nothing in it is evaluated) and validated against
+:func:`kernbench.config.schema.suite_schema` like a bench.yaml: an error names the file and the
+key and says what was expected. The CLI makes the file's values the defaults of the run parser,
+so a flag given on the command line wins over the file, and the file wins over kernbench's
+defaults. Relative paths in the file (``root``, ``paths``, ``output_dir``) mean what they mean
+on the command line: relative to the working directory (``paths`` to ``root``).
 """
 
 from __future__ import annotations
@@ -17,43 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernbench.config.options import REPORT_FORMATS, suite_options
+from kernbench.config.sizes import parse_size
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results.model import SweepPoint
 
+SUITE_OPTIONS = suite_options()
+"""Suite-file key -> the run option it stands for, from the one option table."""
 SUITE_KEYS: dict[str, tuple[str, str]] = {
-    "root": ("root", "--root"),
-    "paths": ("paths", "--paths"),
-    "kernels": ("filter", "--filter"),
-    "output_dir": ("output_dir", "--output-dir"),
-    "iterations": ("iters", "--iters"),
-    "warmup": ("warmup", "--warmup"),
-    "warmup_time_s": ("warmup_time", "--warmup-time"),
-    "isolation": ("isolation", "--isolation"),
-    "seed": ("seed", "--seed"),
-    "timeout_s": ("timeout", "--timeout"),
-    "processes": ("processes", "--processes"),
-    "backends": ("backends", "--backends"),
-    "precisions": ("precision", "--precision"),
-    "formats": ("format", "--format"),
-    "sku": ("sku", "--sku"),
-    "trace_memory": ("trace_memory", "--trace-memory"),
-    "save_history": ("save_history", "--save-history"),
-    "compare_to": ("compare_to", "--compare-to"),
-    "threshold": ("threshold", "--threshold"),
-    "fail_on_regression": ("fail_on_regression", "--fail-on-regression"),
-    "profile": ("profile", "--profile"),
-    "profile_iters": ("profile_iters", "--profile-iters"),
-    "compile_mode": ("compile_mode", "--compile-mode"),
+    **{key: (option.dest, option.name) for key, option in SUITE_OPTIONS.items()},
     "sweeps": ("sweeps", "(suite file only)"),
-    "max_memory": ("max_memory", "--max-memory"),
 }
 """Suite-file key -> (the run parser's dest, the flag it stands for)."""
-
-
-def format_names() -> tuple[str, ...]:
-    from kernbench.reporting.formats import ALL_FORMATS
-
-    return (*ALL_FORMATS, "all")
 
 
 @dataclass(frozen=True)
@@ -93,7 +68,7 @@ def load_suite(path: Path) -> SuiteConfig:
     data = parse_yaml(text, source)
     if data is None:
         raise ConfigError(source, "", "a mapping of run options (the file is empty)")
-    validate_suite_config(data, source, format_names())
+    validate_suite_config(data, source, (*REPORT_FORMATS, "all"))
     assert isinstance(data, dict)  # the schema's top-level "type": "object"
     sweep_overrides(data.get("sweeps") or {}, source)  # checked now, before anything runs
     if "max_memory" in data:
@@ -114,8 +89,6 @@ def sweep_overrides(sweeps: Mapping[str, Any], source: str) -> SweepOverrides:
 
 
 def _check_size(value: object, source: str) -> None:
-    from kernbench.execution.limits import parse_size
-
     try:
         parse_size(str(value), "max_memory")
     except KernbenchError as exc:
@@ -124,23 +97,21 @@ def _check_size(value: object, source: str) -> None:
 
 
 def _convert(key: str, value: Any) -> Any:
-    if key == "max_memory":
-        from kernbench.execution.limits import parse_size
-
+    """A validated suite value as the run parser would have read it from its flag."""
+    if key == "sweeps":
+        return value
+    option = SUITE_OPTIONS[key]
+    if option.kind == "size":
         return parse_size(str(value), "max_memory")
-    if key in ("root", "output_dir"):
+    if option.kind == "path":
         return Path(value)
-    if key == "formats":
-        from kernbench.reporting.formats import parse_formats
-
-        return parse_formats(",".join(value))
-    if key in ("timeout_s", "threshold", "warmup_time_s"):
+    if option.kind == "formats":  # the schema checked the names
+        return REPORT_FORMATS if "all" in value else tuple(dict.fromkeys(value))
+    if option.kind in ("positive_float", "non_negative_float"):
         return float(value)
-    if isinstance(value, list):
+    if option.kind == "list":
         items = tuple(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))
-        if key == "paths":
-            return items or None
-        return items
+        return items or option.default  # --paths: nothing left is "the default paths"
     return value
 
 
