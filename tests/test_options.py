@@ -155,7 +155,7 @@ def test_suite_keys_come_from_the_table_and_match_the_schema() -> None:
 def test_vocabularies_equal_the_registries_above_config() -> None:
     from kernbench.measure import profiling
     from kernbench.reporting import formats
-    from kernbench.results.model import COMPILE_MODES
+    from kernbench.results.vocabulary import COMPILE_MODE_NAMES as COMPILE_MODES
 
     assert formats.ALL_FORMATS == REPORT_FORMATS
     assert formats.DEFAULT_FORMATS == DEFAULT_FORMATS

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from kernbench.config.schema import BACKEND_NAMES, COMPILE_MODE_NAMES, PRECISION_NAMES
+from kernbench.results.vocabulary import BACKEND_NAMES, COMPILE_MODE_NAMES, PRECISION_NAMES
 
 Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative_float", "path",
                "list", "choice", "size", "formats", "shard", "slowdowns"]
@@ -28,9 +28,9 @@ DEFAULT_PROCESSES = 3
 """Worker processes per case: the fewest with which a comparison of two stored runs can
 estimate between-process noise (Welch's test on process medians needs 3 a side)."""
 DEFAULT_PROFILE_ITERS = 5
-"""Kernel calls made under ``--profile`` (equals :data:`kernbench.measure.profiling`'s)."""
+"""Kernel calls made under ``--profile``."""
 PROFILERS = ("cprofile", "torch", "jax")
-"""``--profile`` choices (equal to :data:`kernbench.measure.profiling.PROFILERS`)."""
+"""``--profile`` choices: the profilers :mod:`kernbench.measure.profiling` runs."""
 REPORT_FORMATS = ("json", "md", "html", "csv", "pytorch_v3", "github", "junit", "png")
 """``--format`` names a user may write besides ``all``; the suite schema checks them. The
 writers behind them are the registry of :mod:`kernbench.reporting.formats` (a test keeps the

@@ -12,7 +12,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from kernbench.errors import ConfigError
-from kernbench.results.vocabulary import BACKEND_NAMES, FRAMEWORK_NAMES, PRECISION_NAMES
+from kernbench.results.vocabulary import (
+    BACKEND_NAMES,
+    COMPILE_MODE_NAMES,
+    FRAMEWORK_NAMES,
+    PRECISION_NAMES,
+)
 
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -118,7 +123,6 @@ SWEEP_SCHEMA: dict[str, Any] = {
 
 IMPL_NAME = "^[A-Za-z_][A-Za-z0-9_-]{0,39}$"
 """An implementation's name: it becomes part of case ids and file names."""
-COMPILE_MODE_NAMES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 IMPLEMENTATIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "minProperties": 1,

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernbench.config.options import PROFILERS
+
 if TYPE_CHECKING:  # the CLI imports this module for its choices: keep it light
     from kernbench.measure.protocol import SyncChoice
 
-PROFILERS = ("cprofile", "torch", "jax")
-DEFAULT_PROFILE_ITERS = 5
 SUBDIR = "profiles"
 SUMMARY_LINES = 25
 FITS: dict[str, tuple[str, ...]] = {"torch": ("pytorch", "triton"), "jax": ("jax",)}

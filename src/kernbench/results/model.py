@@ -83,10 +83,6 @@ def point_of(case_id: object, kernel: str, backend: str, precision: str,
     return None
 
 
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-"""torch.compile modes an implementation's `compile.mode` may name."""
-
-
 @dataclass(frozen=True)
 class Implementation:
     """One of several implementations of a kernel (bench.yaml `implementations`): they run on

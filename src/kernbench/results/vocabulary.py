@@ -79,6 +79,11 @@ GPU_CAPABLE_FRAMEWORKS: frozenset[str] = frozenset(
 """Frameworks whose kernels may run on a GPU."""
 
 
+COMPILE_MODE_NAMES: tuple[str, ...] = (
+    "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""torch.compile modes an implementation's ``compile.mode`` (or ``--compile-mode``) may name."""
+
+
 def canonical_precision(precision: str) -> str:
     """The canonical name of a precision (``"fp8"`` -> ``"fp8_e4m3"``); unknown names raise
     :class:`~kernbench.errors.UnsupportedPrecision`."""
