@@ -24,8 +24,7 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.isolation import TAIL_BYTES, WorkerExit
-from kernbench.execution.launcher import WorkerLauncher
-from kernbench.execution.runner import _worker_env
+from kernbench.execution.launcher import WorkerLauncher, worker_env
 from kernbench.results.model import ProtocolSettings
 from process_fixture import wait_gone
 
@@ -52,7 +51,7 @@ def job_for(tmp_path: Path, body: str, framework: str = "python") -> Path:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ForkServer]:
-    handle = ForkServer("python", str(Path.cwd()), _worker_env())
+    handle = ForkServer("python", str(Path.cwd()), worker_env())
     assert handle.ready()["unsafe"] is None
     yield handle
     handle.close()
@@ -204,7 +203,7 @@ def test_a_framework_initialised_before_the_fork_makes_it_unsafe(
 
 
 def test_replicate_slots_fork_from_different_servers(tmp_path: Path) -> None:
-    launcher = WorkerLauncher("fork", _worker_env(), slots=3)
+    launcher = WorkerLauncher("fork", worker_env(), slots=3)
     try:
         parents = []
         for slot in range(4):
@@ -219,7 +218,7 @@ def test_replicate_slots_fork_from_different_servers(tmp_path: Path) -> None:
 
 
 def test_spawn_mode_spawns(tmp_path: Path) -> None:
-    launcher = WorkerLauncher("spawn", _worker_env())
+    launcher = WorkerLauncher("spawn", worker_env())
     try:
         info = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
     finally:
@@ -245,7 +244,7 @@ class UnsafeServer:
 def test_an_unsafe_server_means_spawned_workers_with_a_note(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("kernbench.execution.launcher.ForkServer", UnsafeServer)
-    launcher = WorkerLauncher("fork", _worker_env(), slots=2)
+    launcher = WorkerLauncher("fork", worker_env(), slots=2)
     try:
         infos = [launcher.run("pytorch", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
                  for _ in range(2)]
@@ -259,7 +258,7 @@ def test_an_unsafe_server_means_spawned_workers_with_a_note(
 
 
 def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
-    launcher = WorkerLauncher("fork", _worker_env())
+    launcher = WorkerLauncher("fork", worker_env())
     try:
         first = launcher.run("python", 0, job_for(tmp_path, "import os\nprint(os.getppid())"),
                              tmp_path, 30.0, None)
@@ -277,7 +276,7 @@ def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
 def test_a_platform_without_safe_fork_spawns(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("kernbench.execution.launcher.fork_supported", lambda: "no fork here")
-    launcher = WorkerLauncher("fork", _worker_env())
+    launcher = WorkerLauncher("fork", worker_env())
     try:
         info = launcher.run("numpy", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
     finally:
