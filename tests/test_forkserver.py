@@ -5,7 +5,6 @@ servers fall back to spawning with a note."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.isolation import TAIL_BYTES, WorkerExit
+from kernbench.execution.jobs import WorkerJob, dump_job
 from kernbench.execution.launcher import WorkerLauncher, worker_env
 from kernbench.results.model import ProtocolSettings
 from process_fixture import wait_gone
@@ -40,12 +40,11 @@ def job_for(tmp_path: Path, body: str, framework: str = "python") -> Path:
     kernel = tmp_path / "kern.py"
     kernel.write_text(textwrap.dedent(body) + "\n\ndef run_benchmark():\n    return None\n",
                       encoding="utf-8")
-    job = {"kernel_file": str(kernel), "root": str(tmp_path), "kernel_name": "kern",
-           "function_name": "run_benchmark", "framework": framework, "backend": "cpu",
-           "precision": "native", "problem_size": None, "skip_rules": [],
-           "settings": dataclasses.asdict(FAST), "result_path": str(tmp_path / "result.json")}
+    job = WorkerJob(kernel_file=kernel, root=tmp_path, kernel_name="kern",
+                    function_name="run_benchmark", framework=framework, backend="cpu",
+                    precision="native", settings=FAST, result_path=tmp_path / "result.json")
     path = tmp_path / "job.json"
-    path.write_text(json.dumps(job), encoding="utf-8")
+    dump_job(job, path)
     return path
 
 
