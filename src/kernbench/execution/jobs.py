@@ -130,12 +130,16 @@ class WorkerReply:
     version: int = REPLY_VERSION
 
 
+VERSIONS: dict[type, int] = {WorkerJob: JOB_VERSION, WorkerReply: REPLY_VERSION}
+
+
 def dump_job(job: WorkerJob, path: Path) -> None:
     """Write `job` to `path`, checked as the worker will check it."""
     _write(job, path)
 
 
 def load_job(path: Path) -> WorkerJob:
+    """The job at `path`, checked field by field (the worker's first step)."""
     return _read(WorkerJob, path)
 
 
@@ -172,7 +176,7 @@ def from_data(kind: type[T], data: object, source: str) -> T:
     unknown; a KernbenchError names `source` and the field otherwise."""
     if not isinstance(data, dict):
         raise KernbenchError(f"{source}: expected a JSON object, got {type(data).__name__}")
-    expected = JOB_VERSION if kind is WorkerJob else REPLY_VERSION
+    expected = VERSIONS[kind]
     if data.get("version") != expected:
         raise KernbenchError(f"{source}: field 'version': expected {expected}, got "
                              f"{data.get('version')!r} (the parent and the worker come from "
@@ -243,5 +247,6 @@ def _decode_fields(data: dict[str, Any], kind: Any, source: str, where: str) -> 
 
 
 def _name(hint: Any) -> str:
+    """An annotation as error messages show it: `str`, `tuple[float, ...]`."""
     return str(hint).replace("typing.", "").replace("collections.abc.", "").replace(
         "pathlib.", "") if typing.get_origin(hint) else getattr(hint, "__name__", str(hint))
