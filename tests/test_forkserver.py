@@ -5,7 +5,6 @@ servers fall back to spawning with a note."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -24,8 +23,8 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.isolation import TAIL_BYTES, WorkerExit
-from kernbench.execution.launcher import WorkerLauncher
-from kernbench.execution.runner import _worker_env
+from kernbench.execution.jobs import WorkerJob, dump_job
+from kernbench.execution.launcher import WorkerLauncher, worker_env
 from kernbench.results.model import ProtocolSettings
 from process_fixture import wait_gone
 
@@ -41,18 +40,17 @@ def job_for(tmp_path: Path, body: str, framework: str = "python") -> Path:
     kernel = tmp_path / "kern.py"
     kernel.write_text(textwrap.dedent(body) + "\n\ndef run_benchmark():\n    return None\n",
                       encoding="utf-8")
-    job = {"kernel_file": str(kernel), "root": str(tmp_path), "kernel_name": "kern",
-           "function_name": "run_benchmark", "framework": framework, "backend": "cpu",
-           "precision": "native", "problem_size": None, "skip_rules": [],
-           "settings": dataclasses.asdict(FAST), "result_path": str(tmp_path / "result.json")}
+    job = WorkerJob(kernel_file=kernel, root=tmp_path, kernel_name="kern",
+                    function_name="run_benchmark", framework=framework, backend="cpu",
+                    precision="native", settings=FAST, result_path=tmp_path / "result.json")
     path = tmp_path / "job.json"
-    path.write_text(json.dumps(job), encoding="utf-8")
+    dump_job(job, path)
     return path
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ForkServer]:
-    handle = ForkServer("python", str(Path.cwd()), _worker_env())
+    handle = ForkServer("python", str(Path.cwd()), worker_env())
     assert handle.ready()["unsafe"] is None
     yield handle
     handle.close()
@@ -204,7 +202,7 @@ def test_a_framework_initialised_before_the_fork_makes_it_unsafe(
 
 
 def test_replicate_slots_fork_from_different_servers(tmp_path: Path) -> None:
-    launcher = WorkerLauncher("fork", _worker_env(), slots=3)
+    launcher = WorkerLauncher("fork", worker_env(), slots=3)
     try:
         parents = []
         for slot in range(4):
@@ -219,7 +217,7 @@ def test_replicate_slots_fork_from_different_servers(tmp_path: Path) -> None:
 
 
 def test_spawn_mode_spawns(tmp_path: Path) -> None:
-    launcher = WorkerLauncher("spawn", _worker_env())
+    launcher = WorkerLauncher("spawn", worker_env())
     try:
         info = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
     finally:
@@ -245,7 +243,7 @@ class UnsafeServer:
 def test_an_unsafe_server_means_spawned_workers_with_a_note(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("kernbench.execution.launcher.ForkServer", UnsafeServer)
-    launcher = WorkerLauncher("fork", _worker_env(), slots=2)
+    launcher = WorkerLauncher("fork", worker_env(), slots=2)
     try:
         infos = [launcher.run("pytorch", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
                  for _ in range(2)]
@@ -259,7 +257,7 @@ def test_an_unsafe_server_means_spawned_workers_with_a_note(
 
 
 def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
-    launcher = WorkerLauncher("fork", _worker_env())
+    launcher = WorkerLauncher("fork", worker_env())
     try:
         first = launcher.run("python", 0, job_for(tmp_path, "import os\nprint(os.getppid())"),
                              tmp_path, 30.0, None)
@@ -277,7 +275,7 @@ def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
 def test_a_platform_without_safe_fork_spawns(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("kernbench.execution.launcher.fork_supported", lambda: "no fork here")
-    launcher = WorkerLauncher("fork", _worker_env())
+    launcher = WorkerLauncher("fork", worker_env())
     try:
         info = launcher.run("numpy", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
     finally:

@@ -15,7 +15,9 @@ import pytest
 from kernbench.config.loading import bench_config_from_data
 from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import ConfigError
-from kernbench.execution.runner import RunSettings, _reference_key, plan_cases
+from kernbench.execution.planning import plan_cases
+from kernbench.execution.references import reference_key as _reference_key
+from kernbench.execution.runner import RunSettings
 from kernbench.measure.compiling import DynamoCounts, compile_record
 from kernbench.measure.convert import to_framework
 from kernbench.reporting.implementations import implementation_tables

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kernbench import api
-from kernbench.execution.runner import NOT_MEASURED_ACCURACY, NOT_MEASURED_ENERGY, RunSettings
+from kernbench.execution.outcomes import NOT_MEASURED_ACCURACY, NOT_MEASURED_ENERGY
+from kernbench.execution.runner import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.results.model import CaseResult
 

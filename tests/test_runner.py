@@ -11,18 +11,16 @@ import pytest
 from kernbench.api import exit_code_for
 from kernbench.config.loading import bench_config_from_data
 from kernbench.execution.isolation import WorkerExit
-from kernbench.execution.runner import (
+from kernbench.execution.jobs import WorkerReply
+from kernbench.execution.outcomes import build_result, invalid_result
+from kernbench.execution.planning import (
     DEFAULT_PRECISION,
-    BenchmarkRunner,
-    RunSettings,
-    _reference_key,
-    build_result,
-    invalid_result,
     plan_backends,
     plan_cases,
     plan_precisions,
-    select_kernels,
 )
+from kernbench.execution.references import reference_key
+from kernbench.execution.runner import BenchmarkRunner, RunSettings, select_kernels
 from kernbench.results.model import NATIVE, BenchConfig, Case, CaseResult, KernelSpec
 
 
@@ -140,13 +138,14 @@ def test_each_sweep_point_has_its_own_reference_case_first() -> None:
     cases = plan_cases(kernel, RunSettings(root=Path(".")))
     assert [c.case_id for c in cases] == ["mm[cpu,fp64,n=2]", "mm[cpu,fp64,n=3]",
                                           "mm[cpu,fp32,n=2]", "mm[cpu,fp32,n=3]"]
-    keys = {_reference_key(c) for c in cases}
+    keys = {reference_key(c) for c in cases}
     assert keys == {("mm", "cpu", "fp64", "n=2", ""), ("mm", "cpu", "fp64", "n=3", "")}
 
 
 def test_a_sweep_points_record_carries_its_point() -> None:
     case = Case(spec(parameters=("precision", "n")), "cpu", "fp32", {"n": 2}, "n=2")
-    record = build_result(case, {"status": "ok", "samples_ns": [1e6]}, worker_exit(), "t0", 1.0)
+    record = build_result(case, WorkerReply(status="ok", samples_ns=(1e6,)), worker_exit(), "t0",
+                          1.0)
     assert record.point == "n=2"
     assert record.case_id == "k[cpu,fp32,n=2]"
     assert record.problem_size == {"n": 2}
@@ -219,10 +218,10 @@ def _case(precision: str = "fp32") -> Case:
 
 
 def test_build_result_from_a_result_file() -> None:
-    payload = {"status": "ok", "samples_ns": [2e6, 4e6], "inner_loops": 3,
-               "warmup_ns": [1.0, 1.0], "timer": "perf_counter_ns", "timer_overhead_ns": 30.0,
-               "memory": {"peak_mb": 12.0}, "output": {"precision": "fp64"},
-               "device": {"device": "cpu"}}
+    payload = WorkerReply(status="ok", samples_ns=(2e6, 4e6), inner_loops=3,
+                          warmup_ns=(1.0, 1.0), timer="perf_counter_ns", timer_overhead_ns=30.0,
+                          memory={"peak_mb": 12.0}, output={"precision": "fp64"},
+                          device={"device": "cpu"})
     record = build_result(_case(), payload, worker_exit(), "t0", 10.0)
     assert record.status == "ok"
     assert record.samples_ms == (2.0, 4.0)
@@ -236,7 +235,7 @@ def test_build_result_from_a_result_file() -> None:
 
 
 def test_native_case_is_labelled_by_the_output_precision() -> None:
-    payload = {"status": "ok", "samples_ns": [1e6], "output": {"precision": "fp64"}}
+    payload = WorkerReply(status="ok", samples_ns=(1e6,), output={"precision": "fp64"})
     record = build_result(_case(NATIVE), payload, worker_exit(), "t0", 10.0)
     assert record.precision == "fp64"
 
@@ -257,7 +256,7 @@ def test_missing_result_after_a_clean_exit_is_failed() -> None:
 
 
 def test_timeout_wins_even_over_a_result_file() -> None:
-    payload = {"status": "ok", "samples_ns": [1e6]}
+    payload = WorkerReply(status="ok", samples_ns=(1e6,))
     record = build_result(_case(), payload, worker_exit(-9, timed_out=True), "t0", 2.5)
     assert record.status == "timeout"
     assert "timed out after 2.5 s" in record.reason
@@ -265,8 +264,9 @@ def test_timeout_wins_even_over_a_result_file() -> None:
 
 
 def test_failed_payload_keeps_reason_and_traceback() -> None:
-    payload = {"status": "failed", "reason": "ValueError: nope",
-               "traceback": "Traceback (most recent call last):\n  ...\nValueError: nope\n"}
+    payload = WorkerReply(
+        status="failed", reason="ValueError: nope",
+        traceback="Traceback (most recent call last):\n  ...\nValueError: nope\n")
     record = build_result(_case(), payload, worker_exit(), "t0", 10.0)
     assert record.status == "failed"
     assert record.reason == "ValueError: nope"

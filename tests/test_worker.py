@@ -1,9 +1,10 @@
 """Tests for kernbench.execution.worker: one case, run in-process through `run_job`, and once for
 real.
 
-Jobs are built the way ``BenchmarkRunner._job`` builds them, pointing at kernels written to a
-temporary directory. Kernels record the arguments they receive in a module-level ``CALLS`` list;
-the worker keeps the imported kernel module in ``sys.modules`` so the test can read it back.
+Jobs are ``WorkerJob`` objects built the way ``BenchmarkRunner._job`` builds them, pointing at
+kernels written to a temporary directory. Kernels record the arguments they receive in a
+module-level ``CALLS`` list; the worker keeps the imported kernel module in ``sys.modules`` so
+the test can read it back.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.execution.worker import describe_output, run_job
-from kernbench.results.model import ProtocolSettings
+from kernbench.execution.describe import describe_output
+from kernbench.execution.jobs import WorkerJob, WorkerReply, dump_job, to_data
+from kernbench.execution.worker import run_job
+from kernbench.results.model import ProtocolSettings, SkipRule
 
 FAST = ProtocolSettings(warmup=1, iterations=3, max_inner_loops=1000, calibration_budget_s=0.5)
 CUPY_INSTALLED = importlib.util.find_spec("cupy") is not None
@@ -55,21 +58,18 @@ def write_kernel(directory: Path, name: str, source: str) -> Path:
 def make_job(kernel_file: Path, *, framework: str = "numpy", backend: str = "cpu",
              precision: str = "native", problem_size: Any = None,
              skip_rules: tuple[dict[str, Any], ...] = (), fake_call_ms: float | None = None,
-             function_name: str = "run_benchmark", **protocol: Any) -> dict[str, Any]:
-    """A job dict shaped like the one BenchmarkRunner._job writes."""
-    rules = [{"reason": "", "backend": None, "precision": None, "check": None,
-              "source": "bench.yaml", **rule} for rule in skip_rules]
-    return {
-        "kernel_file": str(kernel_file), "root": str(kernel_file.parent),
-        "kernel_name": kernel_file.stem, "function_name": function_name,
-        "framework": framework, "backend": backend, "precision": precision,
-        "problem_size": problem_size, "skip_rules": rules,
-        "settings": dataclasses.asdict(dataclasses.replace(FAST, **protocol)),
-        "fake_call_ms": fake_call_ms, "result_path": str(kernel_file.parent / "result.json"),
-    }
+             function_name: str = "run_benchmark", **protocol: Any) -> WorkerJob:
+    """A job like the one BenchmarkRunner._job builds, for a kernel outside any project."""
+    return WorkerJob(
+        kernel_file=kernel_file, root=kernel_file.parent, kernel_name=kernel_file.stem,
+        function_name=function_name, framework=framework, backend=backend,
+        precision=precision, problem_size=problem_size,
+        skip_rules=tuple(SkipRule(**rule) for rule in skip_rules),
+        settings=dataclasses.replace(FAST, **protocol), fake_call_ms=fake_call_ms,
+        result_path=kernel_file.parent / "result.json")
 
 
-def run_kernel(tmp_path: Path, source: str, name: str = "kern", **job: Any) -> dict[str, Any]:
+def run_kernel(tmp_path: Path, source: str, name: str = "kern", **job: Any) -> WorkerReply:
     return run_job(make_job(write_kernel(tmp_path, name, source), **job))
 
 
@@ -88,20 +88,20 @@ def test_ok_case_has_samples_and_a_description(tmp_path: Path) -> None:
         def run_benchmark():
             return np.ones((3, 4), dtype=np.float32)
     """)
-    assert result["status"] == "ok", result
-    assert len(result["samples_ns"]) == 3
-    assert all(s > 0 for s in result["samples_ns"])
-    assert 1 <= result["inner_loops"] <= 1000
-    assert len(result["warmup_ns"]) == 1
-    assert result["timer"] == "perf_counter_ns"
-    assert result["timer_overhead_ns"] >= 0
-    assert result["memory"]["peak_mb"] > 0
-    assert result["device"] == {"framework": "numpy", "device": "cpu"}
-    assert result["output"] == {
+    assert result.status == "ok", result
+    assert len(result.samples_ns) == 3
+    assert all(s > 0 for s in result.samples_ns)
+    assert 1 <= result.inner_loops <= 1000
+    assert len(result.warmup_ns) == 1
+    assert result.timer == "perf_counter_ns"
+    assert result.timer_overhead_ns >= 0
+    assert result.memory["peak_mb"] > 0
+    assert result.device == {"framework": "numpy", "device": "cpu"}
+    assert result.output == {
         "type": "ndarray", "leaves": 1, "precision": "fp32", "nbytes": 3 * 4 * 4,
         "items": [{"type": "ndarray", "dtype": "float32", "precision": "fp32", "shape": [3, 4]}],
     }
-    json.dumps(result, allow_nan=False)  # the result must be plain JSON
+    json.dumps(to_data(result), allow_nan=False)  # the reply must be plain JSON
 
 
 def test_custom_function_name(tmp_path: Path) -> None:
@@ -109,14 +109,14 @@ def test_custom_function_name(tmp_path: Path) -> None:
         def bench():
             return 1.5
     """, function_name="bench")
-    assert result["status"] == "ok"
-    assert result["output"]["precision"] == "fp64"
+    assert result.status == "ok"
+    assert result.output["precision"] == "fp64"
 
 
 def test_missing_function_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "VALUE = 3\n")
-    assert result["status"] == "failed"
-    assert result["reason"].startswith("ContractError: run_benchmark is not a callable in ")
+    assert result.status == "failed"
+    assert result.reason.startswith("ContractError: run_benchmark is not a callable in ")
 
 
 # --- failures -------------------------------------------------------------------------------
@@ -127,12 +127,12 @@ def test_kernel_raising_value_error_fails_with_traceback(tmp_path: Path) -> None
         def run_benchmark():
             raise ValueError("shapes do not match")
     """, name="raiser")
-    assert result["status"] == "failed"
-    assert result["reason"] == "ValueError: shapes do not match"
-    assert result["traceback"].startswith("Traceback (most recent call last)")
-    assert "raiser.py" in result["traceback"]
-    assert result["traceback"].rstrip().endswith("ValueError: shapes do not match")
-    assert "samples_ns" not in result
+    assert result.status == "failed"
+    assert result.reason == "ValueError: shapes do not match"
+    assert result.traceback.startswith("Traceback (most recent call last)")
+    assert "raiser.py" in result.traceback
+    assert result.traceback.rstrip().endswith("ValueError: shapes do not match")
+    assert result.samples_ns is None
 
 
 @pytest.mark.parametrize("where", ["call", "import"])
@@ -150,16 +150,16 @@ def test_system_exit_fails(tmp_path: Path, where: str) -> None:
             return 0
     """
     result = run_kernel(tmp_path, source)
-    assert result["status"] == "failed"
+    assert result.status == "failed"
     code = "3" if where == "call" else "'bye'"
-    assert result["reason"] == (f"the kernel called sys.exit({code}) (SystemExit): a kernel must "
+    assert result.reason == (f"the kernel called sys.exit({code}) (SystemExit): a kernel must "
                                 "return, not exit")
 
 
 def test_error_at_import_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "raise RuntimeError('broken at import')\n")
-    assert result["status"] == "failed"
-    assert result["reason"] == "RuntimeError: broken at import"
+    assert result.status == "failed"
+    assert result.reason == "RuntimeError: broken at import"
 
 
 def test_missing_non_framework_module_fails(tmp_path: Path) -> None:
@@ -169,13 +169,13 @@ def test_missing_non_framework_module_fails(tmp_path: Path) -> None:
         def run_benchmark():
             return nonexistent_xyz.go()
     """)
-    assert result["status"] == "failed"
-    assert result["reason"] == "ModuleNotFoundError: No module named 'nonexistent_xyz'"
+    assert result.status == "failed"
+    assert result.reason == "ModuleNotFoundError: No module named 'nonexistent_xyz'"
 
 
 def test_missing_module_named_like_a_framework_prefix_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "import torchish_helpers\n")
-    assert result["status"] == "failed"
+    assert result.status == "failed"
 
 
 def test_missing_submodule_of_an_installed_framework_fails(tmp_path: Path) -> None:
@@ -187,8 +187,8 @@ def test_missing_submodule_of_an_installed_framework_fails(tmp_path: Path) -> No
         def run_benchmark():
             return 0
     """, framework="pytorch")
-    assert result["status"] == "failed", result
-    assert "definitely_not_a_submodule" in result["reason"]
+    assert result.status == "failed", result
+    assert "definitely_not_a_submodule" in result.reason
 
 
 # --- skips ----------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def test_missing_optional_framework_skips(tmp_path: Path, statement: str) -> Non
         def run_benchmark():
             return 0
     """)
-    assert result == {"status": "skipped", "reason": "requires cupy, which is not installed"}
+    assert result == WorkerReply(status="skipped", reason="requires cupy, which is not installed")
 
 
 def test_lazy_imports_are_classified_like_top_level_ones(tmp_path: Path) -> None:
@@ -213,35 +213,35 @@ def test_lazy_imports_are_classified_like_top_level_ones(tmp_path: Path) -> None
             import triton_not_here_either  # not a framework: fails
             return 0
     """)
-    assert result["status"] == "failed"
+    assert result.status == "failed"
     if not CUPY_INSTALLED:
         result = run_kernel(tmp_path, """
             def run_benchmark():
                 import cupy
                 return cupy
         """, name="lazy")
-        assert result["status"] == "skipped"
-        assert result["reason"].startswith("requires cupy")
+        assert result.status == "skipped"
+        assert result.reason.startswith("requires cupy")
 
 
 def test_skip_rule_with_true_check_skips_before_importing(tmp_path: Path) -> None:
     rule = {"reason": "numpy is here", "check": 'module_available("numpy")'}
     result = run_kernel(tmp_path, "raise RuntimeError('must not be imported')\n",
                         skip_rules=(rule,))
-    assert result == {"status": "skipped",
-                      "reason": 'numpy is here (module_available("numpy"))'}
+    assert result == WorkerReply(status="skipped",
+                                 reason='numpy is here (module_available("numpy"))')
 
 
 def test_skip_rule_with_false_check_runs(tmp_path: Path) -> None:
     rule = {"reason": "never", "check": 'module_available("nonexistent_xyz_mod")'}
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", skip_rules=(rule,))
-    assert result["status"] == "ok"
+    assert result.status == "ok"
 
 
 def test_unconditional_skip_rule_for_a_backend(tmp_path: Path) -> None:
     rule = {"reason": "not ported to this backend", "backend": "cpu"}
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", skip_rules=(rule,))
-    assert result == {"status": "skipped", "reason": "not ported to this backend"}
+    assert result == WorkerReply(status="skipped", reason="not ported to this backend")
 
 
 @pytest.mark.parametrize("rule", [
@@ -252,20 +252,21 @@ def test_skip_rule_for_another_backend_or_precision_does_not_apply(
         tmp_path: Path, rule: dict[str, Any]) -> None:
     source = "def run_benchmark(precision='x'):\n    return 1\n"
     result = run_kernel(tmp_path, source, precision="fp32", skip_rules=(rule,))
-    assert result["status"] == "ok"
+    assert result.status == "ok"
 
 
 def test_skip_rule_for_the_case_precision_applies(tmp_path: Path) -> None:
     rule = {"reason": "no fp16 here", "precision": "fp16"}
     source = "def run_benchmark(precision):\n    return 1\n"
     result = run_kernel(tmp_path, source, precision="fp16", skip_rules=(rule,))
-    assert result == {"status": "skipped", "reason": "no fp16 here"}
+    assert result == WorkerReply(status="skipped", reason="no fp16 here")
 
 
 def test_cuda_backend_for_a_numpy_kernel_skips(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", backend="cuda")
-    assert result == {"status": "skipped", "backend_unavailable": True,
-                      "reason": "numpy kernels run on the CPU only; backend 'cuda' does not apply"}
+    assert result == WorkerReply(
+        status="skipped", backend_unavailable=True,
+        reason="numpy kernels run on the CPU only; backend 'cuda' does not apply")
 
 
 def test_cuda_backend_for_a_torch_kernel_skips_without_a_gpu(tmp_path: Path) -> None:
@@ -274,8 +275,9 @@ def test_cuda_backend_for_a_torch_kernel_skips_without_a_gpu(tmp_path: Path) -> 
         pytest.skip("a CUDA device is present")
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
                         framework="pytorch", backend="cuda")
-    assert result == {"status": "skipped", "backend_unavailable": True,
-                      "reason": "CUDA not available (torch.cuda.is_available() is False)"}
+    assert result == WorkerReply(
+        status="skipped", backend_unavailable=True,
+        reason="CUDA not available (torch.cuda.is_available() is False)")
 
 
 @pytest.mark.parametrize(("raised", "reason"), [
@@ -290,7 +292,7 @@ def test_kernel_raised_skip_exceptions_skip(tmp_path: Path, raised: str, reason:
         def run_benchmark():
             raise {raised}
     """)
-    assert result == {"status": "skipped", "reason": reason}
+    assert result == WorkerReply(status="skipped", reason=reason)
 
 
 def test_dtype_for_an_unknown_precision_in_setup_skips(tmp_path: Path) -> None:
@@ -303,8 +305,8 @@ def test_dtype_for_an_unknown_precision_in_setup_skips(tmp_path: Path) -> None:
         def run_benchmark(dtype):
             return dtype
     """, precision="fp4")
-    assert result["status"] == "skipped"
-    assert result["reason"].startswith("UnsupportedPrecision: unknown precision 'fp4'")
+    assert result.status == "skipped"
+    assert result.reason.startswith("UnsupportedPrecision: unknown precision 'fp4'")
 
 
 # --- the calling contract -------------------------------------------------------------------
@@ -318,16 +320,16 @@ def test_setup_returning_a_non_dict_fails_clearly(tmp_path: Path) -> None:
         def run_benchmark(a):
             return a
     """)
-    assert result["status"] == "failed"
-    assert result["reason"] == ("ContractError: setup() must return a dict of keyword "
+    assert result.status == "failed"
+    assert result.reason == ("ContractError: setup() must return a dict of keyword "
                                 "arguments for run_benchmark(), got list")
 
 
 def test_problem_size_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "def run_benchmark(n):\n    return n\n",
                         problem_size={"n": 4, "m": 5})
-    assert result["status"] == "failed"
-    assert result["reason"] == ("ContractError: run_benchmark() has no parameter 'm' "
+    assert result.status == "failed"
+    assert result.reason == ("ContractError: run_benchmark() has no parameter 'm' "
                                 "(passed from bench.yaml problem_size)")
 
 
@@ -339,8 +341,8 @@ def test_problem_size_key_setup_does_not_accept_fails(tmp_path: Path) -> None:
         def run_benchmark(x):
             return x
     """, problem_size={"n": 4, "k": 2})
-    assert result["status"] == "failed"
-    assert "setup() has no parameter 'k'" in result["reason"]
+    assert result.status == "failed"
+    assert "setup() has no parameter 'k'" in result.reason
 
 
 def test_setup_result_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:
@@ -351,9 +353,9 @@ def test_setup_result_key_the_function_does_not_accept_fails(tmp_path: Path) -> 
         def run_benchmark(x):
             return x
     """)
-    assert result["status"] == "failed"
+    assert result.status == "failed"
     assert "run_benchmark() has no parameter 'surprise' (passed from setup()'s result)" \
-        in result["reason"]
+        in result.reason
 
 
 def test_harness_arguments_are_passed_when_declared(tmp_path: Path) -> None:
@@ -364,7 +366,7 @@ def test_harness_arguments_are_passed_when_declared(tmp_path: Path) -> None:
             CALLS.append(dict(n=n, precision=precision, backend=backend, device=device,
                               seed=seed))
     """, name="declares_all", precision="fp16", problem_size={"n": 4}, seed=99)
-    assert result["status"] == "ok", result
+    assert result.status == "ok", result
     calls = kernel_calls("declares_all")
     assert calls[-1] == {"n": 4, "precision": "fp16", "backend": "cpu", "device": "cpu",
                          "seed": 99}
@@ -378,7 +380,7 @@ def test_harness_arguments_are_not_passed_when_not_declared(tmp_path: Path) -> N
         def run_benchmark(n, **extra):
             CALLS.append(dict(n=n, **extra))
     """, name="declares_none", precision="fp32", problem_size={"n": 4})
-    assert result["status"] == "ok", result
+    assert result.status == "ok", result
     assert kernel_calls("declares_none")[-1] == {"n": 4}
 
 
@@ -389,7 +391,7 @@ def test_native_precision_is_not_passed(tmp_path: Path) -> None:
         def run_benchmark(precision="own default", device=None):
             CALLS.append(dict(precision=precision, device=device))
     """, name="native", precision="native")
-    assert result["status"] == "ok", result
+    assert result.status == "ok", result
     assert kernel_calls("native")[-1] == {"precision": "own default", "device": "cpu"}
 
 
@@ -404,7 +406,7 @@ def test_setup_gets_harness_arguments_and_its_result_feeds_the_function(tmp_path
         def run_benchmark(data, n, seed):
             CALLS.append(("run", len(data), n, seed))
     """, name="with_setup", precision="bf16", problem_size={"n": 5}, seed=7)
-    assert result["status"] == "ok", result
+    assert result.status == "ok", result
     calls = kernel_calls("with_setup")
     assert calls[0] == ("setup", 5, "bf16")
     assert calls.count(("setup", 5, "bf16")) == 1, "setup must run once"
@@ -419,7 +421,7 @@ def test_scalar_problem_size_is_passed_as_problem_size(tmp_path: Path, size: Any
         def run_benchmark(problem_size):
             CALLS.append(problem_size)
     """, name="scalar", problem_size=size)
-    assert result["status"] == "ok", result
+    assert result.status == "ok", result
     assert kernel_calls("scalar")[-1] == size
 
 
@@ -437,7 +439,7 @@ def test_the_kernel_runs_with_the_seeded_global_rngs(tmp_path: Path) -> None:
         def run_benchmark():
             return 0
     """, name="seeded", seed=1234)
-    assert result["status"] == "ok", result
+    assert result.status == "ok", result
     expected_py = random.Random(1234).random()
     expected_np = float(np.random.RandomState(1234).random_sample())
     assert kernel_calls("seeded")[0] == (expected_py, expected_np)
@@ -447,12 +449,12 @@ def test_the_kernel_runs_with_the_seeded_global_rngs(tmp_path: Path) -> None:
 def test_fake_call_ms_gives_exact_samples(tmp_path: Path, fake_ms: float) -> None:
     result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
                         fake_call_ms=fake_ms, iterations=4, warmup=2)
-    assert result["status"] == "ok", result
-    assert result["samples_ns"] == [fake_ms * 1e6] * 4
-    assert result["warmup_ns"] == [fake_ms * 1e6] * 2
-    assert result["inner_loops"] == 1
-    assert result["timer"] == "fake"
-    assert result["timer_overhead_ns"] == 0.0
+    assert result.status == "ok", result
+    assert result.samples_ns == (fake_ms * 1e6,) * 4
+    assert result.warmup_ns == (fake_ms * 1e6,) * 2
+    assert result.inner_loops == 1
+    assert result.timer == "fake"
+    assert result.timer_overhead_ns == 0.0
 
 
 # --- output descriptions through run_job ----------------------------------------------------
@@ -467,12 +469,12 @@ def test_torch_kernel_output_is_described(tmp_path: Path) -> None:
             dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[precision]
             return torch.zeros(2, 5, dtype=dtype)
     """, framework="pytorch", precision="bf16")
-    assert result["status"] == "ok", result
-    assert result["output"]["precision"] == "bf16"
-    assert result["output"]["items"] == [
+    assert result.status == "ok", result
+    assert result.output["precision"] == "bf16"
+    assert result.output["items"] == [
         {"type": "Tensor", "dtype": "torch.bfloat16", "precision": "bf16", "shape": [2, 5]}]
-    assert result["device"]["framework"] == "pytorch"
-    assert result["device"]["device"] == "cpu"
+    assert result.device["framework"] == "pytorch"
+    assert result.device["device"] == "cpu"
 
 
 def test_jax_kernel_output_is_described(tmp_path: Path) -> None:
@@ -483,14 +485,14 @@ def test_jax_kernel_output_is_described(tmp_path: Path) -> None:
         def run_benchmark():
             return {"y": jnp.ones((3,), dtype=jnp.float16), "n": 3}
     """, framework="jax")
-    assert result["status"] == "ok", result
-    output = result["output"]
+    assert result.status == "ok", result
+    output = result.output
     assert output["type"] == "dict"
     assert output["precision"] == "fp16"
     assert output["items"][0] == {"type": output["items"][0]["type"], "dtype": "float16",
                                   "precision": "fp16", "shape": [3]}
     assert output["items"][1] == {"type": "int"}
-    assert result["device"]["device"] == "cpu"
+    assert result.device["device"] == "cpu"
 
 
 # --- describe_output ------------------------------------------------------------------------
@@ -602,7 +604,7 @@ def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Pa
     """)
     job = make_job(kernel)
     job_path = tmp_path / "job.json"
-    job_path.write_text(json.dumps(job), encoding="utf-8")
+    dump_job(job, job_path)
 
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "kernbench.execution.worker", str(job_path)],
@@ -617,7 +619,7 @@ def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Pa
     def reject(constant: str) -> None:
         raise AssertionError(f"not valid JSON: {constant}")
 
-    text = Path(job["result_path"]).read_text(encoding="utf-8")
+    text = job.result_path.read_text(encoding="utf-8")
     result = json.loads(text, parse_constant=reject)
     assert result["status"] == "ok"
     assert len(result["samples_ns"]) == FAST.iterations

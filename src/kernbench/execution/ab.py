@@ -23,8 +23,9 @@ from typing import Protocol
 from kernbench.analysis.compare import case_key
 from kernbench.analysis.gitref import resolve_ref
 from kernbench.errors import KernbenchError
+from kernbench.execution.outcomes import invalid_result
 from kernbench.execution.replicates import merge_replicates
-from kernbench.execution.runner import BenchmarkRunner, RunSettings, invalid_result
+from kernbench.execution.runner import BenchmarkRunner, RunSettings
 from kernbench.results.model import Case, CaseResult, KernelSpec
 
 

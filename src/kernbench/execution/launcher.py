@@ -15,6 +15,7 @@ the record's ``worker.isolation_note`` says why.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -97,3 +98,13 @@ class WorkerLauncher:
         self._servers.clear()
         if self.mode == "fork":
             kill_marked(self._token)
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of every worker and fork server: this kernbench importable first, and
+    unbuffered output (a worker killed mid-case still leaves its last lines in the tails)."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])  # makes `kernbench` importable
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
