@@ -8,10 +8,18 @@ runs. Callers import from here; the submodules are its parts:
 - :mod:`~kernbench.api.sink`: the run's report set, written case by case as it goes;
 - :mod:`~kernbench.api.reports`: render formats, write a finished report set, merge shards;
 - :mod:`~kernbench.api.compare`: compare two runs into comparison.json and regressions.md;
-- :mod:`~kernbench.api.ab`: interleaved A/B of a git ref against this tree.
+- :mod:`~kernbench.api.ab`: interleaved A/B of a git ref against this tree;
+- :mod:`~kernbench.api.baselines`: the history store, and baselines stored or at a git ref.
 """
 
 from kernbench.api.ab import run_ab
+from kernbench.api.baselines import (
+    compare_dir_to_ref,
+    compare_to_ref,
+    compare_to_stored,
+    save_history,
+    save_history_of_dir,
+)
 from kernbench.api.compare import compare_files, write_run_comparison
 from kernbench.api.reports import (
     clear_previous_reports,
@@ -24,13 +32,18 @@ from kernbench.api.run import RunOutcome, discover, exit_code_for, run_suite
 __all__ = [
     "RunOutcome",
     "clear_previous_reports",
+    "compare_dir_to_ref",
     "compare_files",
+    "compare_to_ref",
+    "compare_to_stored",
     "discover",
     "exit_code_for",
     "merge_shards",
     "render_reports",
     "run_ab",
     "run_suite",
+    "save_history",
+    "save_history_of_dir",
     "write_report_set",
     "write_run_comparison",
 ]
