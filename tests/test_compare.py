@@ -18,6 +18,7 @@ from kernbench.analysis.compare import (
     case_dict,
     case_key,
     compare_results,
+    comparison_warnings,
     process_groups,
     regressions_found,
     skipped_on_both_sides,
@@ -385,3 +386,13 @@ def test_invalid_records_are_ignored() -> None:
                         reason="syntax error")]
     cases = compare_results(baseline, candidate)
     assert [c.kernel_name for c in cases] == ["gemm"]
+
+
+def test_two_machines_or_a_changed_one_make_the_whole_comparison_doubtful() -> None:
+    same = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "a"}, None)
+    assert same == []
+    assert comparison_warnings({}, {"fingerprint": "b"}, None) == []  # unknown: no claim
+    two = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "b"}, None)
+    assert len(two) == 1 and "different machines (a vs b)" in two[0]
+    changed = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "a"}, "2x slower")
+    assert len(changed) == 1 and changed[0].startswith("the machine changed: 2x slower;")

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kernbench import api
+from kernbench.api import sink as sink_module
+from kernbench.api.run import settings_record
 from kernbench.execution.outcomes import NOT_MEASURED_ACCURACY, NOT_MEASURED_ENERGY
 from kernbench.execution.runner import RunSettings
 from kernbench.measure.environment import collect_environment
@@ -34,9 +35,9 @@ def result(kernel: str, n: int) -> CaseResult:
 @pytest.fixture()
 def sink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, FakeClock, list[int]]:
     clock = FakeClock()
-    monkeypatch.setattr(api.time, "monotonic", clock.monotonic)
-    sink = api._ResultSink(tmp_path, [], [], contextlib.nullcontext, None)
-    settings = api._settings_record(RunSettings(root=tmp_path), tmp_path, [])
+    monkeypatch.setattr(sink_module.time, "monotonic", clock.monotonic)
+    sink = sink_module.ResultSink(tmp_path, [], [], contextlib.nullcontext, None)
+    settings = settings_record(RunSettings(root=tmp_path), tmp_path, [])
     sink.start(collect_environment(tmp_path, run_git=False), {"kernels": []},
                "2026-11-22T00:00:00Z", settings)
     writes: list[int] = []

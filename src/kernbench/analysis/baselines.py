@@ -1,81 +1,25 @@
-"""Baselines for a run: append it to the history store, or compare it with the newest history
-record at a git ref for this machine (``--save-history``, ``--compare-to REF``)."""
+"""The baseline a history record at a git ref gives a comparison (``--compare-to REF``).
+
+Pure: :mod:`kernbench.analysis.gitref` finds the record, :mod:`kernbench.api.baselines` reads
+and writes the files; this decides what the comparison's baseline side is."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from kernbench.analysis.compare import Thresholds
-from kernbench.analysis.gitref import history_at_ref
-from kernbench.analysis.summary import summary_dict
-from kernbench.errors import KernbenchError
-from kernbench.results.history import append_record
-from kernbench.results.history_record import history_record
 from kernbench.results.inputs import LoadedRun, run_from_document
-from kernbench.results.model import RunResult
 from kernbench.results.schema import migrate
 
 
-def save_history(root: Path, run: RunResult) -> Path:
-    """Append the run's compact record under `root`/benchmarks/history; never rewrites."""
-    return append_record(root, history_record(summary_dict(run), run.environment))
+def baseline_from_history(record: dict[str, Any] | None, message: str, ref: str,
+                          fingerprint: str | None) -> tuple[LoadedRun, str | None]:
+    """The baseline run of the history `record` found at `ref` (with gitref's `message`), and
+    the note the comparison must carry.
 
-
-def save_history_of_dir(root: Path, run_dir: Path) -> Path:
-    """Append the record of the run whose report set is in `run_dir` (e.g. merged shards)."""
-    summary, environment = _documents(run_dir)
-    return append_record(root, history_record(summary, environment))
-
-
-def _documents(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    from kernbench.results.files import read_json_object
-
-    summary = read_json_object(run_dir / "summary.json")
-    if summary is None:
-        raise KernbenchError(f"{run_dir / 'summary.json'}: missing or not a JSON object")
-    summary = migrate(summary, str(run_dir / "summary.json"))
-    environment = read_json_object(run_dir / "env.json") or dict(summary.get("environment") or {})
-    return summary, environment
-
-
-def compare_to_ref(root: Path, ref: str, run: RunResult, output_dir: Path,
-                   thresholds: Thresholds, alpha: float) -> dict[str, Any]:
-    """Compare `run` with the newest record for this machine at `ref`. Without one, the
-    comparison document says why in plain words (no baseline is not a pass)."""
-    return compare_document_to_ref(root, ref, summary_dict(run), run.environment, output_dir,
-                                   thresholds, alpha)
-
-
-def compare_to_stored(baseline: LoadedRun, run: RunResult, output_dir: Path,
-                      thresholds: Thresholds, alpha: float) -> dict[str, Any]:
-    """Compare `run` with a stored run (`run --baseline FILE`, loaded before the run)."""
-    from kernbench.api import write_run_comparison
-
-    candidate = run_from_document(summary_dict(run), "this run")
-    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha)
-
-
-def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Thresholds,
-                       alpha: float) -> dict[str, Any]:
-    """:func:`compare_to_ref` for a run already on disk in `run_dir` (written there too)."""
-    summary, environment = _documents(run_dir)
-    return compare_document_to_ref(root, ref, summary, environment, run_dir, thresholds, alpha)
-
-
-def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
-                            environment: Mapping[str, Any], output_dir: Path,
-                            thresholds: Thresholds, alpha: float) -> dict[str, Any]:
-    from kernbench.api import write_run_comparison
-
-    fingerprint = environment.get("fingerprint")
-    record, message = history_at_ref(root, ref, fingerprint)
-    candidate = run_from_document(summary, "this run")
+    Without a record the baseline is empty and the note is `message`, which says why in plain
+    words: no baseline is not a pass. With one the note is None and the record, migrated to the
+    current schema, names where it came from."""
+    source = f"history at {ref}"
     if record is None:
-        baseline = LoadedRun([], {"source": f"history at {ref}", "fingerprint": fingerprint})
-        return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha,
-                                    note=message)
-    baseline = run_from_document(migrate(record, f"history at {ref}"),
-                                 f"history at {ref}: {message}")
-    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha)
+        return LoadedRun([], {"source": source, "fingerprint": fingerprint}), message
+    return run_from_document(migrate(record, source), f"{source}: {message}"), None

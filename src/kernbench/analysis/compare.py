@@ -284,6 +284,21 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
     return judged
 
 
+def comparison_warnings(baseline_meta: Mapping[str, Any], candidate_meta: Mapping[str, Any],
+                        changed: str | None) -> list[str]:
+    """What makes the whole comparison doubtful: two different machines (the ratios mix code
+    and hardware), or one machine whose calibration `changed` between the runs."""
+    warnings = []
+    prints = (baseline_meta.get("fingerprint"), candidate_meta.get("fingerprint"))
+    if all(prints) and prints[0] != prints[1]:
+        warnings.append(f"baseline and candidate ran on different machines "
+                        f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware")
+    if changed:
+        warnings.append(f"the machine changed: {changed}; claimed changes are inconclusive, "
+                        f"{ADVICE}")
+    return warnings
+
+
 def skipped_on_both_sides(baseline: Sequence[CaseResult],
                           candidate: Sequence[CaseResult]) -> list[str]:
     """Cases neither run measured (e.g. CUDA cases on a CPU machine): nothing to judge."""

@@ -64,7 +64,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     if args.add is not None:
-        from kernbench.analysis.baselines import save_history_of_dir
+        from kernbench.api.baselines import save_history_of_dir
 
         path = save_history_of_dir(args.root.resolve(), args.add)
         status(f"History record: {path}")
@@ -95,13 +95,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
            f"{args.output_dir}/")
     code = 0
     if args.save_history:
-        from kernbench.analysis.baselines import save_history_of_dir
+        from kernbench.api.baselines import save_history_of_dir
 
         path = save_history_of_dir(args.root.resolve(), args.output_dir)
         status(f"History record: {path}")
     if args.compare_to:
-        from kernbench.analysis.baselines import compare_dir_to_ref
         from kernbench.analysis.compare import Thresholds
+        from kernbench.api.baselines import compare_dir_to_ref
 
         comparison = compare_dir_to_ref(args.root.resolve(), args.compare_to, args.output_dir,
                                         Thresholds(args.threshold, args.accuracy_drift,

@@ -172,8 +172,8 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
 
 def _after_run(args: argparse.Namespace, run: Any) -> int:
     """--save-history, then --compare-to or --baseline; returns the comparison's exit code."""
-    from kernbench.analysis.baselines import compare_to_ref, save_history
     from kernbench.analysis.compare import Thresholds
+    from kernbench.api.baselines import compare_to_ref, save_history
 
     if args.save_history:
         path = save_history(args.root.resolve(), run)
@@ -181,7 +181,7 @@ def _after_run(args: argparse.Namespace, run: Any) -> int:
     thresholds = Thresholds(args.threshold, args.accuracy_drift,
                             _per_kernel_thresholds(run))
     if getattr(args, "baseline_run", None) is not None:
-        from kernbench.analysis.baselines import compare_to_stored
+        from kernbench.api.baselines import compare_to_stored
 
         document = compare_to_stored(args.baseline_run, run, args.output_dir, thresholds,
                                      args.alpha)
