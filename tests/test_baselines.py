@@ -4,7 +4,7 @@ a comparison (pure; reading git is gitref's, writing files is kernbench.api.base
 from __future__ import annotations
 
 from kernbench.analysis.baselines import baseline_from_history
-from kernbench.results.history import history_record
+from kernbench.results.history_record import history_record
 
 FP = "0123456789abcdef"
 
