@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from kernbench.api import run_suite
-from kernbench.execution.runner import RunSettings
+from kernbench.execution.settings import RunSettings
 from kernbench.results.model import CaseResult, ProtocolSettings
 
 KERNEL = '''import numpy as np

@@ -20,8 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from kernbench.measure.environment import collect_environment, machine_fingerprint
+from kernbench.measure.environment import collect_environment
 from kernbench.measure.metrics.peaks import cpu_peak, probe_cpu
+from kernbench.results.fingerprint import machine_fingerprint
 
 
 def _arguments() -> argparse.Namespace:

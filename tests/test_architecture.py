@@ -36,10 +36,9 @@ ANY_ROOM = frozenset({"cli"})
 EXEMPT = frozenset({"__init__.py", "__main__.py"})
 """Top-level files outside the rooms: the public API (lazy re-exports) and `python -m`."""
 ROOMS = frozenset(ALLOWED) | ANY_ROOM
-PACKAGE_ROOMS = ROOMS - {"errors", "api"}
-TOP_FILES = frozenset({"__init__.py", "__main__.py", "api.py", "errors.py", "py.typed"})
-TOP_DIRS = PACKAGE_ROOMS | {"api", "__pycache__"}
-"""`api` may grow from a module into a package; it stays one room either way."""
+PACKAGE_ROOMS = ROOMS - {"errors"}
+TOP_FILES = frozenset({"__init__.py", "__main__.py", "errors.py", "py.typed"})
+TOP_DIRS = PACKAGE_ROOMS | {"__pycache__"}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 FORBIDDEN = "job.get("
@@ -267,9 +266,9 @@ def test_a_job_read_by_key_is_named(tmp_path: Path) -> None:
 
 
 def test_a_stray_top_level_module_or_folder_is_named(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"__init__.py": "", "api.py": "", "errors.py": "", "py.typed": "",
-                            "results/__init__.py": "", "stats.py": "", "misc/util.py": "",
-                            "measure/protocol.py": ""})
+    root = _tree(tmp_path, {"__init__.py": "", "errors.py": "", "py.typed": "",
+                            "results/__init__.py": "", "api/__init__.py": "", "stats.py": "",
+                            "misc/util.py": "", "measure/protocol.py": ""})
     found = {v.path: v.detail for v in top_level_violations(root)}
     assert set(found) == {"kernbench/stats.py", "kernbench/misc", "kernbench/measure"}
     assert "no __init__.py" in found["kernbench/measure"]

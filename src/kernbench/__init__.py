@@ -26,7 +26,7 @@ __all__ = [
 
 _LAZY = {
     "BenchmarkRunner": "kernbench.execution.runner",
-    "RunSettings": "kernbench.execution.runner",
+    "RunSettings": "kernbench.execution.settings",
     "KernelDiscovery": "kernbench.discovery.scan",
     "MetricsCollector": "kernbench.measure.metrics",
     "ReportGenerator": "kernbench.reporting",
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from kernbench.api import run_suite
     from kernbench.discovery.scan import KernelDiscovery
     from kernbench.errors import ConfigError, KernbenchError, SkipCase, UnsupportedPrecision
-    from kernbench.execution.runner import BenchmarkRunner, RunSettings
+    from kernbench.execution.runner import BenchmarkRunner
+    from kernbench.execution.settings import RunSettings
     from kernbench.measure.metrics import MetricsCollector
     from kernbench.reporting import ReportGenerator
 

@@ -14,7 +14,8 @@ from kernbench.api.compare import write_run_comparison
 from kernbench.api.reports import clear_previous_reports, write_report_set
 from kernbench.api.run import Log, RunOutcome, discover, exit_code_for, settings_record
 from kernbench.errors import KernbenchError
-from kernbench.execution.runner import RunSettings, check_sweep_globs, now_iso, select_kernels
+from kernbench.execution.runner import check_sweep_globs, now_iso, select_kernels
+from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.results.inputs import run_from_document
 from kernbench.results.model import RunResult

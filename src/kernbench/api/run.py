@@ -14,11 +14,11 @@ from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.execution.runner import (
     BenchmarkRunner,
-    RunSettings,
     check_sweep_globs,
     now_iso,
     select_kernels,
 )
+from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult

@@ -12,12 +12,12 @@ from kernbench.config.options import DEFAULT_PROFILE_ITERS
 from kernbench.errors import KernbenchError
 
 if TYPE_CHECKING:
-    from kernbench.execution.runner import RunSettings
+    from kernbench.execution.settings import RunSettings
 
 
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """The RunSettings that `run`'s arguments (flags and suite file, resolved) stand for."""
-    from kernbench.execution.runner import RunSettings
+    from kernbench.execution.settings import RunSettings
     from kernbench.results.model import ProtocolSettings
 
     return RunSettings(

@@ -2,9 +2,9 @@
 
 Pure data, read three ways: :mod:`kernbench.cli.parser` builds argparse from it,
 :mod:`kernbench.config.suite` maps suite-file keys to flags and converts their values with it,
-and ``tests/test_options.py`` checks that the README's CLI reference states the same flags and
-defaults. It lives in ``config`` (not ``cli``) so the suite loader can read it without importing
-the room above; it imports no argparse.
+and ``tests/config/test_options.py`` checks that the README's CLI reference states the same
+flags and defaults. It lives in ``config`` (not ``cli``) so the suite loader can read it
+without importing the room above; it imports no argparse.
 
 An option's ``help`` stops before its default: where ``shown_default`` is set, the help ends in
 ``(default: <shown_default>)`` and the README's default column says exactly that.

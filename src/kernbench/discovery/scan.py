@@ -20,10 +20,7 @@ from kernbench.config.loading import load_bench_config, load_pyproject_settings
 from kernbench.discovery.source import find_function, spec_from_tree
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results.model import BenchConfig, KernelSpec
-
-# GPU_CAPABLE_FRAMEWORKS is re-exported only until execution/runner imports it from
-# results.vocabulary itself.
-from kernbench.results.vocabulary import GPU_CAPABLE_FRAMEWORKS as GPU_CAPABLE_FRAMEWORKS
+from kernbench.results.vocabulary import GPU_CAPABLE_FRAMEWORKS
 
 DEFAULT_PATHS: tuple[str, ...] = (
     "kernels",

@@ -25,7 +25,8 @@ from kernbench.analysis.gitref import resolve_ref
 from kernbench.errors import KernbenchError
 from kernbench.execution.outcomes import invalid_result
 from kernbench.execution.replicates import merge_replicates
-from kernbench.execution.runner import BenchmarkRunner, RunSettings
+from kernbench.execution.runner import BenchmarkRunner
+from kernbench.execution.settings import RunSettings
 from kernbench.results.model import Case, CaseResult, KernelSpec
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-# The size parsing lives in config.sizes; MIN_MAX_MEMORY_BYTES and parse_size are re-exported
-# only for tests/test_limits.py, until it imports them from there.
-from kernbench.config.sizes import MIN_MAX_MEMORY_BYTES, format_size, parse_size  # noqa: F401
+from kernbench.config.sizes import format_size
 from kernbench.results.model import CaseResult
 
 OUT_OF_MEMORY_WORDS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory",

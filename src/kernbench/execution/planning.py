@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from kernbench.config.sweeps import problem_size_at
-from kernbench.discovery.scan import GPU_CAPABLE_FRAMEWORKS
 from kernbench.errors import KernbenchError
 from kernbench.execution.references import is_reference
+from kernbench.execution.settings import RunSettings
 from kernbench.measure.precision import canonical
 from kernbench.results.model import NATIVE, Case, Implementation, KernelSpec, SweepPoint
-
-if TYPE_CHECKING:
-    from kernbench.execution.runner import RunSettings
+from kernbench.results.vocabulary import GPU_CAPABLE_FRAMEWORKS
 
 DEFAULT_PRECISION = "fp32"
 

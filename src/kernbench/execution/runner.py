@@ -15,7 +15,6 @@ import fnmatch
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from kernbench.execution.references import (
     reference_key,
 )
 from kernbench.execution.replicates import merge_replicates
+from kernbench.execution.settings import RunSettings
 from kernbench.execution.sharding import select_shard
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.results.model import (
@@ -55,60 +55,7 @@ from kernbench.results.model import (
     CaseResult,
     Implementation,
     KernelSpec,
-    ProtocolSettings,
-    SweepPoint,
 )
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """Everything that selects and shapes the cases of a run."""
-
-    root: Path
-    protocol: ProtocolSettings = field(default_factory=ProtocolSettings)
-    backends: tuple[str, ...] | None = None
-    """Requested device kinds; None means each kernel's declared backends."""
-    precisions: tuple[str, ...] | None = None
-    """Requested precisions; None means each kernel's declared precisions."""
-    filters: tuple[str, ...] = ()
-    timeout_s: float = 300.0
-    processes: int = 3
-    """Worker processes per case; their samples are kept as groups (see
-    kernbench.execution.replicates)."""
-    shard: tuple[int, int] | None = None
-    """Run only shard K of N (1-based) of the planned cases, split stably by kernel."""
-    sku: str | None = None
-    """The SKU golden values are looked up for; None: detected from the GPU's name."""
-    trace_python: bool = False
-    """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
-    flush_l2: bool = True
-    """Evict the GPU's L2 cache before every sample (GPU cases only)."""
-    cache_dir: Path | None = None
-    """Where machine-level measurements (the CPU peak probe) are cached; None: no CPU peak."""
-    inject_slowdown: tuple[tuple[str, float], ...] = ()
-    """Testing aid: (kernel glob, factor) pairs; matching kernels' calls take factor x as long
-    (a busy wait after each call), to measure how well comparisons detect a known slowdown."""
-    fake_call_ms: float | None = None
-    """Debug mode: every kernel call takes exactly this long on a fake clock."""
-    profile: str | None = None
-    """Profiler run after each case's timed samples (cprofile, torch or jax); None: none."""
-    profile_iters: int = 5
-    """Kernel calls made under the profiler."""
-    profile_dir: Path | None = None
-    """The run's output directory: profiles go to its `profiles/` folder."""
-    compile_mode: str | None = None
-    """torch.compile mode for every implementation with `compile:` (None: each one's own)."""
-    sweeps: tuple[tuple[str, tuple[SweepPoint, ...]], ...] = ()
-    """Suite-file sweeps: (kernel-name glob, points) replacing matching kernels' bench.yaml
-    sweep."""
-    sweeps_source: str = "suite file"
-    """The file `sweeps` came from, for error messages."""
-    max_memory_bytes: int | None = None
-    """Address-space limit (RLIMIT_AS) of each worker; None: no limit
-    (kernbench.execution.limits)."""
-    isolation: str = "fork"
-    """How workers start: "fork" (from a preloaded server per framework, spawned where fork
-    is unsafe) or "spawn" (a fresh interpreter per worker); see kernbench.execution.launcher."""
 
 
 def now_iso() -> str:
@@ -250,7 +197,8 @@ class BenchmarkRunner:
         if self.settings.cache_dir is None:
             return None
         if self._cpu_peak is None:
-            from kernbench.measure.environment import collect_environment, machine_fingerprint
+            from kernbench.measure.environment import collect_environment
+            from kernbench.results.fingerprint import machine_fingerprint
 
             fingerprint = machine_fingerprint(collect_environment(self.settings.root,
                                                                   run_git=False))

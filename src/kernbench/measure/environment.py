@@ -9,7 +9,6 @@ git section's ``reason``, ``gpus_reason``, or an entry in the top-level ``reason
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -17,11 +16,13 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from kernbench.results.fingerprint import machine_fingerprint
 
 GIT_TIMEOUT_S = 5.0
 GPU_TIMEOUT_S = 2.0
@@ -259,15 +260,6 @@ def collect_gpus() -> tuple[list[dict[str, Any]], str | None]:
         if not found:
             problems.append(reason or f"{argv[0]} listed no GPUs")
     return gpus, (None if gpus else "; ".join(problems))
-
-
-def machine_fingerprint(env: Mapping[str, Any]) -> str:
-    """A stable 16-hex-digit id of the hardware/OS (never hostname or time)."""
-    cpu, os_info = env.get("cpu") or {}, env.get("os") or {}
-    gpu_names = sorted(str(g.get("name")) for g in env.get("gpus") or [])
-    key = [cpu.get("model"), cpu.get("logical_cores"), os_info.get("machine"),
-           os_info.get("system"), gpu_names]  # fmt: skip
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def collect_environment(root: Path, *, run_git: bool = True) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from kernbench.reporting.views import (
     number,
     p50_ms,
 )
+from kernbench.results.vocabulary import NARROW_PRECISIONS
 
 __all__ = [
     "MEMORY_GROWTH_RATIO", "NARROW_PRECISIONS", "NOISY_CI_RATIO", "TAIL_RATIO", "Finding",
@@ -70,22 +71,6 @@ Its elements take half the bytes or fewer, so at the same problem size it should
 more suggests copies upcast to a wider type. The 20% leeway absorbs RSS page granularity and
 allocator caching.
 """
-LOW_PCT_PEAK = 10.0
-"""Below this % of the device's peak on the resource that bounds a case, it is flagged.
-
-The resource is compute or bandwidth as ``work.bound`` says, else whichever % is known (the
-higher if both). On CPUs the peak is a measured *attainable* figure (NumPy matmul and copy),
-so under a tenth of it leaves most of what the machine routinely does unused; access
-patterns, extra passes over memory (no fusion) and missing vectorisation are the usual causes.
-"""
-ACCURACY_BUG_FACTOR = 100.0
-"""An error more than this multiple of its tolerance is called out as more than rounding.
-
-Tolerances are set per precision for rounding error; a hundredfold miss points to overflow, a
-bug or a wrong reference, which loosening the tolerance would hide.
-"""
-NARROW_PRECISIONS = ("bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
-"""Precisions expected to be no slower, and no bigger, than fp32 of the same case."""
 
 FINDING_GROUPS = {
     "fastest": "Fastest", "slowest": "Slowest", "implementations": "Implementations",

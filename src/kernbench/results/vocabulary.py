@@ -44,7 +44,8 @@ FLOAT_PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "bf16", "fp8_e4m3",
 """The canonical floating-point precisions, widest first."""
 
 NARROW_PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
-"""Precisions narrow enough that their accuracy is judged against a wider run."""
+"""Precisions narrow enough that their accuracy is judged against a wider run, and that are
+expected to be no slower and no bigger than fp32 of the same case."""
 
 DTYPE_NAMES: Mapping[str, str] = MappingProxyType({
     "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",

@@ -21,7 +21,7 @@ Two kinds of peak, never mixed up:
 
 * **CPUs** — no table: :func:`probe_cpu` *measures* an attainable peak with NumPy (a large
   array copy for bandwidth, fp64/fp32 matmul for compute) and :func:`cpu_peak` caches that
-  per machine fingerprint (:func:`kernbench.measure.environment.machine_fingerprint`).
+  per machine fingerprint (:func:`kernbench.results.fingerprint.machine_fingerprint`).
 """
 
 from __future__ import annotations
