@@ -20,7 +20,6 @@ from kernbench.cli.main import main
 from kernbench.cli.parser import build_parser
 from support.kernel_tree import FAST, SRC
 
-
 GOOD = """
 import numpy as np
 
