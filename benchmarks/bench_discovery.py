@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from kernbench.discovery import KernelDiscovery
+from kernbench.discovery.scan import KernelDiscovery
 
 KERNEL = '''"""Generated kernel {i}."""
 import numpy as np

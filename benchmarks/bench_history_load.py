@@ -26,10 +26,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from kernbench.environment import collect_environment
-from kernbench.history import append_record, history_record, load_records
-from kernbench.model import CaseResult, RunResult
-from kernbench.serialize import summary_dict
+from kernbench.analysis.summary import summary_dict
+from kernbench.measure.environment import collect_environment
+from kernbench.results.history import append_record, load_records
+from kernbench.results.history_record import history_record
+from kernbench.results.model import CaseResult, RunResult
 
 KERNELS = ("gemm", "conv2d", "fft", "layernorm", "matvec", "reduction", "rmsnorm", "softmax",
            "nbody", "pressure_poisson")

@@ -38,8 +38,8 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 sys.path.insert(0, str(SRC))
 
 from kernbench.api import run_suite  # noqa: E402
-from kernbench.model import CaseResult, ProtocolSettings  # noqa: E402
-from kernbench.runner import RunSettings  # noqa: E402
+from kernbench.execution.runner import RunSettings  # noqa: E402
+from kernbench.results.model import CaseResult, ProtocolSettings  # noqa: E402
 
 FRAMEWORKS = {
     "python": ("", "None"),

@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from kernbench.api import run_suite
-from kernbench.model import CaseResult, ProtocolSettings
-from kernbench.runner import RunSettings
+from kernbench.execution.settings import RunSettings
+from kernbench.results.model import CaseResult, ProtocolSettings
 
 KERNEL = '''import numpy as np
 
@@ -133,7 +133,7 @@ def report(figures: dict[str, Any], bare_ms: float, worker_ms: float) -> str:
          f"{statistics.median(overhead) * 1000:.0f} ms (p90 "
          f"{statistics.quantiles(overhead, n=10)[-1] * 1000:.0f} ms)"),
         ("`python -c pass`, median of 15", f"{bare_ms:.0f} ms"),
-        ("`python -c 'import kernbench.worker'`, median of 15", f"{worker_ms:.0f} ms"),
+        ("`python -c 'import kernbench.execution.worker'`, median of 15", f"{worker_ms:.0f} ms"),
     ]
     lines = ["| | |", "|---|---:|", *(f"| {name} | {value} |" for name, value in rows)]
     return "\n".join(lines)
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--no-tracemalloc", action="store_true")
     args = parser.parse_args()
     bare_ms = spawn_ms("pass")
-    worker_ms = spawn_ms("import kernbench.worker")
+    worker_ms = spawn_ms("import kernbench.execution.worker")
     figures = run(args.kernels, args.iters, not args.no_tracemalloc)
     print(report(figures, bare_ms, worker_ms))
 

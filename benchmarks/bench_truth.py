@@ -36,10 +36,10 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src"
 sys.path.insert(0, str(SRC))
 
+from kernbench.analysis.stats import percentile  # noqa: E402
 from kernbench.api import run_suite  # noqa: E402
-from kernbench.model import ProtocolSettings  # noqa: E402
-from kernbench.runner import RunSettings  # noqa: E402
-from kernbench.stats import percentile  # noqa: E402
+from kernbench.execution.runner import RunSettings  # noqa: E402
+from kernbench.results.model import ProtocolSettings  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Measure this machine's attainable CPU peak (memory bandwidth, fp64/fp32 matmul) and print it.
 
-Runs :func:`kernbench.metrics.peaks.probe_cpu` directly (no cache) and prints the record as
+Runs :func:`kernbench.measure.metrics.peaks.probe_cpu` directly (no cache) and prints the record as
 JSON, with the seconds it took.  With ``--cache-dir`` it goes through
-:func:`~kernbench.metrics.peaks.cpu_peak` instead, keyed by this machine's fingerprint, so a
+:func:`~kernbench.measure.metrics.peaks.cpu_peak` instead, keyed by this machine's fingerprint, so a
 second run reads the cached record.
 
     python benchmarks/probe_cpu_peak.py [--copy-mib 256] [--matmul-n 1536] [--repeats 5]
@@ -20,8 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from kernbench.environment import collect_environment, machine_fingerprint
-from kernbench.metrics.peaks import cpu_peak, probe_cpu
+from kernbench.measure.environment import collect_environment
+from kernbench.measure.metrics.peaks import cpu_peak, probe_cpu
+from kernbench.results.fingerprint import machine_fingerprint
 
 
 def _arguments() -> argparse.Namespace:

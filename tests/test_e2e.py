@@ -1,16 +1,14 @@
-"""End-to-end runs: real subprocesses of `python -m kernbench.cli` and `tools/bench_all.py` on
+"""End-to-end runs: real subprocesses of `python -m kernbench.cli.main` and `tools/bench_all.py` on
 temporary kernel trees, including kernels that raise, crash, exit, hang or flood their output.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -18,14 +16,21 @@ from typing import Any
 import pytest
 
 from kernbench.api import run_suite
-from kernbench.cli import main
-from kernbench.model import ProtocolSettings
-from kernbench.runner import RunSettings
-from process_fixture import wait_gone
+from kernbench.cli.main import main
+from kernbench.execution.settings import RunSettings
+from kernbench.results.model import ProtocolSettings
+from support.kernel_tree import (
+    FAST,
+    kernbench,
+    kernel,
+    leftover_temp_files,
+    load,
+    subprocess_env,
+    write,
+)
+from support.processes import wait_gone
 
 REPO = Path(__file__).resolve().parents[1]
-SRC = REPO / "src"
-FAST = ("--iters", "5", "--warmup", "1")
 FAKE_MS = 2.5
 
 GOOD = """
@@ -112,32 +117,6 @@ ACCURACY_KEYS = {"rmse", "max_error", "reason"}
 WORKER_KEYS = {"exit_code", "signal", "stdout_tail", "stderr_tail"}
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return path
-
-
-def kernel(root: Path, name: str, source: str) -> Path:
-    """A kernel in its own folder: kernels/<name>/<name>.py."""
-    return write(root / "kernels" / name / f"{name}.py", source)
-
-
-def subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
-    return env
-
-
-def kernbench(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kernbench.cli", *args], cwd=cwd,
-                          env=subprocess_env(), capture_output=True, text=True, timeout=timeout)
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def by_name(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["kernel_name"]: r for r in summary["results"]}
 
@@ -157,10 +136,6 @@ def assert_exact_fake_timing(record: dict[str, Any], ms: float, iterations: int 
     assert timing["iterations"] == iterations
     assert timing["throughput_ops_per_sec"] == pytest.approx(1000.0 / ms)
     assert timing["timer"] == "fake"
-
-
-def leftover_temp_files(directory: Path) -> list[Path]:
-    return [p for p in directory.rglob("*") if p.is_file() and ".tmp" in p.name]
 
 
 # -- a good kernel, through the real CLI process --------------------------------------------
@@ -588,7 +563,7 @@ def test_sweep_gives_one_record_per_shape_with_its_problem_size_and_work(swept: 
 def test_sweep_gives_one_csv_row_and_one_leaderboard_row_per_shape(swept: Path) -> None:
     import csv
 
-    from test_html import table_rows
+    from support.html_tables import table_rows
 
     with (swept / "out" / "results.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))

@@ -1,4 +1,4 @@
-"""End-to-end tests of the regression features through `kernbench.cli.main([...])`.
+"""End-to-end tests of the regression features through `kernbench.cli.main.main([...])`.
 
 Small NumPy kernels in temporary trees (git repositories where a ref is needed), run in real
 worker processes. `--debug-fake-timer` makes exact figures wherever the test needs them; the
@@ -27,9 +27,10 @@ from typing import Any
 
 import pytest
 
-from kernbench.cli import main
-from kernbench.compare import busy
-from kernbench.history import append_record
+from kernbench.analysis.compare import busy
+from kernbench.cli.main import main
+from kernbench.results.history import append_record
+from support.git import git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
 
@@ -62,18 +63,6 @@ def run_benchmark():
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-    }  # fmt: skip
-    done = subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True,
-                          text=True, check=True)
-    return done.stdout.strip()
 
 
 def write(path: Path, text: str) -> Path:

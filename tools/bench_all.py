@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 if SRC.is_dir() and str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
-from kernbench.cli import main  # noqa: E402
+from kernbench.cli.main import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(["run", *sys.argv[1:]]))

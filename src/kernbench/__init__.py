@@ -25,10 +25,10 @@ __all__ = [
 ]
 
 _LAZY = {
-    "BenchmarkRunner": "kernbench.runner",
-    "RunSettings": "kernbench.runner",
-    "KernelDiscovery": "kernbench.discovery",
-    "MetricsCollector": "kernbench.metrics",
+    "BenchmarkRunner": "kernbench.execution.runner",
+    "RunSettings": "kernbench.execution.settings",
+    "KernelDiscovery": "kernbench.discovery.scan",
+    "MetricsCollector": "kernbench.measure.metrics",
     "ReportGenerator": "kernbench.reporting",
     "run_suite": "kernbench.api",
     "ConfigError": "kernbench.errors",
@@ -39,11 +39,12 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from kernbench.api import run_suite
-    from kernbench.discovery import KernelDiscovery
+    from kernbench.discovery.scan import KernelDiscovery
     from kernbench.errors import ConfigError, KernbenchError, SkipCase, UnsupportedPrecision
-    from kernbench.metrics import MetricsCollector
+    from kernbench.execution.runner import BenchmarkRunner
+    from kernbench.execution.settings import RunSettings
+    from kernbench.measure.metrics import MetricsCollector
     from kernbench.reporting import ReportGenerator
-    from kernbench.runner import BenchmarkRunner, RunSettings
 
 
 def __getattr__(name: str) -> Any:

@@ -32,7 +32,7 @@ _CHUNK = 1 << 16
 
 @runtime_checkable
 class Downloader(Protocol):
-    """What this module needs of :class:`kernbench.ci.github.UrllibTransport`."""
+    """What this module needs of :class:`kernbench.ci.transport.UrllibTransport`."""
 
     def request(self, method: str, path: str, body: Mapping[str, Any] | None = None,
                 params: Mapping[str, str] | None = None) -> tuple[int, Any]: ...

@@ -8,32 +8,17 @@ into place, so a run killed half-way leaves valid files for everything that fini
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.files import read_json_object, write_json_atomic, write_text_atomic
-from kernbench.model import CaseResult, RunResult
-from kernbench.schema import SCHEMA_VERSION
-from kernbench.serialize import record_dict, summary_dict
+from kernbench.analysis.summary import record_dict, summary_dict
+from kernbench.results.files import safe_filename, write_json_atomic, write_text_atomic
+from kernbench.results.model import CaseResult, RunResult
+from kernbench.results.schema import SCHEMA_VERSION
 
-__all__ = ["ReportGenerator", "read_json_object", "safe_filename", "write_json_atomic",
-           "write_text_atomic"]
-
-
-def safe_filename(name: str) -> str:
-    """A kernel name as a file name: only [A-Za-z0-9._-], no leading dot, never empty.
-
-    A name that had to change gets a short hash of the original, so two names that clean up
-    alike ("a b" and "a_b") still get different files."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:120]
-    if cleaned and cleaned == name:
-        return cleaned
-    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{cleaned or '_'}-{digest}"
+__all__ = ["ReportGenerator"]
 
 
 class ReportGenerator:

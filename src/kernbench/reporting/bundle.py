@@ -2,8 +2,8 @@
 
 A run directory holds ``summary.json`` (with the results and their raw samples), ``env.json``
 and, when the run was compared with a baseline, ``comparison.json``. History records (see
-:mod:`kernbench.history`) of the same machine add trends. :func:`load_report_inputs` reads them
-back, so ``kernbench report DIR`` renders exactly what the run itself rendered.
+:mod:`kernbench.results.history`) of the same machine add trends. :func:`load_report_inputs` reads
+them back, so ``kernbench report DIR`` renders exactly what the run itself rendered.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
-from kernbench.schema import migrate
+from kernbench.results.schema import migrate
 
 __all__ = ["ReportInputs", "load_report_inputs"]
 
@@ -40,7 +40,7 @@ class ReportInputs:
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    from kernbench.reporting import read_json_object
+    from kernbench.results.files import read_json_object
 
     return read_json_object(path) if path.exists() else None
 
@@ -71,7 +71,7 @@ def load_report_inputs(run_dir: Path, history_root: Path | None = None,
 
 def _history_for(root: Path, environment: Mapping[str, Any],
                  limit: int) -> list[dict[str, Any]]:
-    from kernbench.history import load_records
+    from kernbench.results.history import load_records
 
     fingerprint = environment.get("fingerprint")
     if not fingerprint:

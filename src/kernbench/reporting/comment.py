@@ -1,10 +1,10 @@
 """The PR comment: a short, size-capped Markdown rendering of one run and its comparison.
 
 A trusted workflow posts it from an artifact that an untrusted pull request produced, so every
-string read from the documents is treated as hostile: it is clipped, stripped of control and
-format characters, Markdown/HTML-escaped, and mentions and bare links are defused
-(:func:`escape`). Data only ever lands in table cells or after fixed text, never at the start
-of a line, so it cannot open a block (heading, list, HTML block).
+string read from the documents is treated as hostile and goes through
+:func:`kernbench.reporting.comment_text.escape`. Data only ever lands in table cells or after
+fixed text, never at the start of a line, so it cannot open a block (heading, list, HTML
+block).
 
 The text is assembled in Python rather than with a jinja2 template because it must fit
 ``max_chars``: rows are dropped from the collapsed table first, then from the significant
@@ -13,30 +13,36 @@ table, and every cut falls between whole rows.
 
 from __future__ import annotations
 
-import math
-import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.compare import VERDICTS, CaseComparison, tally
+from kernbench.analysis.compare import VERDICTS, CaseComparison, tally
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.markdown import md_escape
+from kernbench.reporting.comment_text import (
+    HEX,
+    NOTE_CHARS,
+    TOKEN,
+    check_run_url,
+    code_text,
+    escape,
+    fork_notice,
+    number_text,
+    table_row,
+)
 from kernbench.reporting.regressions import headline
 from kernbench.reporting.views import (
     CHANGED,
     PROBLEM_STATUSES,
     ci95_bounds,
     dig,
-    fmt_num,
     impact,
     mappings,
     section,
 )
 
-__all__ = ["MARKER", "MIN_MAX_CHARS", "escape", "fork_notice", "render_comment"]
+__all__ = ["MARKER", "MIN_MAX_CHARS", "render_comment"]
 
 MARKER = "<!-- kernbench-comment -->"
 """First line of every comment: the bot finds (and updates) its own comment by it."""
@@ -44,100 +50,10 @@ MARKER = "<!-- kernbench-comment -->"
 MIN_MAX_CHARS = 3_000
 """The smallest `max_chars` accepted: the verdict and the run link always fit in it."""
 
-CELL_CHARS = 200
-"""A value from the data is clipped to this many characters before escaping."""
-NOTE_CHARS = 300
 PROBLEMS_LISTED = 20
 WARNINGS_LISTED = 5
 GPU_NAMES_LISTED = 4
 RUN_STATUSES = ("ok", "failed", "timeout", "skipped", "invalid")
-ZWSP = "\u200b"
-
-_DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-_URL_SAFE = re.compile(r"^https?://[A-Za-z0-9\-._~:/?#@!$&'*+,;=%]+$")
-_HEX = re.compile(r"^[0-9a-fA-F]{4,64}$")
-_TOKEN = re.compile(r"^[0-9A-Za-z_.\-]{1,64}$")
-_REPO = re.compile(r"^[0-9A-Za-z_.\-]{1,100}/[0-9A-Za-z_.\-]{1,100}$")
-_BARE_LINK = re.compile(r"(?i)(://|\bwww\.)")
-_ISSUE_REF = re.compile(r"(?i)(#|\bGH-)(?=[0-9])")
-_HEX_RUN = re.compile(r"[0-9a-fA-F]{7,}")
-HEX_CHUNK = 6
-"""GitHub links a word of 7 or more hex digits to the commit it names: runs are cut into
-chunks of at most this many by zero-width spaces."""
-
-
-# --- escaping ------------------------------------------------------------------------------
-
-def escape(value: object, limit: int = CELL_CHARS) -> str:
-    """`value` as inert inline Markdown on one line: at most `limit` source characters.
-
-    On top of :func:`md_escape` (backslash, ``| ` * _ < > [ ]``, whitespace collapsed):
-    control, format (bidi overrides, zero-width) and surrogate characters become spaces;
-    ``&`` (entities), ``~`` (strikethrough) and ``$`` (math) are escaped; ``@`` is followed
-    by a zero-width space so nobody is mentioned; ``://`` and ``www.`` are broken so nothing
-    is autolinked; ``#123``, ``GH-123`` and ``owner/repo#123`` get a zero-width space before
-    the number and runs of 7+ hex digits one every :data:`HEX_CHUNK` characters, so no issue,
-    pull request or commit is linked (or notified of a cross-reference).
-    Non-scalar values (lists, objects) render as "n/a".
-    """
-    if value is None or not isinstance(value, (str, int, float)):
-        return "n/a"
-    text = str(value)
-    clipped = len(text) > limit
-    text = "".join(" " if unicodedata.category(ch) in _DROPPED_CATEGORIES else ch
-                   for ch in text[:limit])
-    text = md_escape(text) + ("…" if clipped else "")
-    for char in "&~$":
-        text = text.replace(char, "\\" + char)
-    text = text.replace("@", "@" + ZWSP)
-    text = _ISSUE_REF.sub(lambda m: m.group(1) + ZWSP, text)
-    text = _HEX_RUN.sub(_cut_hex, text)
-    return _BARE_LINK.sub(lambda m: m.group(1)[0] + ZWSP + m.group(1)[1:], text)
-
-
-def _cut_hex(match: re.Match[str]) -> str:
-    run = match.group(0)
-    return ZWSP.join(run[i:i + HEX_CHUNK] for i in range(0, len(run), HEX_CHUNK))
-
-
-def _num(value: object, digits: int = 4) -> str:
-    """A finite number, or "n/a" for anything else (None, strings, booleans, NaN, infinities,
-    integers too large for a float): unvalidated data must not end in a traceback."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "n/a"
-    if isinstance(value, int) and abs(value) > 2**63:
-        return "n/a"
-    return fmt_num(value, digits) if math.isfinite(value) else "n/a"
-
-
-def _code(value: object, pattern: re.Pattern[str], length: int = 64) -> str:
-    """A commit or fingerprint in backticks when it looks like one; escaped text otherwise."""
-    if isinstance(value, str) and pattern.match(value):
-        return f"`{value[:length]}`"
-    return escape(value, 64)
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _check_url(run_url: str | None) -> str | None:
-    if run_url is None:
-        return None
-    if len(run_url) > 1_000 or not _URL_SAFE.match(run_url):
-        raise KernbenchError("--run-url: expected an http(s) URL of at most 1000 characters "
-                             "without spaces, quotes, brackets or parentheses")
-    return run_url
-
-
-def fork_notice(fork: str) -> str:
-    """The warning a comment carries when the pull request comes from the fork `fork`."""
-    name = f"`{fork}`" if _REPO.match(fork) else escape(fork, 100)
-    return ("> [!WARNING]\n"
-            f"> This pull request comes from the fork {name}. Its own code ran these benchmarks "
-            "on a runner it controlled and wrote this report, so every figure and name below "
-            "is untrusted data: a claim by the fork, not a measurement this repository vouches "
-            "for. Re-run the benchmarks from a trusted branch before relying on them.")
 
 
 # --- the verdict ---------------------------------------------------------------------------
@@ -170,8 +86,8 @@ def _verdict_blocks(comparison: Mapping[str, Any] | None) -> list[str]:
     if note is not None:
         return [f"**{line}**", "Nothing was compared; this is not a pass."]
     counts = tally(judged)
-    table = "\n".join([_row(VERDICTS), "|" + "---:|" * len(VERDICTS),
-                       _row([str(counts[v]) for v in VERDICTS])])
+    table = "\n".join([table_row(VERDICTS), "|" + "---:|" * len(VERDICTS),
+                       table_row([str(counts[v]) for v in VERDICTS])])
     return [f"**{line}**", *_warnings(comparison), table, _method_note(comparison, len(cases))]
 
 
@@ -188,10 +104,10 @@ def _warnings(comparison: Mapping[str, Any]) -> list[str]:
 def _method_note(comparison: Mapping[str, Any], n_cases: int) -> str:
     settings = section(comparison, "settings")
     threshold = settings.get("threshold")
-    pct = _num(threshold * 100) if isinstance(threshold, (int, float)) else "n/a"
+    pct = number_text(threshold * 100) if isinstance(threshold, (int, float)) else "n/a"
     text = (f"Ratio is candidate / baseline median latency (above 1 is slower). A change is "
             f"claimed only beyond the {pct}% threshold **and** at q < "
-            f"{_num(settings.get('alpha'))} after Benjamini-Hochberg control across all "
+            f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across all "
             f"{n_cases} cases.")
     skipped = comparison.get("skipped_both")
     if isinstance(skipped, list) and skipped:
@@ -210,7 +126,7 @@ _RESULTS_HEAD = ("Case", "Status", "p50 ms", "95% CI ms", "p99 ms", "Samples")
 
 def _head(columns: Sequence[str], numeric: Sequence[int]) -> str:
     rule = "|" + "".join("---:|" if i in numeric else "---|" for i in range(len(columns)))
-    return _row(columns) + "\n" + rule
+    return table_row(columns) + "\n" + rule
 
 
 def _case_name(case: Mapping[str, Any]) -> str:
@@ -219,14 +135,14 @@ def _case_name(case: Mapping[str, Any]) -> str:
 
 def _interval(low: object, high: object) -> str:
     if isinstance(low, (int, float)) and isinstance(high, (int, float)):
-        return f"{_num(low)} – {_num(high)}"
+        return f"{number_text(low)} – {number_text(high)}"
     return "n/a"
 
 
 def _figures(case: Mapping[str, Any]) -> list[str]:
-    return [_num(case.get("ratio")), _interval(case.get("ci_low"), case.get("ci_high")),
-            _num(case.get("q_value"), 2), _num(case.get("baseline_p50_ms")),
-            _num(case.get("candidate_p50_ms"))]
+    return [number_text(case.get("ratio")), _interval(case.get("ci_low"), case.get("ci_high")),
+            number_text(case.get("q_value"), 2), number_text(case.get("baseline_p50_ms")),
+            number_text(case.get("candidate_p50_ms"))]
 
 
 def _verdict_cell(case: Mapping[str, Any], bold: bool) -> str:
@@ -238,18 +154,18 @@ def _drift_cell(case: Mapping[str, Any]) -> str:
     drift = section(case, "accuracy_drift")
     if drift.get("flagged") is not True:
         return "–"
-    return (f"**{escape(drift.get('metric'), 40)} {_num(drift.get('baseline'), 3)} → "
-            f"{_num(drift.get('candidate'), 3)}**")
+    return (f"**{escape(drift.get('metric'), 40)} {number_text(drift.get('baseline'), 3)} → "
+            f"{number_text(drift.get('candidate'), 3)}**")
 
 
 def _significant_rows(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     ranked = sorted((c for c in cases if _significant(c)), key=impact, reverse=True)
-    return [_row([_case_name(c), _verdict_cell(c, True), *_figures(c), _drift_cell(c)])
+    return [table_row([_case_name(c), _verdict_cell(c, True), *_figures(c), _drift_cell(c)])
             for c in ranked]
 
 
 def _case_rows(cases: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [_row([_case_name(c), _verdict_cell(c, False), *_figures(c),
+    return [table_row([_case_name(c), _verdict_cell(c, False), *_figures(c),
                   escape(c.get("note"), NOTE_CHARS) if c.get("note") else ""])
             for c in cases]
 
@@ -260,9 +176,9 @@ def _result_rows(results: Sequence[Mapping[str, Any]]) -> list[str]:
         timing = section(r, "timing")
         low, high = ci95_bounds(r)
         samples = r.get("samples_ms", timing.get("samples_ms"))
-        rows.append(_row([escape(r.get("case_id")), escape(r.get("status"), 40),
-                          _num(timing.get("latency_ms_p50")), _interval(low, high),
-                          _num(timing.get("latency_ms_p99")),
+        rows.append(table_row([escape(r.get("case_id")), escape(r.get("status"), 40),
+                          number_text(timing.get("latency_ms_p50")), _interval(low, high),
+                          number_text(timing.get("latency_ms_p99")),
                           str(len(samples)) if isinstance(samples, list) else "n/a"]))
     return rows
 
@@ -283,7 +199,7 @@ def _machine(env: Mapping[str, Any]) -> str:
 
 
 def _commit(value: object) -> str:
-    return _code(value, _HEX, 12) if value else "n/a"
+    return code_text(value, HEX, 12) if value else "n/a"
 
 
 def _runs_table(inputs: ReportInputs) -> str:
@@ -292,15 +208,15 @@ def _runs_table(inputs: ReportInputs) -> str:
     comparison = inputs.comparison
     if comparison is None:
         rows = [("Commit", _commit(head_commit)), ("Machine", _machine(env)),
-                ("Fingerprint", _code(env.get("fingerprint"), _TOKEN))]
-        return "\n".join([_head(("", "Head"), ()), *(_row(r) for r in rows)])
+                ("Fingerprint", code_text(env.get("fingerprint"), TOKEN))]
+        return "\n".join([_head(("", "Head"), ()), *(table_row(r) for r in rows)])
     base, cand = section(comparison, "baseline"), section(comparison, "candidate")
     pairs = [("Commit", _commit(base.get("commit")), _commit(head_commit or cand.get("commit"))),
              ("Source", escape(base.get("source")), escape(cand.get("source"))),
              ("Machine", escape(base.get("machine")), _machine(env)),
-             ("Fingerprint", _code(base.get("fingerprint"), _TOKEN),
-              _code(env.get("fingerprint") or cand.get("fingerprint"), _TOKEN))]
-    return "\n".join([_head(("", "Baseline", "Head"), ()), *(_row(r) for r in pairs)])
+             ("Fingerprint", code_text(base.get("fingerprint"), TOKEN),
+              code_text(env.get("fingerprint") or cand.get("fingerprint"), TOKEN))]
+    return "\n".join([_head(("", "Baseline", "Head"), ()), *(table_row(r) for r in pairs)])
 
 
 def _run_blocks(inputs: ReportInputs) -> list[str]:
@@ -313,7 +229,7 @@ def _run_blocks(inputs: ReportInputs) -> list[str]:
               f"kernbench {version}; {len(results)} cases in this run: {counts}."]
     problems = [r for r in results if r.get("status") in PROBLEM_STATUSES]
     if problems:
-        rows = [_row([escape(r.get("case_id")), escape(r.get("status"), 40),
+        rows = [table_row([escape(r.get("case_id")), escape(r.get("status"), 40),
                       escape(r.get("reason"), NOTE_CHARS)]) for r in problems[:PROBLEMS_LISTED]]
         table = "\n".join([_head(("Case", "Status", "Reason"), ()), *rows])
         if len(problems) > PROBLEMS_LISTED:
@@ -392,7 +308,7 @@ def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
     """
     if max_chars < MIN_MAX_CHARS:
         raise KernbenchError(f"--max-chars: expected at least {MIN_MAX_CHARS} (got {max_chars})")
-    url = _check_url(run_url)
+    url = check_run_url(run_url)
     link = [f"[Workflow run]({url})"] if url else []
     comparison = inputs.comparison
     verdict = _verdict_blocks(comparison)

@@ -24,7 +24,7 @@ from kernbench.reporting.views import (
 __all__ = ["VERDICTS", "Change", "RegressionDigest", "regression_digest"]
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
-"""kernbench.compare.VERDICTS, repeated so that reading documents does not import numpy."""
+"""kernbench.analysis.compare.VERDICTS, repeated so that reading documents does not import numpy."""
 
 
 @dataclass(frozen=True)

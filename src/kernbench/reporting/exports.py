@@ -8,7 +8,7 @@ missing one is an empty CSV cell, ``null`` in JSON or an absent key. Records fro
 failed runs (missing blocks, ``timing: None``) render without error.
 
 Comparison cases (comparison.json) are matched to results by their ``key`` (case id plus
-problem size, as :func:`kernbench.compare.case_key` builds it), else by ``label`` == the
+problem size, as :func:`kernbench.analysis.compare.case_key` builds it), else by ``label`` == the
 record's ``case_id`` when that label is unique (:func:`views.matched_cases`).
 
 Where a run holds two cases with the same case id (one kernel at several problem sizes), the

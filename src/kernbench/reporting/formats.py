@@ -22,15 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kernbench.config.options import DEFAULT_FORMATS
 from kernbench.errors import KernbenchError
-from kernbench.reporting import write_json_atomic, write_text_atomic
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.results.files import write_json_atomic, write_text_atomic
 
 __all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "parse_formats", "write_formats"]
 
 Writer = Callable[[ReportInputs, Path], list[Path]]
 
-DEFAULT_FORMATS = ("json", "md", "html")
 
 
 def _json(inputs: ReportInputs, out: Path) -> list[Path]:

@@ -7,49 +7,48 @@ Everything shown comes from the documents; a missing figure reads "n/a", with th
 reason on hover where it gives one. All text goes through jinja2's HTML autoescaping or
 :func:`html.escape`, so a kernel named ``<script>`` is shown, not run.
 
-Speedup baseline: :func:`kernbench.reporting.views.speedup_baseline`, among the cases of one
-kernel and problem size that ran; speedup = baseline p50 / p50.
+The charts (speedups, bandwidth, implementations, history trends) are
+:mod:`kernbench.reporting.html_charts`. Speedup baseline:
+:func:`kernbench.reporting.views.speedup_baseline`, among the cases of one kernel and problem
+size that ran; speedup = baseline p50 / p50.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.implementations import ImplementationTable, implementation_tables
+from kernbench.reporting.html_charts import (
+    anchors_by_case,
+    bandwidth_charts,
+    implementation_views,
+    safe_svg,
+    speedup_chart,
+    trend_views,
+)
 from kernbench.reporting.svg import (
-    Bar,
     BoxRow,
-    Series,
-    TrendPoint,
     box_plot_svg,
     box_stats,
     box_title,
     colour_map,
-    grouped_bar_svg,
-    line_chart_svg,
-    trend_svg,
 )
 from kernbench.reporting.views import (
     PROBLEM_STATUSES,
     Record,
     fmt_num,
-    kernel_groups,
     p50_ms,
     section,
     size_label,
-    speedup_baseline,
     split_significant,
     variant,
 )
 
-__all__ = ["render_html", "speedup_baseline"]
+__all__ = ["render_html"]
 
 TAIL_CHARS = 6000
 """A traceback or stderr tail longer than this is cut to its last TAIL_CHARS characters."""
@@ -227,7 +226,7 @@ def detail_view(record: Record, anchor: str, verdict: str | None) -> dict[str, A
         if stats else None
     timing = section(record, "timing")
     counts = [c for c in timing.get("process_sample_counts") or [] if isinstance(c, int)]
-    return {"anchor": anchor, "record": record, "stats": stats, "svg": _safe(svg),
+    return {"anchor": anchor, "record": record, "stats": stats, "svg": safe_svg(svg),
             "processes": counts, "verdict": verdict, "size": size_label(record.get("problem_size")),
             "timing": timing, "memory": section(record, "memory"),
             "energy": section(record, "energy"), "work": section(record, "work"),
@@ -252,163 +251,10 @@ def _distribution_svg(timed: Sequence[Record], anchors: Mapping[int, str]) -> Ma
         if stats is not None:
             rows.append(BoxRow(f"{record.get('case_id')}{status}", stats,
                                f"#{anchors[id(record)]}"))
-    return _safe(box_plot_svg(rows)) if rows else None
+    return safe_svg(box_plot_svg(rows)) if rows else None
 
 
-def _safe(svg: str | None) -> Markup | None:
-    """SVG from :mod:`svg` (which escapes every text it is given) as markup for the template."""
-    return Markup(svg) if svg is not None else None
-
-
-# --- backend x precision -------------------------------------------------------------------
-
-def speedup_chart(ran: Sequence[Record], colours: Mapping[str, str]) -> Markup | None:
-    """Grouped bars of speedup over the baseline, per kernel and problem size with more than
-    one case; `ran` are the cases with a median, in the summary's order."""
-    groups = kernel_groups(ran, size_label)  # by the size shown; plots group by size_json
-    bars = []
-    for (kernel, size), cases in groups.items():
-        if len(cases) > 1:
-            base = speedup_baseline(cases)
-            bars.append((kernel if len({k for k, _ in groups}) == len(groups)
-                         else f"{kernel} ({size})", [_speedup_bar(c, base) for c in cases]))
-    if not bars:
-        return None
-    return _safe(grouped_bar_svg(bars, y_label="speedup over baseline (x, higher is faster)",
-                                 reference=1.0, colours=colours))
-
-
-def _speedup_bar(case: Record, base: Record) -> Bar:
-    ratio = (p50_ms(base) or 0.0) / (p50_ms(case) or 1.0)
-    title = (f"{case.get('kernel_name')} {variant(case)}: {fmt_num(ratio, 3)}x vs baseline "
-             f"{variant(base)} (p50 {fmt_num(p50_ms(case))} ms vs {fmt_num(p50_ms(base))} ms)")
-    return Bar(variant(case), ratio, f"{fmt_num(ratio, 3)}x", title)
-
-
-def bandwidth_charts(ran: Sequence[Record],
-                     colours: Mapping[str, str]) -> list[tuple[str, Markup]]:
-    """Per kernel: GB/s per problem size, one series per backend/precision."""
-    charts = []
-    for kernel in dict.fromkeys(str(r.get("kernel_name")) for r in ran):
-        cases = [r for r in ran if str(r.get("kernel_name")) == kernel
-                 and isinstance(section(r, "work").get("gb_per_s"), (int, float))]
-        if not cases:
-            continue
-        sizes = list(dict.fromkeys(size_label(r.get("problem_size")) for r in cases))
-        series = []
-        for name in dict.fromkeys(variant(r) for r in cases):
-            by_size = {size_label(r.get("problem_size")): r for r in cases if variant(r) == name}
-            values = [by_size[s]["work"]["gb_per_s"] if s in by_size else None for s in sizes]
-            titles = [f"{kernel} {name} {s}: {fmt_num(v)} GB/s"
-                      for s, v in zip(sizes, values, strict=True)]
-            series.append(Series(name, values, titles))
-        charts.append((kernel, _safe(line_chart_svg(sizes, series, y_label="GB/s",
-                                                            colours=colours)) or Markup()))
-    return charts
-
-
-# --- implementations side by side ---------------------------------------------------------
-
-def anchors_by_case(results: Sequence[Record], anchors: Mapping[int, str]) -> dict[str, str]:
-    return {str(r.get("case_id")): anchors[id(r)] for r in results}
-
-
-def implementation_views(summary: Mapping[str, Any],
-                         anchors: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Per kernel with several implementations: its table, a speedup chart (bars per shape,
-    one per implementation) and a GB/s chart (a line per implementation)."""
-    views = []
-    for table in implementation_tables(summary):
-        colours = colour_map(list(table.names))
-        views.append({"table": table, "anchors": anchors,
-                      "speedup_svg": _impl_speedup_svg(table, colours),
-                      "bandwidth_svg": _impl_bandwidth_svg(table, colours)})
-    return views
-
-
-def _impl_speedup_svg(table: ImplementationTable, colours: Mapping[str, str]) -> Markup | None:
-    groups = [(row.label, [Bar(name, cell.speedup, f"{fmt_num(cell.speedup, 3)}x",
-                               f"{table.kernel} {name} {row.label}: {fmt_num(cell.speedup, 3)}x "
-                               f"vs {table.reference} (p50 {fmt_num(cell.p50_ms)} ms)")
-                           for name, cell in row.cells.items() if cell.speedup is not None])
-              for row in table.rows]
-    groups = [(label, bars) for label, bars in groups if bars]
-    if not groups:
-        return None
-    return _safe(grouped_bar_svg(groups, reference=1.0, colours=colours,
-                                 y_label=f"speedup over {table.reference} (x, higher is faster)"))
-
-
-def _impl_bandwidth_svg(table: ImplementationTable, colours: Mapping[str, str]) -> Markup | None:
-    if not table.has_bandwidth:
-        return None
-    labels = [row.label for row in table.rows]
-    series = [Series(name, [row.cells[name].gb_per_s for row in table.rows],
-                     [f"{table.kernel} {name} {row.label}: {fmt_num(row.cells[name].gb_per_s)} "
-                      "GB/s" for row in table.rows]) for name in table.names]
-    return _safe(line_chart_svg(labels, series, y_label="GB/s", colours=colours, width=960))
-
-
-# --- history, comparison, failures -----------------------------------------------------------
-
-def _case_key(record: Record) -> str:
-    """Identity of a case across runs; a JSON list, so unambiguous, unlike views.case_key."""
-    key = [record.get("kernel_name"), record.get("backend"), record.get("precision"),
-           record.get("problem_size")]
-    if record.get("implementation"):  # kernels with one implementation keep their old keys
-        key.append(record["implementation"])
-    return json.dumps(key, sort_keys=True, default=str)
-
-
-def _instant(text: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text)).replace(microsecond=0)
-    except ValueError:
-        return None
-
-
-def trend_views(inputs: ReportInputs, results: Sequence[Record], verdicts: Mapping[str, str],
-                anchors: Mapping[int, str]) -> list[dict[str, Any]]:
-    """p50 over the history runs (oldest first) for each case with at least two points; the
-    current run is the record created when the summary started, else appended from it."""
-    runs = list(reversed(inputs.history))
-    started = _instant(inputs.summary.get("started_at"))
-    current_in_history = any(_instant(h.get("created_at")) == started for h in runs)
-    views = []
-    for record in results:
-        points = [p for h in runs if (p := _history_point(h, record, started, verdicts))]
-        if not current_in_history and p50_ms(record) is not None:
-            points.append(_point(p50_ms(record) or 0.0, "this run", "this run",
-                                 verdicts.get(str(record.get("case_id")))))
-        if len(points) >= 2:
-            views.append({"record": record, "anchor": anchors[id(record)],
-                          "svg": _safe(trend_svg(points))})
-    return views
-
-
-def _history_point(run: Record, record: Record, started: datetime | None,
-                   verdicts: Mapping[str, str]) -> TrendPoint | None:
-    key = _case_key(record)
-    match = next((r for r in run.get("results") or [] if _case_key(r) == key), None)
-    p50 = None if match is None else p50_ms(match)
-    if p50 is None:
-        return None
-    when = _instant(run.get("created_at"))
-    git = section(run, "git")
-    commit = git.get("short_commit") or str(git.get("commit") or "no commit")[:12]
-    is_current = when is not None and when == started
-    label = when.strftime("%m-%d %H:%M") if when else "?"
-    title = (f"{when or run.get('created_at')} commit {commit}"
-             + (" (this run)" if is_current else ""))
-    return _point(p50, label, title,
-                  verdicts.get(str(record.get("case_id"))) if is_current else None)
-
-
-def _point(value: float, label: str, title: str, verdict: str | None) -> TrendPoint:
-    mark = verdict if verdict in ("regressed", "improved") else None
-    suffix = f"; verdict {verdict}" if mark else ""
-    return TrendPoint(value, label, f"{title}: p50 {fmt_num(value)} ms{suffix}", mark)
-
+# --- comparison, failures --------------------------------------------------------------------
 
 COMPARISON_CASE_DEFAULTS: Mapping[str, Any] = {
     "label": "?", "verdict": "n/a", "ratio": None, "ci_low": None, "ci_high": None,

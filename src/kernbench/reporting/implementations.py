@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.model import point_of
+from kernbench.analysis.stats import geometric_mean
 from kernbench.reporting.views import Record, mappings, number, p50_ms, section
-from kernbench.stats import geometric_mean
+from kernbench.results.model import point_of
 
 
 @dataclass(frozen=True)

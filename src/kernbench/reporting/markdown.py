@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from kernbench.reporting import findings as fx
+from kernbench.reporting import recommendations as rx
 from kernbench.reporting.digest import regression_digest
 from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.views import PROBLEM_STATUSES
@@ -42,7 +43,7 @@ def template_environment() -> jinja2.Environment:
 def kernel_label(record: Mapping[str, Any]) -> str:
     """The kernel name, with the implementation and the sweep point when the case has them
     (`softmax jax rows=64`, `matmul m=64,k=64,n=64`), so they read as different rows."""
-    from kernbench.model import point_of
+    from kernbench.results.model import point_of
 
     name = str(record.get("kernel_name"))
     impl = record.get("implementation")
@@ -74,7 +75,8 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
         worked=[r for r in results if r["status"] == "ok" and r.get("work")],
         finding_groups=fx.group_findings(found), max_listed=MAX_LISTED,
         unstable=any(f.kind == "unstable" for f in found), noisy_pct=fx.NOISY_CI_RATIO * 100,
-        advice=fx.recommendations(document, comparison), no_advice=fx.NO_RECOMMENDATIONS,
+        advice=rx.recommendations(document, comparison),
+        no_advice=rx.NO_RECOMMENDATIONS,
         digest=regression_digest(comparison), impl_tables=implementation_tables(document),
     )
 

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import io
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
-from kernbench.reporting import safe_filename
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.views import (
@@ -45,6 +43,7 @@ from kernbench.reporting.views import (
     speedup_baseline,
     variant,
 )
+from kernbench.results.files import safe_filename, write_bytes_atomic
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -110,10 +109,7 @@ def _matplotlib() -> tuple[NewFigure, Callable[[], Any]]:
 def _save(figure: Figure, path: Path) -> Path:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(buffer.getvalue())
-    os.replace(tmp, path)
-    return path
+    return write_bytes_atomic(path, buffer.getvalue())
 
 
 def _empty(new_figure: NewFigure, title: str, message: str) -> Figure:

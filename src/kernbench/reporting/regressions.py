@@ -6,11 +6,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.compare import CALIBRATIONS, CaseComparison, case_dict, regressions_found, tally
-from kernbench.reporting import write_json_atomic, write_text_atomic
+from kernbench.analysis.compare import (
+    CALIBRATIONS,
+    CaseComparison,
+    case_dict,
+    regressions_found,
+    tally,
+)
 from kernbench.reporting.markdown import template_environment
 from kernbench.reporting.views import split_significant
-from kernbench.schema import SCHEMA_VERSION
+from kernbench.results.files import write_json_atomic, write_text_atomic
+from kernbench.results.schema import SCHEMA_VERSION
 
 
 def headline(cases: Sequence[CaseComparison], baseline_note: str | None) -> str:

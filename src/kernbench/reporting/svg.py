@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from kernbench.analysis.stats import percentile
 from kernbench.reporting.views import fmt_num
-from kernbench.stats import percentile
 
 __all__ = ["PALETTE", "Bar", "BoxRow", "BoxStats", "Scale", "Series", "TrendPoint",
            "box_plot_svg", "box_stats", "box_title", "colour_map", "grouped_bar_svg",

@@ -19,10 +19,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from kernbench.compare import VERDICTS
+from kernbench.analysis.compare import VERDICTS
 from kernbench.errors import KernbenchError
-from kernbench.model import STATUSES
-from kernbench.schema import SCHEMA_VERSION
+from kernbench.results.model import STATUSES
+from kernbench.results.schema import SCHEMA_VERSION
 
 __all__ = ["COMPARISON_SCHEMA", "ENVIRONMENT_SCHEMA", "SUMMARY_SCHEMA", "validate_report_dir"]
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kernbench.model import IMPL_PREFIX
+from kernbench.results.model import IMPL_PREFIX, record_case_id
 
 Record = Mapping[str, Any]
 """A result record, a comparison case or a history row, as read from JSON."""
@@ -114,14 +114,11 @@ def variant(record: Record) -> str:
 
 def case_id(record: Record) -> str:
     """The record's case id, else "kernel[backend,precision]"."""
-    found = record.get("case_id")
-    if isinstance(found, str) and found:
-        return found
-    return f"{record.get('kernel_name')}[{record.get('backend')},{record.get('precision')}]"
+    return record_case_id(record)
 
 
 def case_key(record: Record) -> str:
-    """The comparison's case key, as :func:`kernbench.compare.case_key` builds it:
+    """The comparison's case key, as :func:`kernbench.analysis.compare.case_key` builds it:
     kernel[backend,precision] plus the problem size as JSON."""
     impl = record.get("implementation")
     inside = f"{record.get('backend')},{record.get('precision')}" + (

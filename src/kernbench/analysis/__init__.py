@@ -1,0 +1,1 @@
+"""Pure statistics and verdicts: comparisons, baselines from git, golden values."""

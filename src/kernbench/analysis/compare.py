@@ -1,0 +1,327 @@
+"""Baseline vs candidate: a verdict per case from the raw samples.
+
+Cases are matched on (kernel, backend, precision, problem size). For each pair the samples are
+split into their worker-process groups and compared with :func:`kernbench.analysis.stats_compare.
+compare_groups`; the p-values of all compared cases go through Benjamini-Hochberg together, and
+:func:`kernbench.analysis.stats_compare.verdict` claims a change only when it is both significant
+and beyond the practical threshold (global, per kernel in bench.yaml, per metric). Accuracy drift
+between the two runs is flagged separately.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from kernbench.analysis.stats import percentile
+from kernbench.analysis.stats_compare import (
+    Comparison,
+    benjamini_hochberg,
+    compare_groups,
+    compare_paired,
+    verdict,
+)
+from kernbench.results.model import IMPL_PREFIX, CaseResult, case_id_of
+
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
+DEFAULT_THRESHOLD = 0.10
+DEFAULT_ACCURACY_DRIFT = 1e-3
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Practical thresholds: `latency` is a relative change of the median (0.10 = 10%),
+    `accuracy_drift` an absolute change of the relative error; `per_kernel` overrides both."""
+
+    latency: float = DEFAULT_THRESHOLD
+    accuracy_drift: float = DEFAULT_ACCURACY_DRIFT
+    per_kernel: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def for_kernel(self, kernel: str) -> tuple[float, float]:
+        own = self.per_kernel.get(kernel, {})
+        return (float(own.get("latency", self.latency)),
+                float(own.get("accuracy_drift", self.accuracy_drift)))
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    """One case's verdict with the figures behind it."""
+
+    key: str
+    """Matching key: the case id plus its problem size."""
+    kernel_name: str
+    backend: str
+    precision: str
+    verdict: str
+    threshold: float
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    method: str | None = None
+    baseline_p50_ms: float | None = None
+    candidate_p50_ms: float | None = None
+    processes: tuple[int, int] = (0, 0)
+    accuracy_drift: Mapping[str, Any] | None = None
+    note: str | None = None
+    point: str | None = None
+    """The bench.yaml sweep point (its label is part of the case id); None without a sweep."""
+    implementation: str | None = None
+    """The implementation, for a kernel with several (part of the case id)."""
+    claimed: str | None = None
+    """What the statistics alone said, when the machine made the verdict inconclusive."""
+
+    @property
+    def label(self) -> str:
+        return case_id_of(self.kernel_name, self.backend, self.precision, self.point,
+                          self.implementation)
+
+    @property
+    def impact(self) -> float:
+        """How big the change is, for sorting: |log ratio|."""
+        return abs(math.log(self.ratio)) if self.ratio and self.ratio > 0 else 0.0
+
+
+def case_key(result: CaseResult) -> str:
+    """kernel[backend,precision] (with `,impl=NAME` for one of several implementations) and
+    the problem size as JSON: the same case in two runs has the same key."""
+    size = "" if result.problem_size is None else json.dumps(result.problem_size,
+                                                             sort_keys=True)
+    impl = f",{IMPL_PREFIX}{result.implementation}" if result.implementation else ""
+    return f"{result.kernel_name}[{result.backend},{result.precision}{impl}]{size}"
+
+
+def process_groups(result: CaseResult) -> list[list[float]]:
+    """The samples split by the worker process that took them."""
+    counts = result.process_sample_counts or (len(result.samples_ms),)
+    groups, start = [], 0
+    for count in counts:
+        groups.append(list(result.samples_ms[start:start + count]))
+        start += count
+    return [g for g in groups if g]
+
+
+def _p50(result: CaseResult) -> float | None:
+    return percentile(result.samples_ms, 50) if result.samples_ms else None
+
+
+def _drift(base: CaseResult, cand: CaseResult, limit: float) -> dict[str, Any] | None:
+    """Change of the relative error against the reference; a newly failing check too."""
+    before, after = base.accuracy.get("relative_error"), cand.accuracy.get("relative_error")
+    newly_failing = base.accuracy.get("passed") is True and cand.accuracy.get("passed") is False
+    if not isinstance(before, (int, float)) or not isinstance(after, (int, float)):
+        return {"metric": "accuracy.passed", "flagged": True} if newly_failing else None
+    delta = float(after) - float(before)
+    return {"metric": "relative_error", "baseline": before, "candidate": after, "delta": delta,
+            "threshold": limit, "flagged": newly_failing or abs(delta) > limit}
+
+
+def _unpaired(key: str, result: CaseResult, verdict_name: str, threshold: float,
+              note: str | None = None) -> CaseComparison:
+    p50 = _p50(result) if result.status == "ok" else None
+    side = {"baseline_p50_ms": p50} if verdict_name == "missing" else {"candidate_p50_ms": p50}
+    return CaseComparison(key=key, kernel_name=result.kernel_name, backend=result.backend,
+                          precision=result.precision, verdict=verdict_name, threshold=threshold,
+                          note=note, point=result.point, implementation=result.implementation,
+                          **side)  # type: ignore[arg-type]
+
+
+def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
+                    threshold: float) -> CaseComparison | None:
+    """Verdicts that need no statistics: a case that stopped or started running."""
+    if base.status == "ok" and cand.status == "ok":
+        return None
+    if base.status == "ok":
+        return _unpaired(key, cand, "regressed", threshold,
+                         f"the candidate no longer runs: {cand.status}: {cand.reason}")
+    if cand.status == "ok":
+        return _unpaired(key, cand, "new", threshold,
+                         f"the baseline did not run ({base.status}): nothing to compare with")
+    return _unpaired(key, cand, "inconclusive", threshold,
+                     f"neither side ran (baseline {base.status}: {base.reason}; "
+                     f"candidate {cand.status}: {cand.reason})")
+
+
+def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResult],
+                    thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
+                    confidence: float = 0.95, paired: bool = False) -> list[CaseComparison]:
+    """A verdict for every case present on either side. `paired`: the k-th process of each
+    side ran in the same interleaved round (``--ab``), so rounds are compared pairwise."""
+    compare = compare_paired if paired else compare_groups
+    thresholds = thresholds or Thresholds()
+    base_by_key = {case_key(r): r for r in baseline if r.status != "invalid"}
+    cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
+    for key in skipped_on_both_sides(baseline, candidate):
+        del base_by_key[key], cand_by_key[key]
+    decided: list[CaseComparison] = []
+    pending: list[tuple[str, CaseResult, CaseResult, Comparison]] = []
+    for key in sorted(set(base_by_key) | set(cand_by_key)):
+        base, cand = base_by_key.get(key), cand_by_key.get(key)
+        if base is None or cand is None:
+            only = cand or base
+            assert only is not None
+            limit = thresholds.for_kernel(only.kernel_name)[0]
+            decided.append(_unpaired(key, only, "new" if base is None else "missing", limit))
+            continue
+        status = _status_verdict(key, base, cand, thresholds.for_kernel(cand.kernel_name)[0])
+        if status is not None:
+            decided.append(status)
+            continue
+        pending.append((key, base, cand, compare(process_groups(base), process_groups(cand),
+                                                 confidence)))
+    q_values = benjamini_hochberg([c.p_value for *_, c in pending])
+    for (key, base, cand, comparison), q_value in zip(pending, q_values, strict=True):
+        latency, drift_limit = thresholds.for_kernel(cand.kernel_name)
+        decided.append(CaseComparison(
+            key=key, kernel_name=cand.kernel_name, backend=cand.backend,
+            precision=cand.precision, verdict=verdict(comparison, q_value, latency, alpha),
+            threshold=latency, ratio=comparison.ratio, ci_low=comparison.ci_low,
+            ci_high=comparison.ci_high, p_value=comparison.p_value, q_value=q_value,
+            method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
+            processes=(comparison.n_baseline, comparison.n_candidate),
+            accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
+            point=cand.point, implementation=cand.implementation))
+    return sorted(decided, key=lambda c: c.key)
+
+
+BUSY_OTHER_CORES = 0.5
+"""Other processes keeping at least this many cores busy during a case's samples: busy."""
+BUSY_STEAL_SHARE = 0.05
+"""The hypervisor stealing at least this share of the CPU time during the samples: busy."""
+CALIBRATION_TOLERANCE = 1.25
+"""Calibrations differing by more than this factor: the machine changed. Repeated calibrations
+of a quiet machine here agree within about 5%; one CPU hog on two cores makes the all-cores
+kernel 1.5-2x slower."""
+CALIBRATIONS = {"all_cores_hash_ms": "all-cores hash"}
+ADVICE = ("for a trustworthy answer run an interleaved A/B (`--ab REF`), or both runs again on "
+          "a quiet machine with `--processes 3` or more")
+
+
+def calibration_change(baseline: Mapping[str, Any] | None,
+                       candidate: Mapping[str, Any] | None) -> str | None:
+    """How the machine changed between or during two runs, from the calibrations in their
+    `machine_state` (kernbench.measure.machine); None when it did not (or was not measured)."""
+    worst: tuple[float, str] | None = None
+    for metric, name in CALIBRATIONS.items():
+        base, cand = _calibration(baseline, metric), _calibration(candidate, metric)
+        factors = []
+        if base and cand:
+            between = statistics.median(cand) / statistics.median(base)
+            factors.append((between, f"calibration {_factor(between)} in the candidate run "
+                                     f"than in the baseline's ({name})"))
+        for side, values in (("baseline", base), ("candidate", cand)):
+            if len(values) == 2:
+                during = values[1] / values[0]
+                factors.append((during, f"calibration {_factor(during)} at the end of the "
+                                        f"{side} run than at its start ({name})"))
+        for factor, text in factors:
+            if worst is None or abs(math.log(factor)) > abs(math.log(worst[0])):
+                worst = (factor, text)
+    if worst is None or abs(math.log(worst[0])) <= math.log(CALIBRATION_TOLERANCE):
+        return None
+    return worst[1]
+
+
+def _calibration(state: Mapping[str, Any] | None, metric: str) -> list[float]:
+    """[before, after] (what was measured of them) of one calibration kernel."""
+    values = []
+    for moment in ("before", "after"):
+        found = ((state or {}).get(moment) or {}).get("calibration") or {}
+        value = found.get(metric) if isinstance(found, Mapping) else None
+        if isinstance(value, (int, float)) and value > 0:
+            values.append(float(value))
+    return values
+
+
+def _factor(ratio: float) -> str:
+    return f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
+
+
+def busy(machine: Mapping[str, Any] | None) -> str | None:
+    """Why a case's samples were taken on a busy machine (kernbench.measure.machine's activity)."""
+    if not machine:
+        return None
+    other, steal = machine.get("other_cpu_cores") or 0.0, machine.get("steal_share") or 0.0
+    if other >= BUSY_OTHER_CORES:
+        cpus = machine.get("cpus")
+        return f"other processes kept {other:.1f}{f' of {cpus}' if cpus else ''} CPUs busy"
+    if steal >= BUSY_STEAL_SHARE:
+        return f"the hypervisor stole {steal:.0%} of the CPU time"
+    return None
+
+
+def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResult],
+                    candidate: Sequence[CaseResult], changed: str | None) -> list[CaseComparison]:
+    """Claimed changes that the machine, not the code, may explain, made inconclusive: every
+    regressed or improved case when the calibration `changed` between or during the runs
+    (:func:`calibration_change`), and a case whose samples (on either side) were taken while
+    other processes were busy."""
+    base_by_key = {case_key(r): r for r in baseline}
+    cand_by_key = {case_key(r): r for r in candidate}
+    judged = []
+    for case in cases:
+        if case.verdict not in ("regressed", "improved") or case.method is None:
+            judged.append(case)
+            continue
+        reasons = [f"the machine changed ({changed})"] if changed else []
+        for side, results in (("baseline", base_by_key), ("candidate", cand_by_key)):
+            found = results.get(case.key)
+            why = busy(found.machine if found is not None else None)
+            if why:
+                reasons.append(f"the machine was busy during the {side}'s samples ({why})")
+        if not reasons:
+            judged.append(case)
+            continue
+        note = (f"inconclusive: {'; '.join(reasons)}. The figures alone say {case.verdict}"
+                f"{f' ({case.ratio:.2f}x)' if case.ratio else ''}; {ADVICE}")
+        judged.append(replace(case, verdict="inconclusive", claimed=case.verdict, note=note))
+    return judged
+
+
+def comparison_warnings(baseline_meta: Mapping[str, Any], candidate_meta: Mapping[str, Any],
+                        changed: str | None) -> list[str]:
+    """What makes the whole comparison doubtful: two different machines (the ratios mix code
+    and hardware), or one machine whose calibration `changed` between the runs."""
+    warnings = []
+    prints = (baseline_meta.get("fingerprint"), candidate_meta.get("fingerprint"))
+    if all(prints) and prints[0] != prints[1]:
+        warnings.append(f"baseline and candidate ran on different machines "
+                        f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware")
+    if changed:
+        warnings.append(f"the machine changed: {changed}; claimed changes are inconclusive, "
+                        f"{ADVICE}")
+    return warnings
+
+
+def skipped_on_both_sides(baseline: Sequence[CaseResult],
+                          candidate: Sequence[CaseResult]) -> list[str]:
+    """Cases neither run measured (e.g. CUDA cases on a CPU machine): nothing to judge."""
+    skipped_before = {case_key(r) for r in baseline if r.status == "skipped"}
+    return sorted(case_key(r) for r in candidate
+                  if r.status == "skipped" and case_key(r) in skipped_before)
+
+
+def tally(cases: Sequence[CaseComparison]) -> dict[str, int]:
+    counts = dict.fromkeys(VERDICTS, 0)
+    for case in cases:
+        counts[case.verdict] += 1
+    return counts
+
+
+def regressions_found(cases: Sequence[CaseComparison]) -> bool:
+    """A latency regression, or a flagged accuracy drift."""
+    return any(c.verdict == "regressed" or (c.accuracy_drift or {}).get("flagged")
+               for c in cases)
+
+
+def case_dict(case: CaseComparison) -> dict[str, Any]:
+    data = asdict(case)
+    data["label"] = case.label
+    data["processes"] = {"baseline": case.processes[0], "candidate": case.processes[1]}
+    return data

@@ -1,0 +1,329 @@
+"""Baseline-vs-candidate comparison of one case's timings, as small pure functions. No I/O.
+
+Design, in brief:
+
+* The worker process is the unit of replication. Samples inside one process share its ASLR
+  layout, clock state and cache state, so they are correlated; the noise *between* processes is
+  real and must be in the error bar. Each process is reduced to its median, and the test runs on
+  those medians, one per process.
+* Latencies are compared on a log scale: a change is a ratio (candidate / baseline, > 1 means
+  slower), timing noise is roughly multiplicative, and a log-normal is a fair model of a
+  process's median.
+* Welch's t-test on the log process medians (unequal variances, Welch–Satterthwaite df) gives
+  the p-value; the exponentiated Welch interval of the difference of means is the ratio's
+  interval. With too few processes per side the only thing left is a Mann-Whitney U test on the
+  pooled samples, which ignores between-process noise and is flagged as optimistic.
+* Across all cases of a run the p-values are adjusted together with Benjamini-Hochberg
+  (`benjamini_hochberg`), so the false discovery rate is controlled, not each case's error alone.
+* `verdict` claims a change only when it is both statistically significant (q < alpha, and the
+  interval excludes 1) and practically large (the point ratio is beyond the threshold); it says
+  "unchanged" only when the data support that (an equivalence interval, or a well-replicated
+  non-significant result near 1); everything else is "inconclusive".
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+WELCH = "welch-log-process-medians"
+PAIRED = "sign-test-log-round-medians"
+MANN_WHITNEY = "mann-whitney-samples"
+INSUFFICIENT = "insufficient"
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A candidate compared with a baseline for one case."""
+
+    ratio: float | None
+    """Candidate / baseline, of medians (> 1 means the candidate is slower)."""
+    ci_low: float | None
+    """Lower end of the ratio's confidence interval."""
+    ci_high: float | None
+    """Upper end of the ratio's confidence interval."""
+    p_value: float | None
+    """Two-sided p-value against H0: no difference."""
+    method: str
+    """"welch-log-process-medians", "mann-whitney-samples" or "insufficient"."""
+    n_baseline: int
+    """Groups (worker processes) with samples on the baseline side."""
+    n_candidate: int
+    """Groups (worker processes) with samples on the candidate side."""
+    note: str | None = None
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence}")
+
+
+def _finite_positive_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _median(values: FloatArray) -> float:
+    """Median of positive values, as NumPy's, without overflow near the largest float."""
+    ordered = np.sort(values)
+    n = ordered.size
+    low, high = float(ordered[(n - 1) // 2]), float(ordered[n // 2])
+    return low + (high - low) / 2
+
+
+def _exp(x: float) -> float:
+    """exp that overflows to inf instead of raising."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(x))
+
+
+def _insufficient(n_a: int, n_b: int, note: str) -> Comparison:
+    return Comparison(None, None, None, None, INSUFFICIENT, n_a, n_b, note)
+
+
+def compare_groups(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequence[float]],
+                   confidence: float = 0.95, min_groups: int = 3) -> Comparison:
+    """Compare candidate latencies with baseline latencies, each given as per-process groups.
+
+    Empty groups are dropped (a process that produced no samples replicates nothing). With at
+    least `min_groups` groups on both sides (and never fewer than 2, which a variance needs):
+    Welch's t-test on the logs of the per-group medians, ratio = exp(mean log B - mean log A)
+    (the ratio of geometric means of the process medians) and its Welch interval. Otherwise: a
+    two-sided Mann-Whitney U test on the pooled samples, the ratio of pooled medians and a
+    hierarchical bootstrap interval (`bootstrap_ratio_ci`), widened if need be to contain the
+    point ratio, with a note that the test is optimistic. A side with no samples, a value that
+    is not finite and positive, or a ratio that overflows gives method "insufficient".
+    """
+    _check_confidence(confidence)
+    groups_a = [np.asarray(g, dtype=float) for g in baseline if len(g) > 0]
+    groups_b = [np.asarray(g, dtype=float) for g in candidate if len(g) > 0]
+    n_a, n_b = len(groups_a), len(groups_b)
+    if n_a == 0 or n_b == 0:
+        side = "baseline" if n_a == 0 else "candidate"
+        return _insufficient(n_a, n_b, f"no samples on the {side} side")
+    for groups in (groups_a, groups_b):
+        for g in groups:
+            if not (np.all(np.isfinite(g)) and np.all(g > 0)):
+                return _insufficient(n_a, n_b, "latencies must be finite and positive")
+    needed = max(min_groups, 2)
+    if n_a >= needed and n_b >= needed:
+        return _welch(groups_a, groups_b, confidence)
+    return _mann_whitney(groups_a, groups_b, confidence, needed)
+
+
+def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequence[float]],
+                   confidence: float = 0.95, min_pairs: int = 3) -> Comparison:
+    """Compare groups that come in time-adjacent pairs (interleaved A/B rounds).
+
+    Round r ran baseline process r and candidate process r back to back, so whatever the machine
+    did during that round (frequency, a neighbour's load) hit both; the per-round differences of
+    log process medians cancel it. On a shared machine those differences are heavy-tailed (one
+    disturbed process makes one wild round), so the comparison uses what survives that: the
+    sign test (how many rounds got slower), ratio = exp(median difference), and the
+    distribution-free order-statistic interval of that median (:func:`kernbench.analysis.stats.
+    median_ci`). Unpaired data, or fewer than `min_pairs` rounds, falls back to
+    :func:`compare_groups`.
+    """
+    _check_confidence(confidence)
+    pairs = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+             for a, b in zip(baseline, candidate, strict=False) if len(a) and len(b)]
+    usable = len(pairs) == len(baseline) == len(candidate) and len(pairs) >= max(min_pairs, 2)
+    if not usable or not all(np.all(np.isfinite(g)) and np.all(g > 0) for p in pairs for g in p):
+        return compare_groups(baseline, candidate, confidence)
+    from scipy import stats as sps
+
+    from kernbench.analysis.stats import median_ci
+
+    diffs = [math.log(_median(b)) - math.log(_median(a)) for a, b in pairs]
+    n = len(diffs)
+    ratio = _finite_positive_or_none(_exp(float(np.median(diffs))))
+    if ratio is None:
+        return _insufficient(n, n, "the ratio of medians is not representable")
+    slower = sum(d > 0 for d in diffs)
+    moved = sum(d != 0 for d in diffs)
+    p_value = float(sps.binomtest(slower, moved, 0.5).pvalue) if moved else 1.0
+    interval = median_ci(diffs, confidence)
+    if interval is None:  # too few rounds for any interval to reach the confidence
+        return Comparison(ratio, _exp(min(diffs)), _exp(max(diffs)), p_value, PAIRED, n, n,
+                          f"{n} rounds cannot give a {confidence:.0%} interval; the range of "
+                          "the rounds is shown")
+    low, high = min(interval[0], math.log(ratio)), max(interval[1], math.log(ratio))
+    return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
+
+
+def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
+           confidence: float) -> Comparison:
+    from scipy import stats as sps
+
+    n_a, n_b = len(groups_a), len(groups_b)
+    log_a = np.log(np.array([_median(g) for g in groups_a]))
+    log_b = np.log(np.array([_median(g) for g in groups_b]))
+    diff = float(np.mean(log_b) - np.mean(log_a))
+    ratio = _finite_positive_or_none(_exp(diff))
+    if ratio is None:
+        return _insufficient(n_a, n_b, "the ratio of medians is not representable")
+    if np.ptp(log_a) == 0.0 and np.ptp(log_b) == 0.0:
+        # No spread between processes on either side: the t statistic is 0/0. Identical medians
+        # mean no difference; different ones differ with certainty, as far as the data can say.
+        same = bool(log_a[0] == log_b[0])
+        return Comparison(ratio, ratio, ratio, 1.0 if same else 0.0, WELCH, n_a, n_b,
+                          "every process median is identical within each side (zero variance); "
+                          "the p-value and interval are degenerate")
+    with warnings.catch_warnings():
+        # scipy warns of precision loss when medians are nearly identical; the result stands.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = sps.ttest_ind(log_b, log_a, equal_var=False)
+    p_value = float(result.pvalue)
+    var_a = float(np.var(log_a, ddof=1)) / n_a
+    var_b = float(np.var(log_b, ddof=1)) / n_b
+    se = math.sqrt(var_a + var_b)
+    if not math.isfinite(p_value) or se == 0.0:
+        return Comparison(ratio, ratio, ratio, 1.0 if diff == 0.0 else 0.0, WELCH, n_a, n_b,
+                          "the spread of the process medians is too small to test")
+    # Welch–Satterthwaite degrees of freedom; the same interval as scipy's
+    # `ttest_ind(...).confidence_interval()` (scipy >= 1.11), computed here for older scipy.
+    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
+    low, high = _exp(diff - half), _exp(diff + half)
+    return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, WELCH, n_a, n_b)
+
+
+def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confidence: float,
+                  needed: int) -> Comparison:
+    from scipy import stats as sps
+
+    n_a, n_b = len(groups_a), len(groups_b)
+    pooled_a = np.concatenate(groups_a)
+    pooled_b = np.concatenate(groups_b)
+    ratio = _finite_positive_or_none(_exp(math.log(_median(pooled_b))
+                                          - math.log(_median(pooled_a))))
+    if ratio is None:
+        return _insufficient(n_a, n_b, "the ratio of medians is not representable")
+    p_value = float(sps.mannwhitneyu(pooled_b, pooled_a, alternative="two-sided").pvalue)
+    low, high = _bootstrap_ci(groups_a, groups_b, confidence, resamples=2000, seed=0)
+    # A percentile interval need not contain the point estimate in tiny or lopsided samples.
+    return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, MANN_WHITNEY, n_a, n_b,
+                      f"fewer than {needed} processes per side: between-process noise is not "
+                      "measured, so this test is optimistic")
+
+
+def _hierarchical_medians(arrays: list[FloatArray], resamples: int,
+                          rng: np.random.Generator) -> FloatArray:
+    """Median of the pooled samples of each of `resamples` hierarchical resamples."""
+    flat = np.concatenate(arrays)
+    sizes = np.array([a.size for a in arrays], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    k = len(arrays)
+    width = k * int(sizes.max())  # longest possible pooled resample
+    medians = np.empty(resamples, dtype=float)
+    chunk = max(1, min(resamples, 2_000_000 // width))
+    for first in range(0, resamples, chunk):
+        rows = min(chunk, resamples - first)
+        chosen = rng.integers(0, k, size=(rows, k))  # groups, with replacement
+        chosen_sizes = sizes[chosen]
+        lengths = chosen_sizes.sum(axis=1)
+        # Samples within each chosen group, with replacement, as many as the group holds.
+        row_of = np.repeat(np.arange(rows), lengths)
+        group_of = np.repeat(chosen.ravel(), chosen_sizes.ravel())
+        picks = starts[group_of] + (rng.random(group_of.size) * sizes[group_of]).astype(np.int64)
+        picks = np.minimum(picks, starts[group_of] + sizes[group_of] - 1)
+        offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        column = np.arange(group_of.size) - np.repeat(offsets, lengths)
+        table = np.full((rows, width), np.inf)
+        table[row_of, column] = flat[picks]
+        table.sort(axis=1)
+        index = np.arange(rows)
+        below, above = table[index, (lengths - 1) // 2], table[index, lengths // 2]
+        medians[first:first + rows] = below + (above - below) / 2
+    return medians
+
+
+def bootstrap_ratio_ci(baseline_groups: Sequence[Sequence[float]],
+                       candidate_groups: Sequence[Sequence[float]], confidence: float = 0.95,
+                       resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of median(candidate pooled) / median(baseline pooled).
+
+    Hierarchical bootstrap: each resample draws groups with replacement, then, within each drawn
+    group, as many samples as it holds with replacement, and pools them. Deterministic for a
+    seed. Groups must be non-empty; samples should be positive.
+    """
+    _check_confidence(confidence)
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    arrays_a = [np.asarray(g, dtype=float) for g in baseline_groups]
+    arrays_b = [np.asarray(g, dtype=float) for g in candidate_groups]
+    for arrays in (arrays_a, arrays_b):
+        if not arrays or any(a.size == 0 for a in arrays):
+            raise ValueError("bootstrap needs at least one group per side and no empty group")
+    return _bootstrap_ci(arrays_a, arrays_b, confidence, resamples, seed)
+
+
+def _bootstrap_ci(arrays_a: list[FloatArray], arrays_b: list[FloatArray], confidence: float,
+                  resamples: int, seed: int) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    med_a = _hierarchical_medians(arrays_a, resamples, rng)
+    med_b = _hierarchical_medians(arrays_b, resamples, rng)
+    # Percentiles of the log ratio (finite for any positive medians), interpolated on that
+    # scale, then exponentiated: the same order statistics as percentiles of the ratio itself.
+    log_ratios = np.log(med_b) - np.log(med_a)
+    tail = 100.0 * (1.0 - confidence) / 2
+    low, high = np.percentile(log_ratios, [tail, 100.0 - tail])
+    return _exp(float(low)), _exp(float(high))
+
+
+def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
+    """Benjamini-Hochberg q-values (adjusted p-values), in the input order; None stays None.
+
+    The family is the non-None p-values, e.g. every comparable case of a run.
+    """
+    present = [i for i, p in enumerate(p_values) if p is not None]
+    values = [float(p) for p in p_values if p is not None]
+    q_values: list[float | None] = [None] * len(p_values)
+    if not present:
+        return q_values
+    from scipy import stats as sps
+
+    adjusted = sps.false_discovery_control(values)
+    for i, q in zip(present, adjusted, strict=True):
+        q_values[i] = float(q)
+    return q_values
+
+
+def verdict(comparison: Comparison, q_value: float | None, threshold: float,
+            alpha: float = 0.05) -> str:
+    """"regressed", "improved", "unchanged" or "inconclusive", from a comparison and its q-value.
+
+    With the practical band [1/(1+threshold), 1+threshold] around no change:
+
+    * "inconclusive" when there is no ratio or no q-value;
+    * "regressed" when q < alpha, the ratio exceeds 1+threshold and the interval lies above 1;
+    * "improved" when q < alpha, the ratio is below 1/(1+threshold) and the interval lies below 1;
+    * "unchanged" when the whole interval lies inside the band (equivalence: any change there
+      may be is smaller than the threshold);
+    * "inconclusive" otherwise: significant but smaller than the threshold with an interval
+      reaching past the band, not significant with an interval too wide to rule out a change
+      beyond the threshold, or too few processes. Not significant is not the same as
+      unchanged: with three noisy processes a side, a 2x slowdown can fail a test.
+    """
+    if threshold < 0:
+        raise ValueError("threshold must be non-negative")
+    ratio = comparison.ratio
+    if ratio is None or q_value is None:
+        return "inconclusive"
+    upper = 1.0 + threshold
+    lower = 1.0 / upper
+    low, high = comparison.ci_low, comparison.ci_high
+    significant = q_value < alpha
+    if significant and ratio > upper and low is not None and low > 1.0:
+        return "regressed"
+    if significant and ratio < lower and high is not None and high < 1.0:
+        return "improved"
+    if low is not None and high is not None and lower <= low and high <= upper:
+        return "unchanged"
+    return "inconclusive"

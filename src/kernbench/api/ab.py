@@ -1,0 +1,72 @@
+"""Interleaved A/B: a git ref (the baseline, in a temporary worktree) against this tree, case by
+case in alternating rounds, so both sides share the machine's drift."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernbench.analysis.compare import DEFAULT_ALPHA, Thresholds
+from kernbench.analysis.summary import summary_dict
+from kernbench.api.compare import write_run_comparison
+from kernbench.api.reports import clear_previous_reports, write_report_set
+from kernbench.api.run import Log, RunOutcome, discover, exit_code_for, settings_record
+from kernbench.errors import KernbenchError
+from kernbench.execution.runner import check_sweep_globs, now_iso, select_kernels
+from kernbench.execution.settings import RunSettings
+from kernbench.measure.environment import collect_environment
+from kernbench.results.inputs import run_from_document
+from kernbench.results.model import RunResult
+
+if TYPE_CHECKING:
+    from kernbench.execution.ab import Progress
+
+def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
+           thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
+           paths: Sequence[str] | None = None, log: Log | None = None,
+           progress: Progress | None = None,
+           extra_settings: Mapping[str, Any] | None = None) -> tuple[RunOutcome, dict[str, Any]]:
+    """Interleaved A/B of REF (baseline, in a temporary worktree) against this tree.
+
+    The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
+    and the comparison (regressions.md, comparison.json) to `output_dir`."""
+    from kernbench.execution.ab import interleave, make_side, worktree
+
+    started = now_iso()
+    clear_previous_reports(output_dir)
+    environment = collect_environment(settings.root)
+    with worktree(settings.root, ref) as (base_root, sha):
+        base_specs, base_manifest = discover(base_root, paths, log)
+        cand_specs, cand_manifest = discover(settings.root, paths, log)
+        check_sweep_globs(settings, cand_specs)
+        # An injected slowdown (a testing aid) is the candidate's change: not the baseline's.
+        baseline = make_side("A", base_root, replace(settings, inject_slowdown=()),
+                             select_kernels(base_specs, settings.filters))
+        candidate = make_side("B", settings.root, settings,
+                              select_kernels(cand_specs, settings.filters))
+        if not baseline.planned and not candidate.planned and settings.shard is None:
+            raise KernbenchError("--ab: no cases to run on either side")
+        base_results, cand_results = interleave(baseline, candidate, rounds, progress)
+    # bench.yaml `regression` thresholds of this tree's kernels apply, as in `compare`.
+    thresholds = replace(thresholds, per_kernel={
+        **{s.name: dict(s.config.regression) for s in cand_specs
+           if s.config is not None and s.config.regression}, **thresholds.per_kernel})
+    record = {**settings_record(settings, output_dir, cand_manifest["paths"]),
+              **(extra_settings or {}), "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
+    finished = now_iso()
+    cand_run = RunResult(started, finished, True, record, environment,
+                         tuple(select_kernels(cand_specs, settings.filters)),
+                         tuple(cand_results))
+    git = {**(environment.get("git") or {}), "commit": sha, "short_commit": sha[:12],
+           "branch": None, "dirty": False, "ref": ref}
+    base_run = RunResult(started, finished, True, record, {**environment, "git": git},
+                         tuple(select_kernels(base_specs, settings.filters)),
+                         tuple(base_results))
+    write_report_set(output_dir, cand_run, cand_manifest)
+    write_report_set(output_dir / "baseline", base_run, base_manifest)
+    base = run_from_document(summary_dict(base_run), f"{ref} ({sha[:12]}), interleaved")
+    cand = run_from_document(summary_dict(cand_run), "this tree, interleaved")
+    document = write_run_comparison(base, cand, output_dir, thresholds, alpha, paired=True)
+    return RunOutcome(cand_run, output_dir, exit_code_for(cand_results)), document

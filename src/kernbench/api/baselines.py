@@ -1,0 +1,80 @@
+"""Baselines for a run: append it to the history store (``--save-history``, ``history --add``), or
+compare it with a stored run (``--baseline FILE``) or with the newest history record for this
+machine at a git ref (``--compare-to REF``). Reading git and choosing the record is
+:mod:`kernbench.analysis.gitref`'s and :mod:`kernbench.analysis.baselines`'s; here the files are
+read and written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kernbench.analysis.baselines import baseline_from_history
+from kernbench.analysis.compare import Thresholds
+from kernbench.analysis.gitref import history_at_ref
+from kernbench.analysis.summary import summary_dict
+from kernbench.api.compare import write_run_comparison
+from kernbench.errors import KernbenchError
+from kernbench.results.files import read_json_object
+from kernbench.results.history import append_record
+from kernbench.results.history_record import history_record
+from kernbench.results.inputs import LoadedRun, run_from_document
+from kernbench.results.model import RunResult
+from kernbench.results.schema import migrate
+
+
+def save_history(root: Path, run: RunResult) -> Path:
+    """Append the run's compact record under `root`/benchmarks/history; never rewrites."""
+    return append_record(root, history_record(summary_dict(run), run.environment))
+
+
+def save_history_of_dir(root: Path, run_dir: Path) -> Path:
+    """Append the record of the run whose report set is in `run_dir` (e.g. merged shards)."""
+    summary, environment = _documents(run_dir)
+    return append_record(root, history_record(summary, environment))
+
+
+def _documents(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """summary.json (migrated to the current schema) and env.json of the report set in
+    `run_dir`; the summary's own environment stands in for a missing env.json."""
+    summary = read_json_object(run_dir / "summary.json")
+    if summary is None:
+        raise KernbenchError(f"{run_dir / 'summary.json'}: missing or not a JSON object")
+    summary = migrate(summary, str(run_dir / "summary.json"))
+    environment = read_json_object(run_dir / "env.json") or dict(summary.get("environment") or {})
+    return summary, environment
+
+
+def compare_to_ref(root: Path, ref: str, run: RunResult, output_dir: Path,
+                   thresholds: Thresholds, alpha: float) -> dict[str, Any]:
+    """Compare `run` with the newest record for this machine at `ref`. Without one, the
+    comparison document says why in plain words (no baseline is not a pass)."""
+    return compare_document_to_ref(root, ref, summary_dict(run), run.environment, output_dir,
+                                   thresholds, alpha)
+
+
+def compare_to_stored(baseline: LoadedRun, run: RunResult, output_dir: Path,
+                      thresholds: Thresholds, alpha: float) -> dict[str, Any]:
+    """Compare `run` with a stored run (`run --baseline FILE`, loaded before the run)."""
+    candidate = run_from_document(summary_dict(run), "this run")
+    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha)
+
+
+def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Thresholds,
+                       alpha: float) -> dict[str, Any]:
+    """:func:`compare_to_ref` for a run already on disk in `run_dir` (written there too)."""
+    summary, environment = _documents(run_dir)
+    return compare_document_to_ref(root, ref, summary, environment, run_dir, thresholds, alpha)
+
+
+def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
+                            environment: Mapping[str, Any], output_dir: Path,
+                            thresholds: Thresholds, alpha: float) -> dict[str, Any]:
+    """Compare the run `summary` describes with its machine's newest record at `ref`; write
+    and return the comparison document."""
+    fingerprint = environment.get("fingerprint")
+    record, message = history_at_ref(root, ref, fingerprint)
+    baseline, note = baseline_from_history(record, message, ref, fingerprint)
+    candidate = run_from_document(summary, "this run")
+    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha, note=note)

@@ -1,0 +1,57 @@
+"""Compare two runs: verdicts per case (:mod:`kernbench.analysis.compare`) with the machine's
+caveats, written as comparison.json and regressions.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernbench.analysis.compare import (
+    DEFAULT_ACCURACY_DRIFT,
+    DEFAULT_ALPHA,
+    DEFAULT_THRESHOLD,
+    Thresholds,
+    calibration_change,
+    compare_results,
+    comparison_warnings,
+    machine_caveats,
+    skipped_on_both_sides,
+)
+from kernbench.results.inputs import LoadedRun, load_run
+
+
+def compare_files(baseline: Path, candidate: Path, output_dir: Path,
+                  threshold: float = DEFAULT_THRESHOLD,
+                  accuracy_drift: float = DEFAULT_ACCURACY_DRIFT,
+                  alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
+    """Compare two result files; write comparison.json and regressions.md; return the
+    comparison document."""
+    base, cand = load_run(baseline), load_run(candidate)
+    per_kernel = cand.meta.get("regression_thresholds") or {}
+    return write_run_comparison(base, cand, output_dir,
+                                Thresholds(threshold, accuracy_drift, per_kernel), alpha)
+
+
+def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
+                         thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
+                         note: str | None = None, paired: bool = False) -> dict[str, Any]:
+    """Compare `base` with `cand`, write comparison.json and regressions.md to `output_dir` and
+    return the document. `paired` (an interleaved A/B) compares round by round and skips the
+    machine-change caveats: both sides shared the machine's changes."""
+    from kernbench.reporting.regressions import comparison_document, write_comparison
+
+    cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
+    changed = None
+    if not paired:  # an interleaved A/B shares the machine's changes between its two sides
+        changed = calibration_change(base.meta.get("machine_state"),
+                                     cand.meta.get("machine_state"))
+        cases = machine_caveats(cases, base.results, cand.results, changed)
+    settings = {"threshold": thresholds.latency, "accuracy_drift": thresholds.accuracy_drift,
+                "alpha": alpha, "per_kernel": dict(thresholds.per_kernel), "paired": paired}
+    document = comparison_document(cases, base.meta, cand.meta, settings, note,
+                                   skipped_on_both_sides(base.results, cand.results))
+    warnings = comparison_warnings(base.meta, cand.meta, changed)
+    if warnings:
+        document["warnings"] = warnings
+    write_comparison(output_dir, document)
+    return document

@@ -1,0 +1,156 @@
+"""Run a suite: discover the kernels, plan the cases, run them and keep every finished result on
+disk as it goes (:mod:`kernbench.api.sink`), resuming an interrupted run on request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kernbench.api.reports import clear_previous_reports
+from kernbench.api.sink import OnResult, ResultSink
+from kernbench.discovery.scan import KernelDiscovery
+from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
+from kernbench.execution.runner import (
+    BenchmarkRunner,
+    check_sweep_globs,
+    now_iso,
+    select_kernels,
+)
+from kernbench.execution.settings import RunSettings
+from kernbench.measure.environment import collect_environment
+from kernbench.measure.machine import RunState
+from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
+from kernbench.results.serialize import manifest_dict
+
+Log = Callable[[str], None]
+OnStart = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run, where its report set is and the exit code its statuses call for."""
+
+    run: RunResult
+    output_dir: Path
+    exit_code: int
+
+
+def discover(root: Path, paths: Sequence[str] | None = None,
+             log: Log | None = None) -> tuple[list[KernelSpec], dict[str, Any]]:
+    """Kernels under `root` and the manifest document describing them."""
+    discovery = KernelDiscovery(root, paths=paths, log=log)
+    specs = discovery.discover()
+    return specs, manifest_dict(str(discovery.root), list(discovery.paths), specs)
+
+
+def exit_code_for(results: Sequence[CaseResult]) -> int:
+    """2 if a kernel is invalid (configuration error), 1 if a case failed or timed out, else 0."""
+    statuses = {r.status for r in results}
+    if "invalid" in statuses:
+        return EXIT_USAGE
+    if statuses & {"failed", "timeout"}:
+        return EXIT_FAILURES
+    return EXIT_OK
+
+
+def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | None = None,
+              log: Log | None = None, on_result: OnResult | None = None,
+              on_start: OnStart | None = None,
+              extra_settings: Mapping[str, Any] | None = None,
+              resume: bool = False) -> RunOutcome:
+    """Discover, run every selected case and write the JSON report set under `output_dir`
+    (with summary.md); :func:`render_reports` adds the other formats. `extra_settings`
+    (e.g. the suite file) is kept in summary.json's `settings` with the run's own.
+
+    SIGINT and SIGTERM stop the run between writes (:mod:`kernbench.execution.interrupts`): the
+    summary written on the way out has `complete: false`. With `resume`, `output_dir` holds such an
+    interrupted run: its finished cases are kept and only the others run
+    (:mod:`kernbench.execution.resume`)."""
+    from kernbench.execution.interrupts import signals_handled
+
+    specs, manifest = discover(settings.root, paths, log)
+    check_sweep_globs(settings, specs)
+    selected = select_kernels(specs, settings.filters)
+    planned = _plan_run(settings, manifest, selected)
+    environment = collect_environment(settings.root)
+    run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
+                    **(extra_settings or {})}
+    started, kept = now_iso(), list[CaseResult]()
+    if resume:
+        started, kept, planned, run_settings = _resume_state(
+            output_dir, planned, run_settings, environment, log)
+    with signals_handled() as guard:
+        sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
+        with guard.critical():
+            clear_previous_reports(output_dir)
+            sink.start(environment, manifest, started, run_settings)
+        complete = False
+        machine = RunState(measure=settings.fake_call_ms is None)
+        try:
+            BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
+                                          keep=False)
+            complete = True
+        finally:
+            with guard.critical():
+                run = sink.finish(complete, machine.finish(complete))
+    return RunOutcome(run, output_dir, exit_code_for(run.results))
+
+
+def _plan_run(settings: RunSettings, manifest: Mapping[str, Any],
+              selected: list[KernelSpec]) -> list[Case | KernelSpec]:
+    """The planned cases; KernbenchError when there are no kernels or no cases to run."""
+    if not selected:
+        where = ", ".join(manifest["paths"])
+        what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
+        raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
+                             f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
+    planned = BenchmarkRunner(settings).plan(selected)
+    # A shard of a small suite may hold no case: in a CI matrix that is normal, not an error;
+    # it writes an empty report set that `kernbench merge` joins like any other.
+    if not planned and settings.shard is None:
+        raise KernbenchError(
+            f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
+            f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
+            f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
+    return planned
+
+
+def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],
+                  run_settings: dict[str, Any], environment: Mapping[str, Any],
+                  log: Log | None) -> tuple[str, list[CaseResult], list[Case | KernelSpec],
+                                            dict[str, Any]]:
+    """(started_at, kept records, cases still to run, settings) of a resumed run."""
+    from kernbench.execution.resume import check_compatible, load_previous, split_plan
+
+    previous = load_previous(output_dir)
+    check_compatible(previous, run_settings, environment.get("fingerprint"))
+    kept, todo = split_plan(planned, previous.records)
+    if log is not None:
+        log(f"resuming {output_dir}: {len(kept)} finished cases kept, {len(todo)} to run")
+    resumed = [*(previous.summary.get("settings") or {}).get("resumed", []),
+               {"at": now_iso(), "kept_cases": len(kept), "remaining_cases": len(todo)}]
+    started = str(previous.summary.get("started_at") or now_iso())
+    return started, kept, todo, {**run_settings, "resumed": resumed}
+
+
+def settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -> dict[str, Any]:
+    """The run's settings as summary.json keeps them (the plain run and each A/B side alike)."""
+    protocol = asdict(settings.protocol)
+    return {"iterations": protocol.pop("iterations"), "warmup": protocol.pop("warmup"),
+            "warmup_time_s": protocol.pop("warmup_time_s"),
+            "seed": protocol.pop("seed"), "processes": settings.processes,
+            "isolation": settings.isolation, "protocol": protocol,
+            "backends": list(settings.backends) if settings.backends else None,
+            "precisions": list(settings.precisions) if settings.precisions else None,
+            "filters": list(settings.filters), "timeout_s": settings.timeout_s,
+            "root": str(settings.root), "paths": paths, "output_dir": str(output_dir),
+            "fake_call_ms": settings.fake_call_ms,
+            "max_memory_bytes": settings.max_memory_bytes,
+            "shard": list(settings.shard) if settings.shard else None,
+            "sku": settings.sku, "compile_mode": settings.compile_mode,
+            "profile": settings.profile,
+            "profile_iters": settings.profile_iters if settings.profile else None,
+            "sweeps": {pattern: [point.label for point in points]
+                       for pattern, points in settings.sweeps} or None}

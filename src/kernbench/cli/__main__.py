@@ -1,0 +1,5 @@
+"""``python -m kernbench.cli``: the same command line as ``kernbench``."""
+
+from kernbench.cli.main import main
+
+raise SystemExit(main())

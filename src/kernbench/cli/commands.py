@@ -1,0 +1,143 @@
+"""The commands besides `run` (:mod:`kernbench.cli.run`): each reads its parsed arguments,
+calls :mod:`kernbench.api` or the room that does the work, prints through
+:mod:`kernbench.cli.console` and returns its exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kernbench.cli.console import (
+    history_listing,
+    log,
+    output,
+    render_manifest,
+    report_comparison,
+    status,
+    text_block,
+    warnings,
+)
+from kernbench.cli.run import cmd_run, render
+from kernbench.errors import EXIT_USAGE
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command `args` names; its exit code."""
+    if args.command == "compare":
+        return cmd_compare(args)
+    if args.command == "history":
+        return cmd_history(args)
+    if args.command == "merge":
+        return cmd_merge(args)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "comment":
+        return cmd_comment(args)
+    if args.command == "list" or getattr(args, "list", False):
+        return cmd_list(args)
+    return cmd_run(args)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from kernbench.api import discover
+
+    specs, manifest = discover(args.root, args.paths, log(args.verbose))
+    from kernbench.execution.runner import select_kernels
+    from kernbench.results.serialize import manifest_dict
+
+    specs = select_kernels(specs, args.filter)
+    if args.json:
+        output(json.dumps(manifest_dict(manifest["root"], manifest["paths"], specs), indent=2))
+    else:
+        output(render_manifest(specs, manifest["root"], manifest["paths"]))
+    return EXIT_USAGE if any(s.status == "invalid" for s in specs) else 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from kernbench.api import compare_files
+
+    document = compare_files(args.baseline, args.candidate, args.output_dir, args.threshold,
+                             args.accuracy_drift, args.alpha)
+    return report_comparison(document, args.output_dir, args.fail_on_regression)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    if args.add is not None:
+        from kernbench.api.baselines import save_history_of_dir
+
+        path = save_history_of_dir(args.root.resolve(), args.add)
+        status(f"History record: {path}")
+        return 0
+
+    from kernbench.results.history import load_records_with_errors
+
+    records, errors = load_records_with_errors(
+        args.root.resolve(), kernel=args.kernel, fingerprint=args.machine, branch=args.branch,
+        since=args.since, limit=args.limit)
+    warnings(errors)
+    if args.json:
+        output(json.dumps(records, indent=2))
+    else:
+        output(history_listing(records, args.root))
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from kernbench.api import merge_shards
+
+    if args.compare_to:
+        from kernbench.analysis.gitref import check_ref
+
+        check_ref(args.root.resolve(), args.compare_to)
+    document, shard_comparison = merge_shards(args.shards, args.output_dir)
+    status(f"Merged {len(args.shards)} shards: {document['counts']['total']} cases into "
+           f"{args.output_dir}/")
+    code = 0
+    if args.save_history:
+        from kernbench.api.baselines import save_history_of_dir
+
+        path = save_history_of_dir(args.root.resolve(), args.output_dir)
+        status(f"History record: {path}")
+    if args.compare_to:
+        from kernbench.analysis.compare import Thresholds
+        from kernbench.api.baselines import compare_dir_to_ref
+
+        comparison = compare_dir_to_ref(args.root.resolve(), args.compare_to, args.output_dir,
+                                        Thresholds(args.threshold, args.accuracy_drift,
+                                                   document.get("regression_thresholds") or {}),
+                                        args.alpha)
+        code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
+    elif shard_comparison is not None:  # shards of an --ab run
+        code = report_comparison(shard_comparison, args.output_dir, args.fail_on_regression)
+    render(args, args.output_dir)
+    return code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kernbench.api import render_reports
+    from kernbench.results.files import read_json_object
+
+    output_dir = args.output_dir or args.run_dir
+    root = args.root
+    if root is None:
+        summary = read_json_object(args.run_dir / "summary.json") or {}
+        recorded = (summary.get("settings") or {}).get("root")
+        root = Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else None
+    paths = render_reports(output_dir, args.format, history_root=root, source_dir=args.run_dir)
+    names = ", ".join(str(p.relative_to(output_dir)) for p in paths) or "nothing"
+    status(f"Rendered {names} in {output_dir}/")
+    return 0
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    from kernbench.reporting.bundle import load_report_inputs
+    from kernbench.reporting.comment import render_comment
+
+    if args.validate:
+        from kernbench.reporting.validate import validate_report_dir
+
+        validate_report_dir(args.run_dir)
+    text_block(render_comment(load_report_inputs(args.run_dir), max_chars=args.max_chars,
+                              run_url=args.run_url, fork=args.from_fork))
+    return 0

@@ -1,0 +1,89 @@
+"""Console output: the only place kernbench prints. Results and manifests go to stdout (they
+are what a command is for, and pipe into other tools); status, warnings and errors go to
+stderr, so ``kernbench list --json | jq`` and ``kernbench comment DIR > body.md`` stay clean."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def output(text: str) -> None:
+    """What the command produces, on stdout."""
+    print(text)
+
+
+def status(message: str) -> None:
+    """A line about what happened, on stderr."""
+    print(message, file=sys.stderr)
+
+
+def log(enabled: bool) -> Callable[[str], None] | None:
+    """The `log` callback the API takes: status lines when `enabled`, else None (silent)."""
+    return status if enabled else None
+
+
+def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> str:
+    lines = [f"{len(specs)} kernels under {root} (paths: {', '.join(paths)})"]
+    width = max((len(s.name) for s in specs), default=4)
+    for spec in specs:
+        if spec.status == "invalid":
+            lines.append(f"  {spec.name:<{width}}  INVALID  {spec.error}")
+            continue
+        precisions = (",".join(spec.config.precisions) if spec.config and spec.config.precisions
+                      else ("fp32" if spec.takes_precision else "native"))
+        lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
+                     f"{precisions:<20} {spec.path}{_variants_note(spec)}")
+    return "\n".join(lines)
+
+
+def _variants_note(spec: Any) -> str:
+    """`  (3 points)`, `  (4 implementations: numpy*, eager, compiled, jax; 3 points)`: what a
+    kernel expands to besides backends and precisions (* marks the reference)."""
+    config = spec.config
+    points = len(config.sweep) if config else 0
+    parts = [f"{points} point{'s' * (points != 1)}"] if points else []
+    if config is not None and config.implementations:
+        names = [i.name + ("*" if i.name == config.reference_implementation else "")
+                 for i in config.implementations]
+        parts.insert(0, f"{len(names)} implementations: {', '.join(names)}")
+    return f"  ({'; '.join(parts)})" if parts else ""
+
+
+def report_comparison(document: Mapping[str, Any], output_dir: Path, fail: bool) -> int:
+    """Print the verdict and counts; the exit code the comparison asks for."""
+    counts = ", ".join(f"{n} {v}" for v, n in document["counts"].items() if n)
+    detail = "" if document.get("baseline_note") else f" ({counts or 'no cases'})"
+    status(f"{document['verdict']}{detail}. See {output_dir}/regressions.md")
+    return 1 if fail and document["regression"] else 0
+
+
+def run_tally(results: Sequence[Any], output_dir: Path, written: Sequence[str]) -> str:
+    """`5 cases: 4 ok, 1 failed. Reports in out/ (summary.json, ...)`."""
+    counts = {s: sum(1 for r in results if r.status == s)
+              for s in ("ok", "failed", "timeout", "skipped", "invalid")}
+    tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return f"{len(results)} cases: {tally}. Reports in {output_dir}/ ({', '.join(written)})"
+
+
+def history_listing(records: Sequence[Mapping[str, Any]], root: Path) -> str:
+    """The `kernbench history` table: one line per record, newest first."""
+    lines = [f"{len(records)} history records under {root}/benchmarks/history"]
+    for record in records:
+        git = record.get("git") or {}
+        lines.append(f"  {record.get('created_at')}  {git.get('short_commit') or 'nogit':<12} "
+                     f"{(git.get('branch') or '-'):<16} {record.get('fingerprint')}  "
+                     f"{len(record.get('results', []))} cases")
+    return "\n".join(lines)
+
+
+def warnings(messages: Iterable[object]) -> None:
+    for message in messages:
+        status(f"kernbench: warning: {message}")
+
+
+def text_block(text: str) -> None:
+    """`text` on stdout, ending in exactly one newline it may already have."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -1,0 +1,40 @@
+"""Command line entry point (``kernbench``, ``python -m kernbench``): parse, dispatch, and map
+what went wrong to an exit code. The work happens in :mod:`kernbench.api`; the flags are the
+table of :mod:`kernbench.config.options`.
+
+Exit codes: 0 everything ran, 1 a case failed or timed out, 2 usage or configuration error,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from kernbench.cli.commands import dispatch
+from kernbench.cli.console import status
+from kernbench.cli.parser import parse_args
+from kernbench.errors import KernbenchError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default: sys.argv[1:]); its exit code."""
+    from kernbench.execution.interrupts import signals_handled
+
+    args: argparse.Namespace | None = None
+    try:
+        with signals_handled():  # SIGTERM ends any command as Ctrl-C does: cleanly
+            args = parse_args(argv)
+            return dispatch(args)
+    except KernbenchError as exc:
+        status(f"kernbench: error: {exc.message}")
+        return exc.exit_code
+    except KeyboardInterrupt as exc:
+        from kernbench.execution.interrupts import exit_code_for_interrupt
+
+        what = exc.args[0] if exc.args else "SIGINT"
+        resumable = args is not None and args.command == "run" and not args.ab
+        saved = ("; finished cases are saved: continue with --resume "
+                 f"{args.output_dir}" if resumable and args is not None else "")
+        status(f"kernbench: interrupted ({what}){saved}")
+        return exit_code_for_interrupt(exc)

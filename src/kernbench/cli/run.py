@@ -1,0 +1,198 @@
+"""`kernbench run`: turn the parsed flags into RunSettings, call :mod:`kernbench.api`, then
+render, keep history and compare as the flags ask."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernbench.cli.console import log, report_comparison, run_tally, status
+from kernbench.config.options import DEFAULT_PROFILE_ITERS
+from kernbench.errors import KernbenchError
+
+if TYPE_CHECKING:
+    from kernbench.execution.settings import RunSettings
+
+
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """The RunSettings that `run`'s arguments (flags and suite file, resolved) stand for."""
+    from kernbench.execution.settings import RunSettings
+    from kernbench.results.model import ProtocolSettings
+
+    return RunSettings(
+        root=args.root.resolve(),
+        protocol=ProtocolSettings(warmup=args.warmup, iterations=args.iters, seed=args.seed,
+                                  warmup_time_s=args.warmup_time),
+        backends=args.backends, precisions=args.precision, filters=args.filter,
+        timeout_s=args.timeout, processes=args.processes, shard=args.shard, sku=args.sku,
+        trace_python=args.trace_memory,
+        flush_l2=not args.no_l2_flush,
+        cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
+        inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer,
+        max_memory_bytes=getattr(args, "max_memory", None),
+        isolation=getattr(args, "isolation", "fork"),
+        profile=getattr(args, "profile", None),
+        profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
+        profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
+        sweeps=_suite_sweeps(args), sweeps_source=str(getattr(args, "config", None)),
+        compile_mode=getattr(args, "compile_mode", None))
+
+
+def default_cache_dir() -> Path:
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernbench"
+
+
+def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:
+    """The suite file's `sweeps`, expanded (a suite file is the only way to give them)."""
+    sweeps = getattr(args, "sweeps", None)
+    if not sweeps:
+        return ()
+    from kernbench.config.suite import sweep_overrides
+
+    return sweep_overrides(sweeps, str(args.config))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kernbench.api import run_suite
+
+    settings = run_settings(args)
+    if args.ab and getattr(args, "profile", None):
+        raise KernbenchError("--profile cannot be combined with --ab (every round would "
+                             "profile again); profile a plain run")
+    args.baseline_run = _check_baseline_first(args)
+    if args.ab:
+        return _run_ab(args, settings)
+    if args.resume is not None and _already_complete(args.resume):
+        return _rerender_complete(args)
+    from kernbench.cli.progress import make_progress, result_line
+
+    progress = make_progress(args.quiet)
+    try:
+        outcome = run_suite(
+            settings, args.output_dir, args.paths, log=log(args.verbose and not args.quiet),
+            on_result=None if progress is None else (
+                lambda result, i, n: progress.case_finished(result_line(result), i, n)),
+            on_start=None if progress is None else progress.case_started,
+            extra_settings=_suite_settings(args), resume=args.resume is not None)
+    finally:
+        if progress is not None:
+            progress.close()
+    code = max(outcome.exit_code, _after_run(args, outcome.run))
+    written = render(args, args.output_dir)
+    if not args.quiet:
+        status(run_tally(outcome.run.results, outcome.output_dir, written))
+    return code
+
+
+def _check_baseline_first(args: argparse.Namespace) -> Any:
+    """Validate what the run will be compared with before any kernel runs: the --compare-to
+    ref, the --ab ref, or the --baseline file (loaded here and returned). A bad one is exit 2."""
+    chosen = [flag for flag, value in (("--compare-to", args.compare_to), ("--ab", args.ab),
+                                       ("--baseline", args.baseline)) if value]
+    if len(chosen) > 1:
+        raise KernbenchError(f"{' and '.join(chosen)} cannot be combined: pick one baseline")
+    if args.compare_to:
+        from kernbench.analysis.gitref import check_ref
+
+        check_ref(args.root.resolve(), args.compare_to)
+    if args.ab:
+        from kernbench.analysis.gitref import check_ref
+
+        check_ref(args.root.resolve(), args.ab, "--ab")
+    if args.baseline is None:
+        return None
+    from kernbench.results.inputs import load_run
+
+    return load_run(args.baseline)
+
+
+def _already_complete(directory: Path) -> bool:
+    from kernbench.execution.resume import load_previous
+
+    return load_previous(directory).complete
+
+
+def _rerender_complete(args: argparse.Namespace) -> int:
+    """--resume of a run that already finished: say so, render its reports again, and exit
+    as the run itself did (1 if a case failed), without running anything."""
+    from kernbench.api import exit_code_for
+    from kernbench.execution.resume import load_previous
+
+    previous = load_previous(args.resume)
+    written = render(args, args.output_dir)
+    status(f"{args.resume}: the run is already complete (finished "
+           f"{previous.summary.get('finished_at')}); nothing to resume. Rendered "
+           f"{', '.join(written)}")
+    return exit_code_for(previous.records)
+
+
+def _suite_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings summary.json keeps besides the RunSettings: the report formats, and with
+    --config the suite file and its resolved values (`settings.config`, so the history record
+    and a resume have them)."""
+    suite = getattr(args, "suite", None)
+    extra: dict[str, Any] = {"formats": list(args.format)}
+    if suite is not None:
+        extra["config"] = suite.record(args)
+    return extra
+
+
+def render(args: argparse.Namespace, output_dir: Path) -> list[str]:
+    """Render the chosen formats from the run's JSON; the names written (summary.json first)."""
+    from kernbench.api import render_reports
+
+    paths = render_reports(output_dir, args.format, history_root=args.root.resolve())
+    names = ["summary.json"] + [str(p.relative_to(output_dir)) for p in paths]
+    return list(dict.fromkeys(names))
+
+
+def _run_ab(args: argparse.Namespace, settings: Any) -> int:
+    from kernbench.analysis.compare import Thresholds
+    from kernbench.api import run_ab
+    from kernbench.cli.progress import make_progress
+
+    thresholds = Thresholds(args.threshold, args.accuracy_drift)
+    progress = make_progress(args.quiet)
+    try:
+        outcome, document = run_ab(settings, args.ab, args.output_dir, args.rounds, thresholds,
+                                   args.alpha, args.paths,
+                                   log(args.verbose and not args.quiet), progress,
+                                   extra_settings=_suite_settings(args))
+    finally:
+        if progress is not None:
+            progress.close()
+    render(args, args.output_dir)
+    return max(outcome.exit_code, report_comparison(document, args.output_dir,
+                                                    args.fail_on_regression))
+
+
+def _after_run(args: argparse.Namespace, run: Any) -> int:
+    """--save-history, then --compare-to or --baseline; returns the comparison's exit code."""
+    from kernbench.analysis.compare import Thresholds
+    from kernbench.api.baselines import compare_to_ref, save_history
+
+    if args.save_history:
+        path = save_history(args.root.resolve(), run)
+        status(f"History record: {path}")
+    thresholds = Thresholds(args.threshold, args.accuracy_drift,
+                            _per_kernel_thresholds(run))
+    if getattr(args, "baseline_run", None) is not None:
+        from kernbench.api.baselines import compare_to_stored
+
+        document = compare_to_stored(args.baseline_run, run, args.output_dir, thresholds,
+                                     args.alpha)
+        return report_comparison(document, args.output_dir, args.fail_on_regression)
+    if not args.compare_to:
+        return 0
+    document = compare_to_ref(args.root.resolve(), args.compare_to, run, args.output_dir,
+                              thresholds, args.alpha)
+    return report_comparison(document, args.output_dir, args.fail_on_regression)
+
+
+def _per_kernel_thresholds(run: Any) -> dict[str, dict[str, float]]:
+    return {k.name: dict(k.config.regression) for k in run.kernels
+            if k.config is not None and k.config.regression}

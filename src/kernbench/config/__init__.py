@@ -1,0 +1,1 @@
+"""Configuration: bench.yaml and suite files, sweeps, and the safe expression language."""

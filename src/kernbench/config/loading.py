@@ -1,0 +1,244 @@
+"""Reading configuration: bench.yaml files and ``[tool.kernbench]`` in pyproject.toml.
+
+A bench.yaml is data. It is parsed with ``yaml.safe_load``, validated against
+:data:`kernbench.config.schema.BENCH_YAML_SCHEMA`, and its ``skip_conditions[].check`` strings are
+parsed by the safe evaluator in :mod:`kernbench.config.conditions`; nothing in it is executed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kernbench.config.conditions import parse_condition
+from kernbench.config.formulas import parse_formula
+from kernbench.config.schema import key_path, validate_bench_yaml
+from kernbench.config.sweeps import expand_sweep
+from kernbench.errors import ConfigError
+from kernbench.results.model import (
+    HARNESS_ARGS,
+    BenchConfig,
+    Implementation,
+    SkipRule,
+    SweepPoint,
+    case_suffix,
+)
+from kernbench.results.vocabulary import canonical_precision
+
+MAX_BENCH_YAML_BYTES = 1 << 20
+PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
+
+
+def parse_yaml(text: str, source: str) -> object:
+    """Parse YAML text safely; a syntax error names the file, line and column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(where, "", f"valid YAML ({problem})") from exc
+    except RecursionError as exc:
+        raise ConfigError(source, "", "YAML nested less deeply") from exc
+    except (ValueError, TypeError, LookupError, AttributeError) as exc:
+        # PyYAML's constructors raise plain exceptions for values such as `!!int x`.
+        raise ConfigError(source, "", f"valid YAML values ({type(exc).__name__}: {exc})") from exc
+
+
+def _check_keys(value: object, source: str, path: tuple[object, ...] = ()) -> None:
+    """Every mapping key must be a string: YAML also allows 1:, true: and null: as keys."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(source, key_path(path) or "(top level)",
+                                  "string keys in every mapping", got=key)
+            _check_keys(item, source, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_keys(item, source, (*path, index))
+
+
+def load_bench_config(path: Path, source: str) -> BenchConfig:
+    """Read and validate one bench.yaml; `source` is how the file is named in errors."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BENCH_YAML_BYTES:
+            raise ConfigError(source, "", f"a file under {MAX_BENCH_YAML_BYTES} bytes",
+                              got=f"{size} bytes")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
+    data = parse_yaml(text, source)
+    return bench_config_from_data({} if data is None else data, source)
+
+
+def bench_config_from_data(data: object, source: str) -> BenchConfig:
+    """Validate parsed bench.yaml data and build the immutable config."""
+    _check_keys(data, source)
+    validate_bench_yaml(data, source)
+    assert isinstance(data, dict)
+    problem_size = data.get("problem_size")
+    if isinstance(problem_size, dict):
+        clash = sorted(set(problem_size) & set(HARNESS_ARGS))
+        if clash:
+            raise ConfigError(source, f"problem_size.{clash[0]}",
+                              f"a kernel parameter; {', '.join(HARNESS_ARGS)} are set by the "
+                              "harness (use --precision/--backends/--seed)")
+    implementations = _implementations(data.get("implementations"), data.get("framework"),
+                                       source)
+    sweep = _sweep(data.get("sweep"), problem_size, source)
+    _check_golden_points(data.get("golden"), implementations, sweep, source)
+    return BenchConfig(
+        source=source,
+        problem_size=problem_size,
+        precisions=tuple(dict.fromkeys(
+            canonical_precision(p) for p in data.get("precisions", ()))),
+        backends=tuple(data.get("backends", ())),
+        tolerances=data.get("tolerances", {}),
+        skip_conditions=_skip_rules(data.get("skip_conditions", []), source),
+        function_name=data.get("function_name"),
+        framework=data.get("framework"),
+        description=data.get("description"),
+        timeout_s=data.get("timeout_s"),
+        reference=_reference(data.get("reference")),
+        work=_work(data.get("work"), source),
+        sweep=sweep,
+        regression=data.get("regression"),
+        golden=data.get("golden"),
+        ignore_skus=tuple(data.get("ignore_skus", ())),
+        implementations=implementations,
+        reference_implementation=_reference_implementation(
+            implementations, data.get("reference"), source),
+        raw=data,
+    )
+
+
+def _implementations(entry: dict[str, Any] | None, framework: str | None,
+                     source: str) -> tuple[Implementation, ...]:
+    """bench.yaml `implementations`, in their order; `compile` only for PyTorch ones. A
+    framework left out is the top-level `framework`, else what discovery finds imported."""
+    found = []
+    for name, item in (entry or {}).items():
+        impl_framework = item.get("framework") or framework
+        if "compile" in item and impl_framework not in ("pytorch", None):
+            raise ConfigError(source, f"implementations.{name}.compile",
+                              "torch.compile options on a pytorch implementation only",
+                              got=f"framework {impl_framework}")
+        found.append(Implementation(
+            name=name, function=item["function"], framework=impl_framework,
+            setup=item.get("setup"), backends=tuple(item.get("backends", ())),
+            compile=dict(item["compile"]) if "compile" in item else None))
+    return tuple(found)
+
+
+def _reference_implementation(implementations: tuple[Implementation, ...],
+                              reference: dict[str, str] | None, source: str) -> str | None:
+    """The implementation the others are checked against: `reference.implementation`, else
+    the first one."""
+    named = (reference or {}).get("implementation")
+    names = [i.name for i in implementations]
+    if named is None:
+        return names[0] if names else None
+    if named not in names:
+        expected = f"one of the implementations ({', '.join(names)})" if names else \
+            "an implementations key (this bench.yaml defines no `implementations`)"
+        raise ConfigError(source, "reference.implementation", expected, got=named)
+    return named
+
+
+def case_points(implementations: tuple[Implementation, ...],
+                sweep: tuple[SweepPoint, ...]) -> list[str]:
+    """Every :func:`~kernbench.results.model.case_suffix` of the kernel's cases: the keys golden
+    `points` may use."""
+    impls: list[str | None] = [i.name for i in implementations] or [None]
+    labels: list[str | None] = [p.label for p in sweep] or [None]
+    suffixes = (case_suffix(label, impl) for impl in impls for label in labels)
+    return [s for s in suffixes if s is not None]
+
+
+def _check_golden_points(golden: dict[str, Any] | None, implementations: tuple[Implementation, ...],
+                         sweep: tuple[SweepPoint, ...], source: str) -> None:
+    """Golden `points` keys must name points of this kernel: a typo would silently fall back
+    to the SKU's time_ms."""
+    valid = set(case_points(implementations, sweep))
+    for sku, entry in (golden or {}).items():
+        for key in entry.get("points") or {}:
+            if key not in valid:
+                shown = ", ".join(sorted(valid)[:6]) + (", ..." if len(valid) > 6 else "")
+                expected = (f"a point of this kernel ({shown})" if valid else
+                            "no points: the kernel has neither a sweep nor implementations")
+                raise ConfigError(source, f"golden.{sku}.points.{key}", expected, got=key)
+
+
+def _reference(entry: dict[str, str] | None) -> dict[str, str] | None:
+    if entry is None:
+        return None
+    return {k: canonical_precision(v) if k == "precision" else v for k, v in entry.items()}
+
+
+def _work(entry: dict[str, str | float] | None, source: str) -> dict[str, str | float] | None:
+    """Work formulas are parsed now (a bad one is a config error before anything runs)."""
+    if entry is None:
+        return None
+    for key, value in entry.items():
+        if isinstance(value, str):
+            parse_formula(value, source=source, key=f"work.{key}")
+    return dict(entry)
+
+
+def _sweep(entry: dict[str, Any] | None, problem_size: object,
+           source: str) -> tuple[SweepPoint, ...]:
+    """The sweep's points (checked and counted now: a bad sweep is a config error)."""
+    if entry is None:
+        return ()
+    if problem_size is not None and not isinstance(problem_size, dict):
+        raise ConfigError(source, "problem_size", "a mapping, or no problem_size, with `sweep` "
+                          "(each point's values are merged into it)", got=problem_size)
+    return expand_sweep(entry, source)
+
+
+def _skip_rules(entries: list[dict[str, Any]], source: str) -> tuple[SkipRule, ...]:
+    rules = []
+    for index, entry in enumerate(entries):
+        check = entry.get("check")
+        if check is not None:
+            parse_condition(check, source=source, key=f"skip_conditions[{index}].check")
+        precision = entry.get("precision")
+        rules.append(SkipRule(reason=entry["reason"], backend=entry.get("backend"),
+                              precision=canonical_precision(precision) if precision else None,
+                              check=check))
+    return tuple(rules)
+
+
+def load_pyproject_settings(root: Path) -> dict[str, Any]:
+    """The validated ``[tool.kernbench]`` table of `root`/pyproject.toml ({} if absent)."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    source = str(path)
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(source, "", f"valid TOML ({exc})") from exc
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(source, "tool", "a table", got=tool)
+    table = tool.get("kernbench", {})
+    if not isinstance(table, dict):
+        raise ConfigError(source, "tool.kernbench", "a table")
+    for key, value in table.items():
+        if key not in PYPROJECT_KEYS:
+            known = ", ".join(PYPROJECT_KEYS)
+            raise ConfigError(source, f"tool.kernbench.{key}", f"a known key: {known}",
+                              got=f"unknown key {key!r}")
+        if key == "paths" and not (isinstance(value, list)
+                                   and all(isinstance(v, str) for v in value)):
+            raise ConfigError(source, "tool.kernbench.paths", PYPROJECT_KEYS["paths"], got=value)
+    return table

@@ -1,0 +1,277 @@
+"""The one option table: every command-line flag, its suite-file key, its default and its help.
+
+Pure data, read three ways: :mod:`kernbench.cli.parser` builds argparse from it,
+:mod:`kernbench.config.suite` maps suite-file keys to flags and converts their values with it,
+and ``tests/config/test_options.py`` checks that the README's CLI reference states the same
+flags and defaults. It lives in ``config`` (not ``cli``) so the suite loader can read it
+without importing the room above; it imports no argparse.
+
+An option's ``help`` stops before its default: where ``shown_default`` is set, the help ends in
+``(default: <shown_default>)`` and the README's default column says exactly that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kernbench.results.vocabulary import BACKEND_NAMES, COMPILE_MODE_NAMES, PRECISION_NAMES
+
+Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative_float", "path",
+               "list", "choice", "size", "formats", "shard", "slowdowns"]
+"""How an option's text is read: `switch` takes no value; `count` is an integer >= `minimum`;
+`list` is a comma list (checked against `choices` when given); the last four have parsers of
+their own (:mod:`kernbench.cli.arguments`)."""
+
+DEFAULT_PROCESSES = 3
+"""Worker processes per case: the fewest with which a comparison of two stored runs can
+estimate between-process noise (Welch's test on process medians needs 3 a side)."""
+DEFAULT_PROFILE_ITERS = 5
+"""Kernel calls made under ``--profile``."""
+PROFILERS = ("cprofile", "torch", "jax")
+"""``--profile`` choices: the profilers :mod:`kernbench.measure.profiling` runs."""
+REPORT_FORMATS = ("json", "md", "html", "csv", "pytorch_v3", "github", "junit", "png")
+"""``--format`` names a user may write besides ``all``; the suite schema checks them. The
+writers behind them are the registry of :mod:`kernbench.reporting.formats` (a test keeps the
+two equal; config may not import reporting)."""
+DEFAULT_FORMATS = ("json", "md", "html")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One flag (or positional argument) of one or more commands."""
+
+    flags: tuple[str, ...]
+    help: str | None = None
+    kind: Kind = "text"
+    default: Any = None
+    shown_default: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    minimum: int = 0
+    suite_key: str | None = None
+    nargs: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The long flag (`--output-dir`), or a positional argument's name."""
+        return self.flags[-1]
+
+    @property
+    def dest(self) -> str:
+        """The attribute argparse stores the value under."""
+        return self.name.lstrip("-").replace("-", "_")
+
+    @property
+    def positional(self) -> bool:
+        return not self.name.startswith("-")
+
+    @property
+    def full_help(self) -> str | None:
+        """The help as printed: the text, then the stated default."""
+        if self.shown_default is None:
+            return self.help
+        return f"{self.help} (default: {self.shown_default})"
+
+    @property
+    def usage(self) -> str:
+        """`--iters N`, `--isolation fork|spawn`, `--list`: how the README's reference names it."""
+        if self.kind == "switch":
+            return "/".join(self.flags)
+        value = self.metavar or ("|".join(self.choices) if self.choices else self.dest.upper())
+        return f"{self.name} {value}"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its name, its one-line help, and its options in the order of its help."""
+
+    name: str
+    help: str
+    options: tuple[Option, ...]
+
+
+DESCRIPTION = ("Discover compute kernels, measure them under one protocol, and write JSON and "
+               "Markdown reports.")
+
+FORMAT = Option(("--format",), "report formats: json, md, html, csv, pytorch_v3, github, junit, "
+                "png (matplotlib), or all", "formats", DEFAULT_FORMATS, "json,md,html",
+                metavar="F[,F]", suite_key="formats")
+
+COMPARISON = (
+    Option(("--fail-on-regression",), "exit 1 when a regression is found", "switch", False,
+           "warn only", suite_key="fail_on_regression"),
+    Option(("--threshold",), "practical threshold for latency changes, e.g. 0.05 for 5%",
+           "positive_float", 0.10, "0.10; bench.yaml regression.latency overrides per kernel",
+           metavar="FRACTION", suite_key="threshold"),
+    Option(("--accuracy-drift",), "flag a change of relative error larger than this",
+           "positive_float", 1e-3, "1e-3", metavar="X"),
+    Option(("--alpha",), "false discovery rate across all cases", "positive_float", 0.05,
+           "0.05"),
+)
+
+DISCOVERY = (
+    Option(("--root",), "repository whose discovery paths are scanned", "path", Path("."), ".",
+           suite_key="root"),
+    Option(("--paths",), "replace the discovery paths (relative to --root)", "list",
+           metavar="DIR[,DIR]", suite_key="paths"),
+    Option(("--filter",), "only kernels whose name matches one of these globs", "list", (),
+           metavar="GLOB[,GLOB]", suite_key="kernels"),
+    Option(("-v", "--verbose"), "explain discovery decisions and print more per case",
+           "switch", False),
+    Option(("--json",), "(list) print the manifest as JSON", "switch", False),
+)
+
+RUN = (
+    Option(("--config",), "suite file of run options (see README, Suite files); flags given "
+           "here win over it", "path", metavar="SUITE.yml"),
+    Option(("--iters",), "timed samples per case", "count", 30, "30", "N", minimum=1,
+           suite_key="iterations"),
+    Option(("--warmup",), "untimed calls before calibration", "count", 3, "3", "N",
+           suite_key="warmup"),
+    Option(("--warmup-time",), "least time the kernel runs before its first sample: warmup "
+           "calls, calibration, then untimed blocks", "non_negative_float", 0.1, "0.1",
+           "SECONDS", suite_key="warmup_time_s"),
+    Option(("--precision",), "precisions to run, e.g. fp32,fp16", "list", None,
+           "each kernel's bench.yaml precisions, else fp32", "P[,P]", PRECISION_NAMES,
+           suite_key="precisions"),
+    Option(("--backends",), "device kinds, e.g. cpu,cuda", "list", None,
+           "each kernel's declared backends", "B[,B]", BACKEND_NAMES, suite_key="backends"),
+    Option(("--processes",), "worker processes per case, each taking --iters samples; the "
+           "process is the unit of replication, and comparisons need 3 a side to measure the "
+           "noise between processes", "count", DEFAULT_PROCESSES, str(DEFAULT_PROCESSES), "N",
+           minimum=1, suite_key="processes"),
+    Option(("--output-dir",), "where reports are written", "path", Path("reports"), "reports",
+           "DIR", suite_key="output_dir"),
+    Option(("--seed",), "seed passed to kernels that take `seed` and used for global RNGs",
+           "int", 1337, "1337", suite_key="seed"),
+    Option(("--timeout",), "per-case limit; the worker and its children are killed after it",
+           "positive_float", 300.0, "300; bench.yaml timeout_s overrides per kernel",
+           "SECONDS", suite_key="timeout_s"),
+    Option(("--max-memory",), "address-space limit of each worker (RLIMIT_AS), e.g. 512M or "
+           "2G; an allocation past it fails the case, naming the limit (torch needs about 1G, "
+           "jax 2G; see README)", "size", metavar="SIZE", suite_key="max_memory"),
+    Option(("--resume",), "finish the interrupted run in DIR (its report set), running only "
+           "the cases it did not finish; repeat the run's flags", "path", metavar="DIR"),
+    Option(("--isolation",), "how each case's worker process starts: fork (from a server that "
+           "preloaded the framework once; spawned where fork is unsafe) or spawn (a fresh "
+           "interpreter per worker)", "choice", "fork", "fork", choices=("fork", "spawn"),
+           suite_key="isolation"),
+    Option(("--trace-memory",), "also record Python allocations with tracemalloc (slows Python "
+           "code)", "switch", False, suite_key="trace_memory"),
+    Option(("--no-l2-flush",), "GPU cases: do not evict the L2 cache before each sample",
+           "switch", False),
+    Option(("--cache-dir",), "machine-level cache, e.g. the CPU peak probe", "path", None,
+           "$XDG_CACHE_HOME/kernbench or ~/.cache/kernbench", "DIR"),
+    Option(("--no-cpu-peak",), "do not probe (or read) this CPU's peak; % of peak stays empty",
+           "switch", False),
+    Option(("--list",), "discover and print the manifest; run nothing", "switch", False),
+    Option(("--sku",), "SKU for bench.yaml golden values", "text", None, "detected from the GPU",
+           suite_key="sku"),
+    Option(("--shard",), "run only shard K of N (stable by kernel); join with `kernbench "
+           "merge`", "shard", metavar="K/N"),
+    Option(("--save-history",), "append this run's record under ROOT/benchmarks/history/",
+           "switch", False, suite_key="save_history"),
+    Option(("--compare-to",), "compare with the newest history record at git ref REF for this "
+           "machine; writes regressions.md", metavar="REF", suite_key="compare_to"),
+    Option(("--baseline",), "compare with a stored run (summary.json, report directory or "
+           "history record), read before anything runs; writes regressions.md", "path",
+           metavar="FILE"),
+    Option(("--ab",), "interleaved A/B on this machine: REF (in a temporary worktree) against "
+           "this tree, in alternating rounds; writes regressions.md", metavar="REF"),
+    Option(("--rounds",), "--ab rounds: worker processes per case and side", "count", 30,
+           "30; the sign test over rounds cannot reach p < 0.05 with fewer than 6", "N",
+           minimum=2),
+    Option(("--debug-inject-slowdown",), "testing aid: matching kernels' calls take FACTOR "
+           "times as long (with --ab: on this tree's side only)", "slowdowns", (),
+           metavar="GLOB=FACTOR[,...]"),
+    Option(("--profile",), "after each case's timed samples, call the kernel again under this "
+           "profiler and write OUTPUT_DIR/profiles/ (the samples are not profiled)", "choice",
+           choices=PROFILERS, suite_key="profile"),
+    Option(("--profile-iters",), "kernel calls made under --profile", "count",
+           DEFAULT_PROFILE_ITERS, str(DEFAULT_PROFILE_ITERS), "N", minimum=1,
+           suite_key="profile_iters"),
+    Option(("--compile-mode",), "torch.compile mode for every implementation whose bench.yaml "
+           "has `compile:`, instead of the mode it names", "choice",
+           choices=COMPILE_MODE_NAMES, suite_key="compile_mode"),
+)
+
+RUN_LAST = (
+    Option(("-q", "--quiet"), "print nothing but errors (no progress)", "switch", False),
+    Option(("--debug-fake-timer",), "testing aid: every kernel call takes exactly MS on a fake "
+           "clock, so reports hold known numbers", "positive_float", metavar="MS"),
+)
+
+HISTORY = (
+    Option(("--root",), None, "path", Path(".")),
+    Option(("--kernel",), "kernel name glob", metavar="GLOB"),
+    Option(("--machine",), metavar="FINGERPRINT"),
+    Option(("--branch",)),
+    Option(("--since",), "ISO date prefix", metavar="DATE"),
+    Option(("--limit",), kind="count", metavar="N", minimum=1),
+    Option(("--json",), "print the records as JSON", "switch", False),
+    Option(("--add",), "append the record of the run in RUN_DIR (e.g. merged shards downloaded "
+           "by CI) instead of listing", "path", metavar="RUN_DIR"),
+)
+
+MERGE = (
+    Option(("output_dir",), "where the merged report set goes", "path"),
+    Option(("shards",), "shard output directories", "path", nargs="+"),
+    Option(("--root",), "repository whose benchmarks/history feeds the trends", "path",
+           Path(".")),
+    Option(("--save-history",), "append the merged run's record under "
+           "ROOT/benchmarks/history/", "switch", False),
+    Option(("--compare-to",), "compare the merged run with the newest history record at git "
+           "ref REF for this machine", metavar="REF"),
+)
+
+COMMENT = (
+    Option(("run_dir",), "report directory (summary.json, comparison.json, env.json)", "path",
+           metavar="DIR"),
+    Option(("--validate",), "first check DIR against the report schema and size limits (for "
+           "artifacts of untrusted runs); exit 2 if it fails", "switch", False),
+    Option(("--run-url",), "link to the CI run, shown at the end", metavar="URL"),
+    Option(("--max-chars",), "hard size limit", "count", 60_000, "60000; GitHub allows 65536",
+           "N", minimum=3000),
+    Option(("--from-fork",), "the pull request comes from this fork: the comment warns that its "
+           "figures were measured by the fork's own, untrusted code", metavar="OWNER/NAME"),
+)
+
+REPORT = (
+    Option(("run_dir",), "output directory of an earlier run (holds summary.json)", "path",
+           metavar="DIR"),
+    Option(("--output-dir",), "write the reports here instead of into DIR", "path",
+           metavar="DIR"),
+    Option(("--root",), "repository whose benchmarks/history feeds the trends", "path", None,
+           "the run's own --root, when it still exists"),
+)
+
+COMPARE = (
+    Option(("baseline",), "summary.json, report dir or history record", "path"),
+    Option(("candidate",), "summary.json, report dir or history record", "path"),
+    Option(("--output-dir",), None, "path", Path("reports"), metavar="DIR"),
+)
+
+COMMANDS = (
+    Command("run", "discover and benchmark kernels, write reports",
+            (*DISCOVERY, *RUN, *COMPARISON, FORMAT, *RUN_LAST)),
+    Command("list", "discover kernels and print the manifest", DISCOVERY),
+    Command("history", "list benchmark history records", HISTORY),
+    Command("merge", "join shard outputs into one report set", (*MERGE, *COMPARISON, FORMAT)),
+    Command("comment", "print the pull-request comment for a report directory", COMMENT),
+    Command("report", "re-render the reports of an earlier run from its JSON; runs nothing",
+            (*REPORT, FORMAT)),
+    Command("compare", "compare two result files; write regressions.md and comparison.json",
+            (*COMPARE, *COMPARISON)),
+)
+"""Every command, in the order of ``kernbench --help``."""
+
+def command(name: str) -> Command:
+    """The command called `name`."""
+    return next(c for c in COMMANDS if c.name == name)
+
+
+def suite_options() -> dict[str, Option]:
+    """Suite-file key -> the run option it stands for (``sweeps`` has no flag)."""
+    return {o.suite_key: o for o in command("run").options if o.suite_key is not None}

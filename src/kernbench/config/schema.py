@@ -1,0 +1,349 @@
+"""The schemas of what users write: bench.yaml, suite files, golden values (all jsonschema).
+
+An error names the file, the key path, what was expected and what was found. This module imports
+nothing else of the package but :mod:`kernbench.errors`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+from kernbench.errors import ConfigError
+from kernbench.results.vocabulary import (
+    BACKEND_NAMES,
+    COMPILE_MODE_NAMES,
+    FRAMEWORK_NAMES,
+    PRECISION_NAMES,
+)
+
+IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
+
+_TOLERANCE_VALUES = {
+    "rmse": {"type": "number", "minimum": 0},
+    "relative_error": {"type": "number", "minimum": 0},
+    "max_error": {"type": "number", "minimum": 0},
+}
+_TOLERANCES = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **_TOLERANCE_VALUES,
+        **{p: {"type": "object", "additionalProperties": False, "properties": _TOLERANCE_VALUES}
+           for p in PRECISION_NAMES},
+    },
+}
+_SKIP_CONDITION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reason"],
+    "properties": {
+        "backend": {"enum": list(BACKEND_NAMES)},
+        "precision": {"enum": list(PRECISION_NAMES)},
+        "reason": {"type": "string", "minLength": 1},
+        "check": {"type": "string", "minLength": 1},
+    },
+}
+_GOLDEN_VALUES: dict[str, Any] = {
+    "time_ms": {"type": "number", "exclusiveMinimum": 0},
+    "tolerance_multiplier": {"type": "number", "minimum": 1},
+    "size_bytes": {"type": "integer", "minimum": 0},
+}
+GOLDEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "additionalProperties": {
+        "type": "object",
+        "additionalProperties": False,
+        "minProperties": 1,
+        "properties": {
+            **_GOLDEN_VALUES,
+            "points": {
+                "type": "object", "minProperties": 1,
+                "propertyNames": {"minLength": 1, "maxLength": 300},
+                "additionalProperties": {"type": "object", "additionalProperties": False,
+                                         "required": ["time_ms"], "properties": _GOLDEN_VALUES},
+            },
+        },
+        "anyOf": [{"required": ["time_ms"]}, {"required": ["points"]}],
+    },
+}
+"""JSON-schema fragment for bench.yaml's ``golden``: SKU -> {time_ms?, tolerance_multiplier?,
+size_bytes?, points?}, where ``points`` maps a case's point (what its case id holds after
+backend and precision, e.g. ``m=64,k=64,n=64`` or ``impl=jax,cols=256``) to its own values;
+an entry needs ``time_ms`` or ``points``."""
+
+SWEEP_GENERATORS = ("custom", "llama", "pow2", "pow2_extended", "sweep")
+"""`sweep.matrix_shapes[].name`: the shape generators of the seed's microbenchmark runner."""
+POINT_TEXT = "^[A-Za-z0-9_.+-]{1,64}$"
+"""A string `sweep.params` value: it becomes part of case ids, so file-name safe text."""
+
+_DIM = {"type": "integer", "minimum": 1}
+_DIMS = {"type": "array", "minItems": 1, "uniqueItems": True, "items": _DIM}
+_POWER = {"type": "integer", "minimum": 0, "maximum": 40}
+_POWER_FROM_1 = {"type": "integer", "minimum": 1, "maximum": 40}
+_GENERATOR_OPTIONS: dict[str, dict[str, Any]] = {
+    "custom": {"shapes": {"type": "array", "minItems": 1, "items": {
+        "type": "array", "minItems": 3, "maxItems": 3, "items": _DIM,
+        "description": "[m, k, n]: a list of three positive integers"}}},
+    "llama": {"m": _DIMS, "tensor_parallel": {"enum": [1, 2, 4, 8]}},
+    "pow2": {"min_power": _POWER, "max_power": _POWER},
+    "pow2_extended": {"min_power": _POWER_FROM_1, "max_power": _POWER_FROM_1},
+    "sweep": {"min_power": _POWER, "max_power": _POWER, "m": _DIMS, "k": _DIMS, "n": _DIMS},
+}
+_MATRIX_SHAPES = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": {"enum": list(SWEEP_GENERATORS)}},
+    "allOf": [{"if": {"properties": {"name": {"const": name}}, "required": ["name"]},
+               "then": {"additionalProperties": False,
+                        "required": ["shapes"] if name == "custom" else [],
+                        "properties": {"name": {"const": name}, **options}}}
+              for name, options in _GENERATOR_OPTIONS.items()],
+}
+SWEEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {
+        "matrix_shapes": {"type": "array", "minItems": 1, "items": _MATRIX_SHAPES},
+        "params": {
+            "type": "object", "minProperties": 1, "propertyNames": {"pattern": IDENTIFIER},
+            "additionalProperties": {
+                "type": "array", "minItems": 1, "uniqueItems": True,
+                "items": {"type": ["integer", "number", "boolean", "string"],
+                          "pattern": POINT_TEXT}},
+        },
+    },
+}
+"""JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators and
+``params`` lists (checks jsonschema cannot make are in :mod:`kernbench.config.sweeps`)."""
+
+IMPL_NAME = "^[A-Za-z_][A-Za-z0-9_-]{0,39}$"
+"""An implementation's name: it becomes part of case ids and file names."""
+IMPLEMENTATIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "maxProperties": 32,
+    "propertyNames": {"pattern": IMPL_NAME},
+    "additionalProperties": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["function"],
+        "properties": {
+            "function": {"type": "string", "pattern": IDENTIFIER},
+            "framework": {"enum": list(FRAMEWORK_NAMES)},
+            "setup": {"type": "string", "pattern": IDENTIFIER},
+            "backends": {"type": "array", "minItems": 1, "uniqueItems": True,
+                         "items": {"enum": list(BACKEND_NAMES)}},
+            "compile": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"mode": {"enum": list(COMPILE_MODE_NAMES)},
+                               "fullgraph": {"type": "boolean"},
+                               "dynamic": {"type": ["boolean", "null"]},
+                               "backend": {"type": "string", "pattern": IDENTIFIER}},
+            },
+        },
+    },
+}
+"""JSON-schema fragment for bench.yaml's ``implementations``: name -> {function, framework?,
+setup?, backends?, compile?} (cross-key checks are in :mod:`kernbench.config.loading`)."""
+
+IGNORE_SKUS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "uniqueItems": True,
+    "items": {"type": "string", "minLength": 1},
+}
+"""JSON-schema fragment for bench.yaml's ``ignore_skus``: a list of SKU names."""
+
+BENCH_YAML_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "bench.yaml",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "problem_size": {
+            "type": ["object", "integer", "number", "string", "array", "boolean"],
+            "propertyNames": {"pattern": IDENTIFIER},
+        },
+        "precisions": {"type": "array", "minItems": 1, "uniqueItems": True,
+                       "items": {"enum": list(PRECISION_NAMES)}},
+        "backends": {"type": "array", "minItems": 1, "uniqueItems": True,
+                     "items": {"enum": list(BACKEND_NAMES)}},
+        "tolerances": _TOLERANCES,
+        "skip_conditions": {"type": "array", "items": _SKIP_CONDITION},
+        "function_name": {"type": "string", "pattern": IDENTIFIER},
+        "framework": {"enum": list(FRAMEWORK_NAMES)},
+        "description": {"type": "string"},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "reference": {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {"backend": {"enum": list(BACKEND_NAMES)},
+                           "precision": {"enum": list(PRECISION_NAMES)},
+                           "implementation": {"type": "string", "pattern": IMPL_NAME}},
+        },
+        "golden": GOLDEN_SCHEMA,
+        "ignore_skus": IGNORE_SKUS_SCHEMA,
+        "regression": {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {"latency": {"type": "number", "exclusiveMinimum": 0},
+                           "accuracy_drift": {"type": "number", "minimum": 0}},
+        },
+        "work": {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {"flops": {"type": ["string", "number"]},
+                           "bytes": {"type": ["string", "number"]}},
+        },
+        "sweep": SWEEP_SCHEMA,
+        "implementations": IMPLEMENTATIONS_SCHEMA,
+    },
+}
+
+def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
+    """JSON schema of a suite file (`kernbench run --config`): run options by name.
+
+    `format_names` are the report formats (:mod:`kernbench.reporting.formats`, which this
+    module does not import); :mod:`kernbench.config.suite` maps each key to its command-line
+    flag."""
+    def names(values: Iterable[str]) -> dict[str, Any]:
+        return {"type": "array", "minItems": 1, "uniqueItems": True,
+                "items": {"enum": list(values)}}
+
+    texts = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string"}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "suite file",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "root": {"type": "string"},
+            "paths": texts,
+            "kernels": texts,
+            "output_dir": {"type": "string"},
+            "iterations": {"type": "integer", "minimum": 1},
+            "warmup": {"type": "integer", "minimum": 0},
+            "warmup_time_s": {"type": "number", "minimum": 0},
+            "isolation": {"enum": ["fork", "spawn"]},
+            "seed": {"type": "integer"},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+            "processes": {"type": "integer", "minimum": 1},
+            "backends": names(BACKEND_NAMES),
+            "precisions": names(PRECISION_NAMES),
+            "formats": names(format_names),
+            "sku": {"type": "string"},
+            "trace_memory": {"type": "boolean"},
+            "save_history": {"type": "boolean"},
+            "compare_to": {"type": "string"},
+            "threshold": {"type": "number", "exclusiveMinimum": 0},
+            "fail_on_regression": {"type": "boolean"},
+            "profile": {"enum": ["cprofile", "torch", "jax"]},
+            "profile_iters": {"type": "integer", "minimum": 1},
+            "compile_mode": {"enum": list(COMPILE_MODE_NAMES)},
+            "sweeps": {"type": "object", "minProperties": 1, "additionalProperties": SWEEP_SCHEMA},
+            "max_memory": {"type": ["string", "integer"]},
+        },
+    }
+
+
+def validate_suite_config(data: object, source: str, format_names: Iterable[str]) -> None:
+    """Raise ConfigError for the first problem in a parsed suite file, as for bench.yaml."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(suite_schema(tuple(format_names)))
+    _raise_first(validator.iter_errors(data), source)
+
+
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
+               "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "null": "null"}
+
+
+@functools.cache
+def _bench_yaml_validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(BENCH_YAML_SCHEMA)
+
+
+def validate_bench_yaml(data: object, source: str) -> None:
+    """Raise ConfigError for the first problem in a parsed bench.yaml (file, key, expectation)."""
+    _raise_first(_bench_yaml_validator().iter_errors(data), source)
+
+
+def _raise_first(errors: Iterable[Any], source: str) -> None:
+    """Raise ConfigError for the shallowest of `errors` (jsonschema ValidationErrors), if any."""
+    ordered = sorted(errors, key=lambda e: (len(e.path), [str(p) for p in e.path]))
+    if ordered:
+        raise _config_error(ordered[0], source)
+
+
+def key_path(parts: Iterable[object]) -> str:
+    """`skip_conditions[0].check` from ('skip_conditions', 0, 'check')."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _config_error(error: Any, source: str) -> ConfigError:
+    key = key_path(error.absolute_path)
+    kind, value, instance = error.validator, error.validator_value, error.instance
+    if kind == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(str(k) for k in instance if k not in allowed)
+        name = unknown[0] if unknown else "?"
+        hint = difflib.get_close_matches(name, allowed, n=1)
+        expected = f"one of {', '.join(allowed)}"
+        if hint:
+            expected += f" (did you mean '{hint[0]}'?)"
+        return ConfigError(source, key_path([*error.absolute_path, name]),
+                           f"a known key: {expected}", got=f"unknown key {name!r}")
+    if kind == "required":
+        missing = [k for k in value if k not in instance]
+        return ConfigError(source, key_path([*error.absolute_path, missing[0]]),
+                           "this key to be present", got="missing")
+    if kind == "type":
+        types = [value] if isinstance(value, str) else value
+        expected = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+        return ConfigError(source, key, expected, got=instance)
+    if "description" in error.schema:  # the fragment says in words what it wants
+        return ConfigError(source, key, error.schema["description"], got=instance)
+    if kind == "enum":
+        return ConfigError(source, key, f"one of {', '.join(map(str, value))}"
+                           f"{_did_you_mean(instance, value)}", got=instance)
+    if kind == "pattern":
+        return ConfigError(source, key, _PATTERN_WORDS.get(value, f"text matching {value}"),
+                           got=instance)
+    if kind in ("minimum", "exclusiveMinimum", "maximum"):
+        relation = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<="}[kind]
+        return ConfigError(source, key, f"a number {relation} {value}", got=instance)
+    if kind in ("minItems", "maxItems", "minProperties", "maxProperties"):
+        what = "a mapping with" if kind.endswith("Properties") else "a list of"
+        bound = "at least" if kind.startswith("min") else "at most"
+        noun = "key" if kind.endswith("Properties") else "item"
+        return ConfigError(source, key, f"{what} {bound} {value} {noun}{'s' * (value != 1)}",
+                           got=instance)
+    if kind == "uniqueItems":
+        return ConfigError(source, key, "a list without repeated values", got=instance)
+    if kind == "propertyNames":
+        return ConfigError(source, key, "keys that are Python identifiers (they become keyword "
+                           "arguments)", got=instance)
+    return ConfigError(source, key, error.message)
+
+
+_PATTERN_WORDS = {
+    IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
+    IMPL_NAME: "an implementation name of letters, digits, _ and - (at most 40, starting with a "
+               "letter or _; it names cases)",
+    POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "
+                "characters): sweep values name the cases",
+}
+
+
+def _did_you_mean(instance: object, allowed: Iterable[object]) -> str:
+    if not isinstance(instance, str):
+        return ""
+    hint = difflib.get_close_matches(instance, [str(a) for a in allowed], n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else ""

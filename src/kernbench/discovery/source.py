@@ -1,0 +1,125 @@
+"""What a kernel's source says, read with ``ast`` and never imported: where a function is
+defined at module level, its parameters, whether it reads ``precision``, which frameworks the
+file imports and so which device kinds it can run on."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+
+from kernbench.results.model import KernelSpec
+from kernbench.results.vocabulary import GPU_CAPABLE_FRAMEWORKS, GPU_ONLY_FRAMEWORKS
+
+__all__ = ["FRAMEWORK_IMPORTS", "SETUP_FUNCTION", "find_function", "reads_name",
+           "spec_from_tree"]
+
+SETUP_FUNCTION = "setup"
+
+# Import roots -> framework, in priority order: a JAX kernel usually imports NumPy too.
+FRAMEWORK_IMPORTS: tuple[tuple[str, str], ...] = (
+    ("jax", "jax"), ("jaxlib", "jax"), ("flax", "jax"),
+    ("triton", "triton"), ("cupy", "cupy"), ("pycuda", "cupy"),
+    ("torch", "pytorch"), ("tensorflow", "tensorflow"), ("numba", "numba"),
+    ("numpy", "numpy"), ("scipy", "numpy"),
+)
+
+
+def find_function(tree: ast.Module, name: str) -> ast.AST | None:
+    """The last module-level definition (def, assignment or import) binding `name`, if any."""
+    found: ast.AST | None = None
+    for node in _module_level(tree.body):
+        if _binds(node, name):
+            found = node
+    return found
+
+
+def _binds(node: ast.stmt, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name == name
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name) == name for alias in node.names)
+    return False
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements executed at import: the body plus branches of top-level if/try."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If):
+            yield from _module_level(node.body)
+            yield from _module_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody,
+                          *[h.body for h in node.handlers]):
+                yield from _module_level(block)
+
+
+def _parameters(definition: ast.AST | None) -> tuple[str, ...]:
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ()
+    args = definition.args
+    return tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
+def reads_name(definition: ast.AST | None, name: str) -> bool:
+    """Whether a function's body reads `name` (nested functions included), or could without
+    naming it (``locals()``, ``vars()``, ``eval``)."""
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    readers = {name, "locals", "vars", "eval", "exec"}
+    return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+               and node.id in readers for node in ast.walk(definition))
+
+
+def _ignores_precision(definition: ast.AST | None, setup: ast.AST | None) -> bool:
+    """`precision` is a parameter of the benchmark function or setup, but neither reads it."""
+    holders = [d for d in (definition, setup) if "precision" in _parameters(d)]
+    return bool(holders) and not any(reads_name(d, "precision") for d in holders)
+
+
+def _import_roots(nodes: Iterable[ast.AST]) -> list[str]:
+    roots: list[str] = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            roots.extend(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.append(node.module.split(".")[0])
+    return list(dict.fromkeys(roots))
+
+
+def spec_from_tree(rel: str, tree: ast.Module, function: str,
+                    definition: ast.AST) -> KernelSpec:
+    all_imports = _import_roots(ast.walk(tree))
+    top_level = _import_roots(_module_level(tree.body))
+    frameworks = tuple(dict.fromkeys(fw for mod, fw in FRAMEWORK_IMPORTS if mod in all_imports))
+    framework = frameworks[0] if frameworks else "python"
+    parameters = _parameters(definition)
+    setup = find_function(tree, SETUP_FUNCTION)
+    setup_parameters = _parameters(setup) if setup is not None else ()
+    return KernelSpec(
+        name=rel, path=rel, function_name=function, framework=framework,
+        frameworks=frameworks,
+        backends=_infer_backends(framework, (*parameters, *setup_parameters), tree),
+        dependencies=tuple(m for m in top_level if m not in sys.stdlib_module_names),
+        parameters=parameters, has_setup=setup is not None, setup_parameters=setup_parameters,
+        signature_known=isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)),
+        ignores_precision=_ignores_precision(definition, setup),
+    )
+
+
+def _infer_backends(framework: str, parameters: tuple[str, ...],
+                    tree: ast.Module) -> tuple[str, ...]:
+    """cpu for CPU frameworks; cuda too when a GPU-capable kernel can be placed or names CUDA."""
+    text = ast.unparse(tree).lower() if framework in GPU_CAPABLE_FRAMEWORKS else ""
+    names_gpu = "cuda" in text or "gpu" in text
+    backends: list[str] = [] if framework in GPU_ONLY_FRAMEWORKS else ["cpu"]
+    takes_device = bool({"device", "backend"} & set(parameters))
+    if framework in GPU_ONLY_FRAMEWORKS or (framework in GPU_CAPABLE_FRAMEWORKS
+                                            and (takes_device or names_gpu)):
+        backends.append("cuda")
+    if framework in GPU_CAPABLE_FRAMEWORKS and ("rocm" in text or "hip" in text.split()):
+        backends.append("rocm")
+    return tuple(backends)

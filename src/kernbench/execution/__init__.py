@@ -1,0 +1,1 @@
+"""Running cases: the runner, worker processes and their isolation, limits, resume."""

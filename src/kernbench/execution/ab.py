@@ -1,0 +1,126 @@
+"""Interleaved A/B on one machine (``--ab REF``): the baseline commit against this tree.
+
+REF is checked out into a temporary git worktree (the working tree and index of the
+repository are not touched). Both trees' kernels are discovered, cases are matched, and the
+rounds alternate: in every round each case runs once on each side, in one fresh worker process
+each, A first in even rounds and B first in odd ones. Whatever the machine does over time
+(frequency, thermal state, a neighbour's load) then hits both sides alike, and each round adds
+one process-level replicate per side for the comparison.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kernbench.analysis.compare import case_key
+from kernbench.analysis.gitref import resolve_ref
+from kernbench.errors import KernbenchError
+from kernbench.execution.outcomes import invalid_result
+from kernbench.execution.replicates import merge_replicates
+from kernbench.execution.runner import BenchmarkRunner
+from kernbench.execution.settings import RunSettings
+from kernbench.results.model import Case, CaseResult, KernelSpec
+
+
+class Progress(Protocol):
+    """Told before and after each worker run: a label, the 1-based count and the total."""
+
+    def case_started(self, label: str, index: int, total: int) -> None: ...
+
+    def case_finished(self, line: str, index: int, total: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the A/B: its tree, its runner and its planned work."""
+
+    label: str
+    root: Path
+    runner: BenchmarkRunner
+    planned: list[Case | KernelSpec]
+
+    def keyed(self) -> dict[str, Case]:
+        return {_key(c): c for c in self.planned if isinstance(c, Case)}
+
+
+def _key(case: Case) -> str:
+    size = "" if case.problem_size is None else repr(case.problem_size)
+    return f"{case.case_id}{size}"
+
+
+@contextlib.contextmanager
+def worktree(root: Path, ref: str) -> Iterator[tuple[Path, str]]:
+    """A detached worktree of `ref` in a temporary folder, removed afterwards."""
+    sha = resolve_ref(root, ref)
+    if sha is None:
+        raise KernbenchError(f"--ab {ref}: no such commit in {root} (is it a git repository, "
+                             "and is the ref fetched?)")
+    folder = Path(tempfile.mkdtemp(prefix="kernbench-ab-"))
+    target = folder / "baseline"
+    _git(root, "worktree", "add", "--detach", "--quiet", str(target), sha)
+    try:
+        yield target, sha
+    finally:
+        _git(root, "worktree", "remove", "--force", str(target), check=False)
+        _git(root, "worktree", "prune", check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _git(root: Path, *args: str, check: bool = True) -> None:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+    if check and done.returncode != 0:
+        raise KernbenchError(f"git {' '.join(args[:2])} failed: {done.stderr.strip()}")
+
+
+def interleave(baseline: Side, candidate: Side, rounds: int,
+               progress: Progress | None = None) -> tuple[list[CaseResult], list[CaseResult]]:
+    """Run both sides' cases in alternating rounds; one merged record per case and side."""
+    base_cases, cand_cases = baseline.keyed(), candidate.keyed()
+    keys = sorted(set(base_cases) | set(cand_cases))
+    runs: dict[tuple[str, str], list[CaseResult]] = {}
+    total = rounds * (sum(1 for k in keys if k in base_cases) + sum(1 for k in keys
+                                                                   if k in cand_cases))
+    done = 0
+    with baseline.runner.session(), candidate.runner.session():
+        for round_index in range(rounds):
+            order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)
+            for key in keys:
+                for side in order:
+                    case = (base_cases if side is baseline else cand_cases).get(key)
+                    if case is None:
+                        continue
+                    label = f"round {round_index + 1}/{rounds} {side.label} {case.case_id}"
+                    if progress is not None:
+                        progress.case_started(label, done + 1, total)
+                    result = side.runner.run_case(case)
+                    runs.setdefault((side.label, key), []).append(result)
+                    done += 1
+                    if progress is not None:
+                        progress.case_finished(f"{label}: {result.status}", done, total)
+    return (_merged(baseline, runs), _merged(candidate, runs))
+
+
+def _merged(side: Side, runs: dict[tuple[str, str], list[CaseResult]]) -> list[CaseResult]:
+    results = [invalid_result(s) for s in side.planned if isinstance(s, KernelSpec)]
+    for key in sorted(side.keyed()):
+        results.append(merge_replicates(runs[(side.label, key)]))
+    return results
+
+
+def make_side(label: str, root: Path, settings: RunSettings,
+              specs: Sequence[KernelSpec]) -> Side:
+    """A side whose every case runs one process per round."""
+    runner = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1))
+    return Side(label, root, runner, runner.plan(specs))
+
+
+__all__ = ["Side", "case_key", "interleave", "make_side", "worktree"]

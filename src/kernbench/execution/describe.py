@@ -1,0 +1,61 @@
+"""What a kernel returned, described without its data: type, dtype, shape and precision.
+
+The description goes into the record (``output``) and labels a native kernel's precision; it
+is computed once, untimed, after the samples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.measure.backends.base import Backend, walk_leaves
+from kernbench.measure.precision import precision_of_dtype
+
+DESCRIBED_LEAVES = 8
+"""Leaves described one by one; the rest are only counted (and their bytes summed)."""
+
+
+def describe_output(value: object) -> dict[str, Any]:
+    """Type, dtype, shape and precision of a result (of its first leaves), never its data.
+    One lazy pass over the leaves (a list of a million floats is walked once, untimed)."""
+    described: list[dict[str, Any]] = []
+    count, nbytes = 0, 0
+    sized = True
+    for leaf in walk_leaves(value):
+        if count < DESCRIBED_LEAVES:
+            described.append(_describe_leaf(leaf))
+        count += 1
+        size = getattr(leaf, "nbytes", None) if sized else None
+        if isinstance(size, int):
+            nbytes += size
+        else:
+            sized = False
+    first = next((d for d in described if d.get("precision")), None)
+    return {"type": type(value).__name__, "leaves": count, "items": described,
+            "precision": first["precision"] if first else None,
+            "nbytes": nbytes if sized else None}
+
+
+def _describe_leaf(leaf: object) -> dict[str, Any]:
+    dtype = getattr(leaf, "dtype", None)
+    shape = getattr(leaf, "shape", None)
+    info: dict[str, Any] = {"type": type(leaf).__name__}
+    if dtype is not None:
+        info["dtype"] = str(dtype)
+        info["precision"] = precision_of_dtype(dtype)
+    elif isinstance(leaf, float):
+        info["precision"] = "fp64"
+    if shape is not None:
+        try:
+            info["shape"] = [int(s) for s in shape]
+        except (TypeError, ValueError):
+            info["shape"] = str(shape)
+    return info
+
+
+def describe_device(backend: Backend, backend_name: str) -> dict[str, Any]:
+    """The backend's device facts; a failure to read them is recorded, never raised."""
+    try:
+        return dict(backend.describe(backend_name))
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}

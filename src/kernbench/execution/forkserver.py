@@ -1,0 +1,367 @@
+"""Fork servers: one preloaded process per framework forks a fresh worker for every case.
+
+Starting ``python -m kernbench.execution.worker`` for every case costs the interpreter's start, the
+import of the framework (about 1 s for torch, 0.6 s for JAX) and of kernbench's own modules
+(compiled again each time when bytecode is not written). A fork server pays that once per
+run: it imports the framework *without* initialising CUDA or JAX's backends, then forks one
+child per case. The child keeps every promise of isolation that a spawned worker keeps:
+
+- its own session and process group, killed whole on timeout;
+- ``PR_SET_PDEATHSIG`` (the server has it too, so killing kernbench outright kills both);
+- the optional ``RLIMIT_AS`` limit, and the run's ``--root`` as its working directory;
+- stdout and stderr into pipes that the parent drains into bounded tails (the pipes are
+  created by the parent and handed over with ``SCM_RIGHTS``);
+- its exit status, signal or ``os._exit`` code, reported by the server, which reaps it;
+- no orphans: the server is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every
+  descendant a case leaves behind, daemons that double-forked and left the session included,
+  becomes the server's child once orphaned, and the server kills them all before it answers.
+
+The parent talks to a server over a ``SOCK_SEQPACKET`` socket pair, one JSON message per
+packet: ``run`` (with the two pipe ends) is answered by ``started`` and then ``finished``.
+Where fork is unsafe (no ``fork`` or ``SCM_RIGHTS`` on this platform, a framework that came
+out of its import already initialised) the runner falls back to spawning, and the record says
+why (:mod:`kernbench.execution.isolation`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+PR_SET_CHILD_SUBREAPER = 36
+PRELOADS: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "pytorch": ("torch",),
+                                        "jax": ("jax",)}
+"""What a server imports for each framework; every other framework gets kernbench alone."""
+MESSAGE_BYTES = 1 << 16
+SWEEP_ROUNDS = 20
+CHILD_FAILED = 70
+"""Exit code of a child that could not set itself up (the traceback is on its stderr)."""
+
+
+def preload_key(framework: str) -> str:
+    """Frameworks that preload the same modules share a server."""
+    return framework if framework in PRELOADS else "python"
+
+
+def fork_supported() -> str | None:
+    """None where fork servers work here, else why not."""
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return "this platform has no fork() or SCM_RIGHTS"
+    if sys.platform == "darwin":
+        return "fork without exec is unsafe on macOS (system frameworks are not fork-safe)"
+    if not sys.platform.startswith("linux"):
+        return f"fork servers are only used on Linux, not {sys.platform}"
+    return None
+
+
+# --- the server process ----------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m kernbench.execution.forkserver FRAMEWORK FD``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    sock = socket.socket(fileno=int(args[1]))
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    hello = _preload(args[0])
+    sock.send(json.dumps({"ready": True, "pid": os.getpid(), **hello}).encode())
+    serve(sock)
+
+
+def _preload(key: str) -> dict[str, Any]:
+    """Import kernbench's worker and the framework; say whether forking is still safe."""
+    import kernbench.execution.worker  # noqa: F401  (compiled once here instead of once per case)
+
+    loaded, failed = [], {}
+    for name in PRELOADS.get(key, ()):
+        try:
+            __import__(name)
+            loaded.append(name)
+        except Exception as exc:  # the kernel's own import will report it
+            failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+    return {"preloaded": loaded, "failed": failed, "unsafe": initialised_reason()}
+
+
+def initialised_reason() -> str | None:
+    """Why forking this process would be unsafe, or None: a device runtime already
+    initialised (CUDA, JAX's backends) or Python threads running."""
+    import threading
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "CUDA was initialised while importing torch"
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is not None and getattr(bridge, "_backends", None):
+        return "JAX's backends were initialised while importing jax"
+    if threading.active_count() > 1:
+        return f"{threading.active_count() - 1} Python threads were started by the imports"
+    return None
+
+
+def serve(sock: socket.socket) -> None:
+    """Answer `run` requests until the parent says `exit` or goes away."""
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 2)
+        except OSError:
+            return
+        if not data:
+            return
+        request = json.loads(data)
+        if request.get("op") != "run":
+            return
+        _run_one(sock, request, fds)
+
+
+def _run_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    pid = os.fork()
+    if pid == 0:
+        _child(sock, request, fds)
+    for fd in fds:
+        os.close(fd)
+    sock.send(json.dumps({"started": pid}).encode())
+    _, status, usage = os.wait4(pid, 0)
+    swept = sweep(pid)
+    sock.send(json.dumps({"finished": pid, "status": status, "swept": swept,
+                          "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+
+
+def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    """Become a case's worker: never returns."""
+    try:
+        server = os.getppid()
+        sock.close()
+        os.setsid()
+        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: fork cleared the server's
+        if os.getppid() != server:
+            os._exit(CHILD_FAILED)
+        _redirect(fds)
+        limit = request.get("max_memory_bytes")
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        os.chdir(request["cwd"])
+        os.environ.update(request.get("env") or {})
+        from kernbench.execution.worker import main as worker_main
+
+        worker_main([request["job"]])  # leaves with os._exit
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(CHILD_FAILED)
+
+
+def _redirect(fds: list[int]) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    for fd in (null, *fds):
+        os.close(fd)
+
+
+def sweep(pid: int) -> int:
+    """Kill what the case `pid` left behind: its process group, then every child of this
+    (subreaper) process, round after round, since killing one orphans the next generation."""
+    from kernbench.execution.isolation import kill_in_rounds
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    killed = kill_in_rounds(_reaped_children, SWEEP_ROUNDS, pause_s=0.002)
+    _reap()
+    return killed
+
+
+def _reaped_children() -> list[int]:
+    """This server's live children, after reaping the ones that have exited."""
+    _reap()
+    return child_pids(os.getpid())
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def child_pids(parent: int) -> list[int]:
+    """Live (non-zombie) children of `parent`, from /proc."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] != b"Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _prctl(option: int, value: int) -> None:
+    from kernbench.execution.isolation import prctl
+
+    function = prctl()
+    if function is not None:
+        function(option, value)
+
+
+if __name__ == "__main__":
+    main()
+
+
+# --- the parent's side -----------------------------------------------------------------------
+
+START_TIMEOUT_S = 180.0
+"""How long a server may take to import its framework."""
+REPLY_TIMEOUT_S = 30.0
+"""How long a live server may take to fork (or to reap and sweep after a kill)."""
+
+
+class ServerGone(Exception):
+    """The fork server died or stopped answering; the case can be spawned instead."""
+
+
+class ForkServer:
+    """The parent's handle on one fork server process."""
+
+    def __init__(self, key: str, cwd: str, env: dict[str, str]) -> None:
+        import subprocess
+
+        from kernbench.execution.isolation import _Tail, child_setup
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.key = key
+        self._sock = ours
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "kernbench.execution.forkserver", key, str(theirs.fileno())],
+            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),), start_new_session=True,
+            preexec_fn=child_setup(None))
+        theirs.close()
+        assert self._proc.stderr is not None
+        self._stderr = _Tail(self._proc.stderr)
+        self.hello: dict[str, Any] | None = None
+
+    def ready(self) -> dict[str, Any]:
+        """Wait for the server's greeting: what it preloaded, and whether forking is safe."""
+        if self.hello is None:
+            hello = self._receive(START_TIMEOUT_S)
+            if hello is None:
+                self.close()
+                raise ServerGone(f"the {self.key} fork server did not start within "
+                                 f"{START_TIMEOUT_S:g} s")
+            self.hello = hello
+        return self.hello
+
+    def run(self, job: str, cwd: str, env: dict[str, str], timeout_s: float,
+            max_memory_bytes: int | None) -> Any:
+        """Run one case in a forked child; its
+        :class:`~kernbench.execution.isolation.WorkerExit`."""
+        from kernbench.execution.isolation import _Tail
+
+        started = time.monotonic()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        request = {"op": "run", "job": job, "cwd": cwd, "env": env,
+                   "max_memory_bytes": max_memory_bytes}
+        try:
+            socket.send_fds(self._sock, [json.dumps(request).encode()], [out_w, err_w])
+        except OSError as exc:
+            os.close(out_r)
+            os.close(err_r)
+            raise ServerGone(f"the {self.key} fork server is gone: {exc}") from exc
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        out, err = _Tail(open(out_r, "rb")), _Tail(open(err_r, "rb"))  # noqa: SIM115
+        pid, finished, timed_out = self._wait_case(started, timeout_s)
+        return self._exit(pid, finished, timed_out, time.monotonic() - started, out, err)
+
+    def _wait_case(self, started: float, timeout_s: float) -> tuple[int, dict[str, Any], bool]:
+        """(child pid, the server's `finished` message, whether the timeout killed it)."""
+        hello = self._receive(REPLY_TIMEOUT_S)
+        if hello is None:
+            self.close()
+            raise ServerGone(f"the {self.key} fork server did not fork within "
+                             f"{REPLY_TIMEOUT_S:g} s")
+        pid, finished = int(hello["started"]), None
+        try:
+            finished = self._receive(timeout_s - (time.monotonic() - started))
+            if finished is not None:
+                return pid, finished, False
+            _kill_case(pid)
+            finished = self._receive(REPLY_TIMEOUT_S)
+        finally:
+            if finished is None:  # interrupted, or the server stopped answering
+                _kill_case(pid)
+                self.close()
+        if finished is None:
+            raise ServerGone(f"the {self.key} fork server stopped answering after a timeout")
+        return pid, finished, True
+
+    def _exit(self, pid: int, finished: dict[str, Any], timed_out: bool, wall_s: float,
+              out: Any, err: Any) -> Any:
+        from kernbench.execution.isolation import WorkerExit
+
+        return WorkerExit(returncode=os.waitstatus_to_exitcode(int(finished["status"])),
+                          timed_out=timed_out, wall_s=wall_s, pid=pid,
+                          stdout_tail=out.text(), stderr_tail=err.text(),
+                          stdout_bytes=out.total, stderr_bytes=err.total, isolation="fork")
+
+    def _receive(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next message; None when `timeout_s` passes first; ServerGone at EOF."""
+        self._sock.settimeout(max(timeout_s, 0.001))
+        try:
+            data = self._sock.recv(MESSAGE_BYTES)
+        except TimeoutError:
+            return None
+        except OSError as exc:
+            raise ServerGone(f"the {self.key} fork server is gone: {exc}") from exc
+        if not data:
+            code = self._proc.poll()
+            raise ServerGone(f"the {self.key} fork server exited ({code}): "
+                             f"{self._stderr.text(0.5).strip()[-300:]}")
+        message = json.loads(data)
+        assert isinstance(message, dict)
+        return message
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None and self._sock.fileno() >= 0
+
+    def close(self) -> None:
+        """Ask the server to leave, then make sure it has (it never runs a kernel itself)."""
+        import subprocess
+
+        with contextlib.suppress(OSError):
+            if self._sock.fileno() >= 0:
+                self._sock.send(json.dumps({"op": "exit"}).encode())
+        self._sock.close()
+        try:
+            self._proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._stderr.text(0.5)
+
+
+def _kill_case(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)

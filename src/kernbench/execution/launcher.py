@@ -1,0 +1,110 @@
+"""How a case's worker process is started: forked from a preloaded server, or spawned.
+
+:class:`WorkerLauncher` owns a run's fork servers (:mod:`kernbench.execution.forkserver`): one per
+framework and *replicate slot*. The k-th worker process of every case forks from server k, so
+the processes of one case do not all share one address-space layout and hash seed: between-
+process noise, which comparisons rely on (:mod:`kernbench.analysis.stats_compare`), stays in the
+replicates. Servers start on first use, all slots of a framework at once, and are stopped when
+the run ends.
+
+``--isolation spawn``, a platform without safe fork (:func:`~kernbench.execution.forkserver.
+fork_supported`), a framework that came out of its import already initialised, or a server
+that died: the worker is spawned as a fresh ``python -m kernbench.execution.worker`` instead, and
+the record's ``worker.isolation_note`` says why.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from kernbench.execution.forkserver import ForkServer, ServerGone, fork_supported, preload_key
+from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
+
+ISOLATION_MODES = ("fork", "spawn")
+MAX_SLOTS = 3
+"""Fork servers per framework at most: replicate k of a case forks from server k mod 3."""
+
+
+class WorkerLauncher:
+    """Starts case workers for one run (or both sides of an A/B run)."""
+
+    def __init__(self, mode: str, env: dict[str, str], slots: int = 1) -> None:
+        if mode not in ISOLATION_MODES:
+            raise ValueError(f"isolation mode {mode!r}: expected one of {ISOLATION_MODES}")
+        self.mode = mode
+        self.slots = max(1, min(slots, MAX_SLOTS))
+        self._env = env
+        self._servers: dict[tuple[str, int], ForkServer] = {}
+        self._unusable: dict[str, str] = {}
+        """Preload key -> why its cases are spawned instead of forked."""
+        self._token = secrets.token_hex(16)
+        """Marks the servers, so that closing finds anything they left."""
+        platform = fork_supported()
+        if mode == "fork" and platform is not None:
+            self._unusable["*"] = platform
+
+    def run(self, framework: str, slot: int, job: Path, cwd: Path, timeout_s: float,
+            max_memory_bytes: int | None) -> WorkerExit:
+        """Run the worker for `job`; forked where possible, spawned otherwise."""
+        key = preload_key(framework)
+        note = self._unusable.get("*") or self._unusable.get(key)
+        if self.mode == "spawn" or note is not None:
+            return self._spawn(job, cwd, timeout_s, max_memory_bytes, note)
+        try:
+            server = self._server(key, slot % self.slots)
+            env = {TOKEN_VARIABLE: secrets.token_hex(16)}
+            return server.run(str(job), str(cwd), env, timeout_s, max_memory_bytes)  # type: ignore[no-any-return]
+        except ServerGone as exc:
+            self._drop(key)
+            self._unusable.setdefault(key, f"fork server failed, workers spawned instead: {exc}")
+            return self._spawn(job, cwd, timeout_s, max_memory_bytes, self._unusable[key])
+
+    def _server(self, key: str, slot: int) -> ForkServer:
+        if (key, slot) not in self._servers:
+            started = [(key, s) for s in range(self.slots) if (key, s) not in self._servers]
+            env = {**self._env, TOKEN_VARIABLE: self._token}
+            for name in started:  # every slot at once: the imports overlap
+                self._servers[name] = ForkServer(key, str(Path.cwd()), env)
+            for name in started:
+                hello = self._servers[name].ready()
+                if hello.get("unsafe"):
+                    self._unusable[key] = f"fork is unsafe after preloading: {hello['unsafe']}"
+                    raise ServerGone(self._unusable[key])
+        return self._servers[(key, slot)]
+
+    def _drop(self, key: str) -> None:
+        """Stop every server of `key`: its cases are spawned from now on."""
+        for name in [name for name in self._servers if name[0] == key]:
+            self._servers.pop(name).close()
+
+    def _spawn(self, job: Path, cwd: Path, timeout_s: float, max_memory_bytes: int | None,
+               note: str | None) -> WorkerExit:
+        exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.worker", str(job)],
+                                 cwd=cwd, env=self._env, timeout_s=timeout_s,
+                                 max_memory_bytes=max_memory_bytes)
+        if note is None:
+            return exit_info
+        from dataclasses import replace
+
+        return replace(exit_info, note=note)
+
+    def close(self) -> None:
+        """Stop every server (and anything carrying their mark)."""
+        for server in self._servers.values():
+            server.close()
+        self._servers.clear()
+        if self.mode == "fork":
+            kill_marked(self._token)
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of every worker and fork server: this kernbench importable first, and
+    unbuffered output (a worker killed mid-case still leaves its last lines in the tails)."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])  # makes `kernbench` importable
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

@@ -1,0 +1,210 @@
+"""How a worker measures one case: bind its arguments, run the protocol with memory, energy,
+machine activity and GPU state around it, then check its output and build the reply.
+
+Everything here runs inside the worker process (:mod:`kernbench.execution.worker`), after the
+case's skip rules and device check passed and its kernel module was imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from kernbench.execution.checks import NO_ACCURACY, accuracy, accuracy_failure, work_counts
+from kernbench.execution.contract import BoundKernel, bind_kernel
+from kernbench.execution.describe import describe_device, describe_output
+from kernbench.execution.jobs import WorkerJob, WorkerReply
+from kernbench.measure.backends.base import Backend
+from kernbench.measure.compiling import CompileWatch, compile_function
+from kernbench.measure.machine import ActivityProbe
+from kernbench.measure.metrics import MetricsCollector
+from kernbench.measure.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
+from kernbench.measure.metrics.gpu_state import gpu_state
+from kernbench.measure.metrics.memory import merge_device_memory
+from kernbench.measure.precision import ignored_precision
+from kernbench.measure.profiling import profile_case
+from kernbench.measure.protocol import Outcome
+from kernbench.results.model import NATIVE, ProtocolSettings
+
+
+class FakeClock:
+    """Deterministic time for ``--debug-fake-timer``: each kernel call costs a fixed step."""
+
+    name = "fake"
+
+    def __init__(self, step_ns: float) -> None:
+        self.now = 0.0
+        self.step_ns = step_ns
+
+    def start(self) -> object:
+        return self.now
+
+    def stop(self, token: object) -> float:
+        assert isinstance(token, float)
+        return self.now - token
+
+    def wrap(self, call: Callable[[], object]) -> Callable[[], object]:
+        def ticking() -> object:
+            self.now += self.step_ns
+            return call()
+        return ticking
+
+
+@dataclass(frozen=True)
+class Timed:
+    """What the protocol and the probes around it produced."""
+
+    kernel: BoundKernel
+    outcome: Outcome
+    memory: dict[str, Any]
+    energy: dict[str, Any]
+    l2_flush: bool
+    machine: dict[str, Any] | None
+    compile: dict[str, Any] | None
+
+
+def bind(job: WorkerJob, module: ModuleType, function: Callable[..., Any],
+         harness: Mapping[str, Any]) -> BoundKernel:
+    """Setup and arguments: an implementation's own setup as it is, else the kernel's setup,
+    whose NumPy arrays an implementation gets converted to its framework and precision."""
+    impl = job.implementation
+    if impl is None:
+        return bind_kernel(module, function, job.problem_size, harness)
+    if impl.setup:
+        return bind_kernel(module, function, job.problem_size, harness, impl.setup)
+
+    def convert(prepared: Mapping[str, Any]) -> Mapping[str, Any]:
+        from kernbench.measure.convert import to_framework
+
+        return to_framework(prepared, job.framework, job.precision, job.backend)
+    return bind_kernel(module, function, job.problem_size, harness, convert=convert)
+
+
+def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
+                 module: ModuleType, function: Callable[..., Any],
+                 harness: Mapping[str, Any]) -> WorkerReply:
+    """Setup, the protocol with memory, energy and GPU state around it, then the checks."""
+    fake = job.fake_call_ms is not None
+    gpu_before = gpu_state() if job.backend == "cuda" and not fake else None
+    timed = _time_case(job, settings, backend, module, function, harness)
+    gpu = None if gpu_before is None else {"before": gpu_before, "after": gpu_state()}
+    m = timed.outcome.measurement
+    output = describe_output(timed.outcome.last_result)
+    if job.save_output_path is not None:
+        from kernbench.measure.metrics.outputs import save_output
+
+        save_output(timed.outcome.last_result, job.save_output_path)
+    status, reason, checked = _verdict(job, timed.kernel, timed.outcome.last_result, output)
+    return WorkerReply(
+        status=status, reason=reason, samples_ns=tuple(m.samples_ns),
+        inner_loops=m.inner_loops, warmup_ns=tuple(m.warmup_ns),
+        warmup_s=None if fake else m.warmup_s, timer=m.timer,
+        timer_overhead_ns=m.timer_overhead_ns, timer_resolution_ns=_resolution_ns(m.timer),
+        memory=timed.memory, energy=timed.energy, output=output,
+        device=describe_device(backend, job.backend), l2_flush=timed.l2_flush,
+        work=work_counts(job, timed.kernel, output), machine=timed.machine, gpu_state=gpu,
+        compile=timed.compile, accuracy=checked,
+        profile=None if job.profile is None else _profile(job, backend, timed.kernel))
+
+
+def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
+               module: ModuleType, function: Callable[..., Any],
+               harness: Mapping[str, Any]) -> Timed:
+    """Bind (setup's allocations count as the case's memory), compile outside the protocol,
+    then the protocol itself, with energy and machine activity over the samples."""
+    name, fake = job.backend, job.fake_call_ms is not None
+    collector = MetricsCollector(settings, backend.timer(name), backend.synchronizer(name))
+    meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
+        else energy_meter_for(name)
+    region: dict[str, Any] = {}
+    options = job.implementation.compile if job.implementation is not None else None
+    watch = CompileWatch(options) if options is not None else None
+    if options is not None:
+        function = compile_function(function, options)
+    backend.reset_device_memory(name)
+    with collector.measure_memory(job.trace_python) as host_memory:
+        kernel = bind(job, module, function, harness)
+        call = kernel.bare_call()
+        if watch is not None:  # compiles outside the protocol: never in warmup or samples
+            watch.first_call(call, backend.synchronizer(name))
+        if job.fake_call_ms is not None:  # no settling on a fake clock: calls take no time
+            clock = FakeClock(job.fake_call_ms * 1e6)
+            call, collector.timer = clock.wrap(call), clock
+            collector.settings = dataclasses.replace(settings, warmup_time_s=0.0)
+        if job.slowdown:
+            call = slowed(call, job.slowdown)
+        flush = backend.l2_flusher(name) if job.flush_l2 else None
+        probe = None if fake else ActivityProbe()
+        outcome = collector.time_execution(call, flush, _metered(meter, region))
+        machine = None if probe is None else probe.stop()
+    m = outcome.measurement
+    return Timed(kernel, outcome, merge_device_memory(host_memory, backend.device_memory(name)),
+                 energy_record(region, m.inner_loops * len(m.samples_ns)), flush is not None,
+                 machine, None if watch is None else watch.record())
+
+
+def _verdict(job: WorkerJob, kernel: BoundKernel, value: object,
+             output: Mapping[str, Any]) -> tuple[str, str | None, dict[str, Any]]:
+    """Status, reason and accuracy record: a failed accuracy check, or an output whose dtype
+    ignored the requested precision, fails the case."""
+    checked: dict[str, Any]
+    if job.skip_accuracy:
+        checked = {**NO_ACCURACY, "reason": "checked in the case's first process"}
+    else:
+        # The case's precision sets the tolerance; the output's dtype only labels native kernels.
+        label = job.precision if job.precision != NATIVE else output.get("precision")
+        checked = accuracy(job, kernel, value, str(label or NATIVE))
+        if checked.get("passed") is False:
+            return "failed", accuracy_failure(checked), checked
+    ignored = ignored_precision(job.precision, output["items"])
+    if ignored is not None:
+        return "failed", ignored, checked
+    return "ok", None, checked
+
+
+def _profile(job: WorkerJob, backend: Backend, kernel: BoundKernel) -> dict[str, Any]:
+    """Extra calls under the requested profiler, after the samples and the accuracy check
+    (so neither sees them); a profiling failure never fails the case."""
+    request = job.profile
+    assert request is not None
+    try:
+        return profile_case(request.kind, kernel.call, backend.synchronizer(job.backend),
+                            request.iterations, request.directory, request.case_id,
+                            job.framework, job.backend)
+    except Exception as exc:
+        return {"path": None, "kind": request.kind,
+                "reason": f"profiling failed: {type(exc).__name__}: {exc}"[:500]}
+
+
+def slowed(call: Callable[[], object], factor: float) -> Callable[[], object]:
+    """Testing aid (--debug-inject-slowdown): each call takes `factor` times as long, by a busy
+    wait after it, so detection rates can be measured against a known, real slowdown."""
+    def slow_call() -> object:
+        start = time.perf_counter_ns()
+        result = call()
+        until = start + (time.perf_counter_ns() - start) * factor
+        while time.perf_counter_ns() < until:
+            pass
+        return result
+    return slow_call
+
+
+@contextmanager
+def _metered(meter: EnergyMeter, sink: dict[str, Any]) -> Iterator[None]:
+    """Energy over the timed samples only (warmup and calibration excluded)."""
+    meter.start()
+    try:
+        yield
+    finally:
+        sink.update(meter.stop())
+
+
+def _resolution_ns(timer: str) -> float | None:
+    if timer != "perf_counter_ns":
+        return None
+    return time.get_clock_info("perf_counter").resolution * 1e9

@@ -1,0 +1,177 @@
+"""`kernbench run --resume DIR`: finish an interrupted run without redoing its finished cases.
+
+What a resume reads: DIR/summary.json (written when a run starts and again when it stops, so
+even a killed run has one) for the run's settings, and DIR/kernels/*.json for the finished
+cases (rewritten after every case, so they hold the last case that finished even when the
+summary was never rewritten). The rules:
+
+* the settings that decide which cases run and what their figures mean (iterations, warmup,
+  seed, processes, protocol, backends, precisions, filters, timeout, root, paths, the fake
+  timer, the memory limit, the shard) must equal the interrupted run's, else the resume is
+  refused with the differences: a report that mixed two protocols would be wrong;
+* the machine fingerprint must match: figures from two machines do not mix either;
+* a case is finished when a record with its case id exists; it is kept as it is (started_at,
+  worker pid and samples unchanged) and only the other planned cases run;
+* records of cases the plan no longer holds (a kernel deleted since) are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import KernbenchError
+from kernbench.results.model import NATIVE, Case, CaseResult, KernelSpec, case_id_of
+from kernbench.results.schema import migrate
+
+COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes", "protocol",
+                     "isolation", "backends",
+                     "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
+                     "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps")
+"""summary.json `settings` keys a resumed run must share with the interrupted one."""
+
+
+RESUMED_FLAGS: dict[str, str] = {
+    "iterations": "iters", "warmup": "warmup", "warmup_time_s": "warmup_time", "seed": "seed",
+    "processes": "processes", "isolation": "isolation",
+    "backends": "backends", "precisions": "precision", "filters": "filter",
+    "timeout_s": "timeout", "root": "root", "paths": "paths", "fake_call_ms": "debug_fake_timer",
+    "max_memory_bytes": "max_memory", "shard": "shard", "sku": "sku",
+    "compile_mode": "compile_mode", "profile": "profile", "profile_iters": "profile_iters",
+    "formats": "format",
+}
+"""summary.json `settings` key -> the run parser's dest it becomes a default for."""
+
+
+def recorded_settings(directory: Path) -> Mapping[str, Any]:
+    """The `settings` of the run in `directory`; {} when it holds no readable summary (the
+    resume itself then says why it cannot start)."""
+    try:
+        settings = read_document(directory / "summary.json").get("settings")
+    except KernbenchError:
+        return {}
+    return settings if isinstance(settings, Mapping) else {}
+
+
+def recorded_suite(settings: Mapping[str, Any]) -> Path | None:
+    """The suite file (`--config`) a run used, if it still exists: a resume reads it again,
+    for the keys no flag stands for (`sweeps`)."""
+    config = settings.get("config")
+    path = config.get("path") if isinstance(config, Mapping) else None
+    return Path(path) if isinstance(path, str) and Path(path).is_file() else None
+
+
+def resume_defaults(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's recorded settings as run-parser defaults (dest -> value), so `--resume DIR`
+    alone repeats them."""
+    defaults: dict[str, Any] = {}
+    for key, dest in RESUMED_FLAGS.items():
+        value = settings.get(key)
+        if value is None:  # not recorded, or recorded as the parser's own default
+            continue
+        if key == "root":
+            value = Path(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        defaults[dest] = value
+    return defaults
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    """What an interrupted run left in its output directory."""
+
+    directory: Path
+    summary: Mapping[str, Any]
+    records: tuple[CaseResult, ...]
+
+    @property
+    def complete(self) -> bool:
+        return self.summary.get("complete") is True
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """A kernbench JSON document, migrated; KernbenchError naming the file otherwise."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernbenchError(f"{path}: cannot read: {exc}") from exc
+    except ValueError as exc:
+        raise KernbenchError(f"{path}: not valid JSON (truncated or corrupt?): {exc}") from exc
+    if not isinstance(document, dict):
+        raise KernbenchError(f"{path}: expected a JSON object, got {type(document).__name__}")
+    return migrate(document, str(path))
+
+
+def records_of(document: Mapping[str, Any], path: Path) -> list[CaseResult]:
+    """The `results` of a summary.json or kernels/<name>.json, as records."""
+    from kernbench.results.inputs import records_from_entries
+
+    return records_from_entries(document.get("results"), str(path))
+
+
+def load_previous(directory: Path) -> PreviousRun:
+    """The interrupted run in `directory`; KernbenchError when there is none to resume."""
+    summary_path = directory / "summary.json"
+    if not summary_path.is_file():
+        raise KernbenchError(f"--resume {directory}: no run to resume there (no summary.json); "
+                             "start a new run with --output-dir instead")
+    summary = read_document(summary_path)
+    found: dict[str, CaseResult] = {r.case_id: r for r in records_of(summary, summary_path)}
+    for path in sorted((directory / "kernels").glob("*.json")):
+        for record in records_of(read_document(path), path):
+            found.setdefault(record.case_id, record)
+    return PreviousRun(directory, summary, tuple(found.values()))
+
+
+def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],
+                     fingerprint: object) -> None:
+    """Refuse a resume whose settings or machine differ from the interrupted run's."""
+    recorded = previous.summary.get("settings") or {}
+    now = json.loads(json.dumps(dict(settings)))  # tuples as lists, as they were recorded
+    differ = [f"{key}: the run used {json.dumps(recorded.get(key))}, this command "
+              f"{json.dumps(now.get(key))}" for key in COMPARED_SETTINGS
+              if recorded.get(key) != now.get(key)]
+    if differ:
+        raise KernbenchError(f"--resume {previous.directory}: the settings differ from the "
+                             f"interrupted run's; repeat its flags: {'; '.join(differ)}")
+    before = (previous.summary.get("environment") or {}).get("fingerprint")
+    if before and fingerprint and before != fingerprint:
+        raise KernbenchError(f"--resume {previous.directory}: the run was made on machine "
+                             f"{before}, this is {fingerprint}; its figures would not mix")
+
+
+def _plan_keys(item: Case | KernelSpec) -> tuple[str, ...]:
+    """Ids a finished record of this planned item can carry. A native-precision case's record
+    is labelled with the precision of its output, so it is also matched without it."""
+    if isinstance(item, KernelSpec):
+        return (f"{item.name}[n/a,n/a]",)
+    if item.precision == NATIVE:
+        implementation = item.implementation.name if item.implementation else None
+        return (item.case_id, case_id_of(item.kernel.name, item.backend, "*", item.point,
+                                         implementation))
+    return (item.case_id,)
+
+
+def split_plan(planned: Sequence[Case | KernelSpec], records: Sequence[CaseResult]
+               ) -> tuple[list[CaseResult], list[Case | KernelSpec]]:
+    """(finished records to keep, in plan order; planned items still to run)."""
+    by_key: dict[str, CaseResult] = {}
+    for record in records:
+        by_key.setdefault(record.case_id, record)
+        by_key.setdefault(case_id_of(record.kernel_name, record.backend, "*", record.point,
+                                     record.implementation), record)
+    kept: list[CaseResult] = []
+    todo: list[Case | KernelSpec] = []
+    seen: set[int] = set()
+    for item in planned:
+        match = next((by_key[k] for k in _plan_keys(item) if k in by_key), None)
+        if match is None:
+            todo.append(item)
+        elif id(match) not in seen:
+            seen.add(id(match))
+            kept.append(match)
+    return kept, todo

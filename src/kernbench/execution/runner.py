@@ -1,0 +1,308 @@
+"""BenchmarkRunner: plans cases (kernel x backend x precision) and runs each in a worker.
+
+The parent never imports a kernel or a framework. For each case it writes a
+:class:`~kernbench.execution.jobs.WorkerJob`, runs ``python -m kernbench.execution.worker``
+isolated (:mod:`kernbench.execution.launcher`), reads the worker's reply and turns every
+outcome, including a crash, a timeout or a missing reply, into a
+:class:`~kernbench.results.model.CaseResult` (:mod:`kernbench.execution.outcomes`). Cases run
+one after another: benchmarks that share cores disturb each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import KernbenchError
+from kernbench.execution.isolation import WorkerExit
+from kernbench.execution.jobs import (
+    JobImplementation,
+    ProfileRequest,
+    WorkerJob,
+    WorkerReply,
+    dump_job,
+    load_reply,
+)
+from kernbench.execution.launcher import WorkerLauncher, worker_env
+from kernbench.execution.limits import explain_memory_limit
+from kernbench.execution.outcomes import (
+    apply_golden,
+    build_result,
+    invalid_result,
+    reference_failure,
+    unavailable_result,
+    work_record,
+)
+from kernbench.execution.planning import plan_cases, plan_key
+from kernbench.execution.references import (
+    ReferenceKey,
+    is_reference,
+    reference_implementation,
+    reference_key,
+)
+from kernbench.execution.replicates import merge_replicates
+from kernbench.execution.settings import RunSettings
+from kernbench.execution.sharding import select_shard
+from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
+from kernbench.results.model import (
+    Case,
+    CaseResult,
+    Implementation,
+    KernelSpec,
+)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def select_kernels(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[KernelSpec]:
+    """Kernels whose name matches any of the glob `filters` (all when there are none)."""
+    if not filters:
+        return list(specs)
+    return [s for s in specs if any(fnmatch.fnmatchcase(s.name, f) for f in filters)]
+
+
+def check_sweep_globs(settings: RunSettings, specs: Iterable[KernelSpec]) -> None:
+    """Every suite-file `sweeps` glob must match a discovered kernel: a typo would otherwise
+    leave the kernel at its bench.yaml sweep without a word."""
+    names = sorted(s.name for s in specs)
+    for pattern, _ in settings.sweeps:
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise KernbenchError(f"{settings.sweeps_source}: key 'sweeps.{pattern}': expected a "
+                                 f"glob matching a kernel (kernels: {shown or 'none'})")
+
+
+class BenchmarkRunner:
+    """Runs cases in isolated worker processes, one at a time."""
+
+    def __init__(self, settings: RunSettings, launcher: WorkerLauncher | None = None) -> None:
+        self.settings = settings
+        self._launcher = launcher
+        """Shared with another runner (both sides of --ab), or made by :meth:`session`."""
+        self._references: dict[ReferenceKey, str | None] = {}
+        """Reference case -> None when its saved output exists, else why not."""
+        self._unavailable: dict[tuple[str, str], str] = {}
+        """(framework, backend) -> why a worker found that device unavailable."""
+        self._scratch: Path | None = None
+        self._cpu_peak: dict[str, Any] | None = None
+
+    def plan(self, specs: Iterable[KernelSpec]) -> list[Case | KernelSpec]:
+        """Cases to run, plus invalid kernels (which become `invalid` records); with
+        `shard`, only this shard's stable share of them."""
+        planned: list[Case | KernelSpec] = []
+        for spec in select_kernels(specs, self.settings.filters):
+            if spec.status == "invalid":
+                planned.append(spec)
+            else:
+                planned.extend(plan_cases(spec, self.settings))
+        if self.settings.shard is None:
+            return planned
+        return select_shard(planned, plan_key, self.settings.shard)
+
+    def run(self, planned: Sequence[Case | KernelSpec],
+            on_result: Callable[[CaseResult, int, int], None] | None = None,
+            on_start: Callable[[str, int, int], None] | None = None,
+            keep: bool = True) -> list[CaseResult]:
+        """Run the planned cases in order; `on_start(label, index, total)` before each and
+        `on_result(result, index, total)` after each (1-based index). With `keep` False the
+        results only go to `on_result` (constant memory) and the list returned is empty."""
+        results = []
+        with self.session():
+            for index, item in enumerate(planned, start=1):
+                if on_start is not None:
+                    on_start(item.case_id if isinstance(item, Case) else item.name, index,
+                             len(planned))
+                result = (invalid_result(item) if isinstance(item, KernelSpec)
+                          else self.run_case(item))
+                if keep:
+                    results.append(result)
+                if on_result is not None:
+                    on_result(result, index, len(planned))
+        return results
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Scratch space for one run's saved reference outputs, and the run's worker launcher
+        (its fork servers); both go at the end."""
+        owned = self._launcher is None
+        if owned:
+            self._launcher = make_launcher(self.settings)
+        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch:
+            self._scratch = Path(scratch)
+            try:
+                yield
+            finally:
+                self._scratch = None
+                if owned and self._launcher is not None:
+                    self._launcher.close()
+                    self._launcher = None
+
+    def run_case(self, case: Case, slot: int = 0) -> CaseResult:
+        """Run one case in `processes` fresh worker processes and build its record; process k
+        starts from replicate slot `slot + k` (see kernbench.execution.launcher). A device a
+        worker found unavailable to a framework stays so for the rest of the run: later cases
+        of that framework and backend are skipped without starting a worker."""
+        known = self._unavailable.get((case.framework, case.backend))
+        if known is not None:
+            return unavailable_result(case, known, now_iso())
+        first = self._run_once(case, first=True, slot=slot)
+        if self.settings.processes <= 1 or first.status != "ok":
+            return apply_golden(first, case, self.settings.sku)
+        others = [self._run_once(case, first=False, slot=slot + k)
+                  for k in range(1, self.settings.processes)]
+        merged = merge_replicates([first, *others])
+        if merged.work and merged.status == "ok":  # figures at the median of every process
+            peak = self._peak_for(case, merged.device_info.get("device_name"))
+            merged = dataclasses.replace(merged, work=work_record(
+                merged.work, merged.samples_ms, peak, merged.precision))
+        return apply_golden(merged, case, self.settings.sku)
+
+    def _run_once(self, case: Case, first: bool, slot: int = 0) -> CaseResult:
+        started = now_iso()
+        job = self._reference_job(case) if first else dataclasses.replace(
+            self._job(case), skip_accuracy=True)
+        if first and self.settings.profile and self.settings.profile_dir is not None:
+            job = dataclasses.replace(job, profile=ProfileRequest(
+                self.settings.profile, self.settings.profile_iters, self.settings.profile_dir,
+                case.case_id))
+        timeout = _timeout_for(case, self.settings.timeout_s)
+        reply, exit_info = self._launch(job, timeout, slot)
+        if reply is not None and reply.backend_unavailable and reply.reason:
+            self._unavailable[(case.framework, case.backend)] = reply.reason
+        key = reference_key(case)
+        if job.save_output_path is not None and key is not None:
+            saved = job.save_output_path.is_file()
+            self._references[key] = None if saved else reference_failure(reply, exit_info,
+                                                                          timeout)
+        peak = (self._peak_for(case, (reply.device or {}).get("device_name"))
+                if reply is not None and reply.work else None)
+        result = build_result(case, reply, exit_info, started, timeout, peak)
+        return explain_memory_limit(result, self.settings.max_memory_bytes)
+
+    def _peak_for(self, case: Case, device_name: object) -> dict[str, Any] | None:
+        """The device's peak, for % of peak: the GPU table, or this CPU's probe (measured once
+        per machine and cached). Only looked up for cases that declare work."""
+        if self.settings.fake_call_ms is not None:
+            return None
+        if case.backend != "cpu":
+            return gpu_peak(str(device_name)) if device_name else None
+        if self.settings.cache_dir is None:
+            return None
+        if self._cpu_peak is None:
+            from kernbench.measure.environment import collect_environment
+            from kernbench.results.fingerprint import machine_fingerprint
+
+            fingerprint = machine_fingerprint(collect_environment(self.settings.root,
+                                                                  run_git=False))
+            self._cpu_peak = cpu_peak(self.settings.cache_dir, fingerprint)
+        return self._cpu_peak
+
+    def _launch(self, job: WorkerJob, timeout: float,
+                slot: int = 0) -> tuple[WorkerReply | None, WorkerExit]:
+        """Write the job, run its worker, read its reply (None when it left none); a reply
+        the parent cannot read fails the case, not the run."""
+        with tempfile.TemporaryDirectory(prefix="kernbench-") as tmp:
+            job = dataclasses.replace(job, result_path=Path(tmp) / "result.json")
+            job_path = Path(tmp) / "job.json"
+            dump_job(job, job_path)
+            with self._launcher_for_call() as launcher:
+                exit_info = launcher.run(job.framework, slot, job_path, self.settings.root,
+                                         timeout, self.settings.max_memory_bytes)
+            try:
+                return load_reply(job.result_path), exit_info
+            except KernbenchError as exc:
+                return WorkerReply(status="failed", reason=f"unreadable reply: {exc}"), exit_info
+
+    @contextmanager
+    def _launcher_for_call(self) -> Iterator[WorkerLauncher]:
+        """The session's launcher; outside a session, one made for this call alone."""
+        if self._launcher is not None:
+            yield self._launcher
+            return
+        launcher = make_launcher(dataclasses.replace(self.settings, isolation="spawn"))
+        try:
+            yield launcher
+        finally:
+            launcher.close()
+
+    def _reference_job(self, case: Case) -> WorkerJob:
+        """The case's job with what saves (for the reference case) or loads (for the others)
+        a reference output named by bench.yaml `reference`. The reference is computed on
+        demand when the run does not include its case."""
+        job = self._job(case)
+        key = reference_key(case)
+        if self._scratch is None or key is None:
+            return job
+        path = self._scratch / f"ref-{abs(hash(key))}.npz"
+        if is_reference(case):
+            return dataclasses.replace(job, save_output_path=path, is_reference=True)
+        if key not in self._references:
+            self._references[key] = self._compute_reference(case, key, path)
+        error = self._references[key]
+        if error is not None:
+            return dataclasses.replace(job, reference_error=f"{key.label}: {error}")
+        return dataclasses.replace(job, reference_output_path=path, reference_label=key.label)
+
+    def _compute_reference(self, case: Case, key: ReferenceKey, path: Path) -> str | None:
+        reference_case = dataclasses.replace(case, backend=key.backend, precision=key.precision,
+                                             implementation=reference_implementation(case))
+        timeout = _timeout_for(case, self.settings.timeout_s)
+        job = dataclasses.replace(self._job(reference_case), reference_only=True,
+                                  save_output_path=path)
+        reply, exit_info = self._launch(job, timeout)
+        return None if path.is_file() else reference_failure(reply, exit_info, timeout)
+
+    def _job(self, case: Case) -> WorkerJob:
+        """The job of one worker process of `case` (its result path is set at launch)."""
+        spec, config, settings = case.kernel, case.kernel.config, self.settings
+        impl = case.implementation
+        return WorkerJob(
+            kernel_file=settings.root / spec.path, root=settings.root, kernel_name=spec.name,
+            function_name=impl.function if impl else spec.function_name,
+            implementation=implementation_job(impl, settings.compile_mode),
+            framework=case.framework, backend=case.backend, precision=case.precision,
+            problem_size=case.problem_size, settings=settings.protocol,
+            result_path=Path(), skip_rules=config.skip_conditions if config else (),
+            tolerances=dict(config.tolerances) if config else {},
+            work=dict(config.work) if config and config.work else None,
+            config_source=config.source if config else None,
+            trace_python=settings.trace_python, flush_l2=settings.flush_l2,
+            fake_call_ms=settings.fake_call_ms,
+            slowdown=_slowdown_for(spec.name, settings.inject_slowdown))
+
+
+def implementation_job(impl: Implementation | None,
+                       compile_mode: str | None = None) -> JobImplementation | None:
+    """What the worker needs of an implementation: its name, setup and compile options (with
+    the run's --compile-mode, when given, in place of the implementation's mode)."""
+    if impl is None:
+        return None
+    options = dict(impl.compile) if impl.compile is not None else None
+    if options is not None and compile_mode is not None:
+        options["mode"] = compile_mode
+    return JobImplementation(impl.name, impl.setup, options)
+
+
+def _slowdown_for(name: str, rules: Sequence[tuple[str, float]]) -> float | None:
+    for pattern, factor in rules:
+        if fnmatch.fnmatchcase(name, pattern):
+            return factor
+    return None
+
+
+def _timeout_for(case: Case, default: float) -> float:
+    config = case.kernel.config
+    return config.timeout_s if config and config.timeout_s else default
+
+
+def make_launcher(settings: RunSettings) -> WorkerLauncher:
+    """The launcher of a run: its isolation mode, one fork-server slot per process."""
+    return WorkerLauncher(settings.isolation, worker_env(), slots=settings.processes)

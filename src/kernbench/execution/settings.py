@@ -1,0 +1,65 @@
+"""RunSettings: everything that selects and shapes the cases of one run, as one frozen value.
+
+The CLI, the suite file and the library API each build one; the runner and the case planner
+read it. It lives apart from the runner so the planner can read it without importing the runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernbench.results.model import ProtocolSettings, SweepPoint
+
+__all__ = ["RunSettings"]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that selects and shapes the cases of a run."""
+
+    root: Path
+    protocol: ProtocolSettings = field(default_factory=ProtocolSettings)
+    backends: tuple[str, ...] | None = None
+    """Requested device kinds; None means each kernel's declared backends."""
+    precisions: tuple[str, ...] | None = None
+    """Requested precisions; None means each kernel's declared precisions."""
+    filters: tuple[str, ...] = ()
+    timeout_s: float = 300.0
+    processes: int = 3
+    """Worker processes per case; their samples are kept as groups (see
+    kernbench.execution.replicates)."""
+    shard: tuple[int, int] | None = None
+    """Run only shard K of N (1-based) of the planned cases, split stably by kernel."""
+    sku: str | None = None
+    """The SKU golden values are looked up for; None: detected from the GPU's name."""
+    trace_python: bool = False
+    """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
+    flush_l2: bool = True
+    """Evict the GPU's L2 cache before every sample (GPU cases only)."""
+    cache_dir: Path | None = None
+    """Where machine-level measurements (the CPU peak probe) are cached; None: no CPU peak."""
+    inject_slowdown: tuple[tuple[str, float], ...] = ()
+    """Testing aid: (kernel glob, factor) pairs; matching kernels' calls take factor x as long
+    (a busy wait after each call), to measure how well comparisons detect a known slowdown."""
+    fake_call_ms: float | None = None
+    """Debug mode: every kernel call takes exactly this long on a fake clock."""
+    profile: str | None = None
+    """Profiler run after each case's timed samples (cprofile, torch or jax); None: none."""
+    profile_iters: int = 5
+    """Kernel calls made under the profiler."""
+    profile_dir: Path | None = None
+    """The run's output directory: profiles go to its `profiles/` folder."""
+    compile_mode: str | None = None
+    """torch.compile mode for every implementation with `compile:` (None: each one's own)."""
+    sweeps: tuple[tuple[str, tuple[SweepPoint, ...]], ...] = ()
+    """Suite-file sweeps: (kernel-name glob, points) replacing matching kernels' bench.yaml
+    sweep."""
+    sweeps_source: str = "suite file"
+    """The file `sweeps` came from, for error messages."""
+    max_memory_bytes: int | None = None
+    """Address-space limit (RLIMIT_AS) of each worker; None: no limit
+    (kernbench.execution.limits)."""
+    isolation: str = "fork"
+    """How workers start: "fork" (from a preloaded server per framework, spawned where fork
+    is unsafe) or "spawn" (a fresh interpreter per worker); see kernbench.execution.launcher."""

@@ -1,0 +1,1 @@
+"""Measuring one case: the protocol, backends (timers, sync), metrics collectors."""

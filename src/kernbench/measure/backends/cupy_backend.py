@@ -1,0 +1,70 @@
+"""CuPy on CUDA (or ROCm builds): stream synchronisation and CUDA-event timing."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kernbench.measure.backends.base import Backend, DtypeTable, label
+from kernbench.measure.backends.numpy_backend import NUMPY_DTYPES
+from kernbench.measure.protocol import Synchronizer, Timer
+
+
+class CupyEventTimer:
+    name = "cuda_event"
+
+    def __init__(self, cupy_module: Any) -> None:
+        self._cp = cupy_module
+
+    def start(self) -> object:
+        event = self._cp.cuda.Event()
+        event.record()
+        return event
+
+    def stop(self, token: object) -> float:
+        end = self._cp.cuda.Event()
+        end.record()
+        end.synchronize()
+        return float(self._cp.cuda.get_elapsed_time(token, end)) * 1e6
+
+
+class CupyStreamSync:
+    """Waits for the current stream; the result is never walked."""
+
+    def __init__(self, cupy_module: Any) -> None:
+        self._cp = cupy_module
+
+    def synchronize(self, result: object) -> None:
+        self._cp.cuda.get_current_stream().synchronize()
+
+
+class CupyBackend(Backend):
+    framework = "cupy"
+    DTYPES: ClassVar[DtypeTable] = NUMPY_DTYPES  # CuPy arrays take NumPy's dtype objects
+
+    def unavailable_reason(self, backend: str) -> str | None:
+        if backend == "cpu":
+            return "CuPy runs on GPUs only"
+        try:
+            import cupy
+        except ImportError:
+            return "CuPy is not installed"
+        if not cupy.cuda.is_available():
+            return f"{label(backend)} not available (cupy.cuda.is_available() is False)"
+        is_hip = bool(getattr(cupy.cuda.runtime, "is_hip", False))
+        if (backend == "rocm") != is_hip:
+            build = "ROCm" if is_hip else "CUDA"
+            return f"{label(backend)} not available: this CuPy is a {build} build"
+        return None
+
+    def device(self, backend: str) -> str:
+        return "cuda"
+
+    def synchronizer(self, backend: str) -> Synchronizer:
+        import cupy
+
+        return CupyStreamSync(cupy)
+
+    def timer(self, backend: str) -> Timer:
+        import cupy
+
+        return CupyEventTimer(cupy)

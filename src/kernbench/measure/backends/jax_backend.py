@@ -1,0 +1,80 @@
+"""JAX on CPU and GPU. Results are waited for with ``block_until_ready``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kernbench.measure.backends.base import (
+    Backend,
+    BlockUntilReady,
+    DtypeTable,
+    dtypes_in,
+    label,
+)
+from kernbench.measure.protocol import SyncChoice
+
+_GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
+
+
+class JaxBackend(Backend):
+    framework = "jax"
+    DTYPES: ClassVar[DtypeTable] = dtypes_in("jax.numpy")
+
+    def prepare_precision(self, precision: str) -> None:
+        """JAX silently computes fp64 as fp32 unless x64 is on; a worker runs one case: turn
+        it on."""
+        if precision == "fp64":  # pragma: no cover - needs jax
+            import jax
+
+            jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
+
+    def _devices(self) -> list[Any]:
+        import jax
+
+        return list(jax.devices())
+
+    def unavailable_reason(self, backend: str) -> str | None:
+        if backend == "cpu":
+            return None
+        if backend not in _GPU_PLATFORMS:
+            return f"JAX has no backend {backend!r}"
+        try:
+            import jax
+
+            gpus = jax.devices("gpu")
+        except RuntimeError:
+            gpus = []
+        if not gpus:
+            return f"{label(backend)} not available (JAX sees no GPU device)"
+        platform_version = str(getattr(gpus[0].client, "platform_version", "")).lower()
+        if backend == "rocm" and "rocm" not in platform_version:
+            return "ROCm not available: JAX's GPU is not a ROCm device"
+        if backend == "cuda" and "rocm" in platform_version:
+            return "CUDA not available: JAX's GPU is a ROCm device"
+        return None
+
+    def device(self, backend: str) -> str:
+        return "cpu" if backend == "cpu" else "gpu"
+
+    def synchronizer(self, backend: str) -> SyncChoice:
+        """JAX dispatches asynchronously on every device, the CPU included."""
+        return BlockUntilReady()
+
+    def device_memory(self, backend: str) -> dict[str, Any] | None:
+        if backend == "cpu":
+            return None
+        import jax
+
+        stats = jax.devices("gpu")[0].memory_stats() or {}
+        if "peak_bytes_in_use" not in stats:
+            return None
+        return {"peak_mb": stats["peak_bytes_in_use"] / 2**20,
+                "allocated_mb": stats.get("bytes_in_use", 0) / 2**20,
+                "source": "jax Device.memory_stats() peak_bytes_in_use (since the worker started)"}
+
+    def describe(self, backend: str) -> dict[str, Any]:
+        import jax
+
+        devices = jax.devices("cpu" if backend == "cpu" else "gpu")
+        return {"framework": "jax", "device": self.device(backend), "jax_version": jax.__version__,
+                "device_name": getattr(devices[0], "device_kind", str(devices[0]))}

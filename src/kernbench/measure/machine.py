@@ -1,0 +1,153 @@
+"""How busy the machine was: around a whole run, and while one case's samples were taken.
+
+A verdict must not blame a kernel for a busy machine, so every run records what the machine was
+doing (`run_state`, before and after the suite) and every case records what else ran while its
+samples were taken (:class:`ActivityProbe`, inside the worker):
+
+* the load average (``os.getloadavg``);
+* from ``/proc/stat`` (Linux; None elsewhere): the CPU time every process on the machine used,
+  less this worker's own, per second of wall time ("other processes kept 1.2 cores busy"),
+  and the share of CPU time the hypervisor stole;
+* a calibration: a fixed kernel timed the same way on every run, a hash on every core at once.
+  Two runs whose calibrations differ ran on a machine that changed between them (a noisy
+  neighbour, a hog on some cores, a different clock). A single-thread Python loop was tried as
+  a second calibration and dropped: on the VMs this was built on it alternates between two
+  speeds 1.6x apart on a quiet machine, so it would call every comparison inconclusive.
+
+Reading these costs a few hundred microseconds (the activity) and about 50 ms (a calibration);
+:mod:`kernbench.analysis.compare` turns them into "inconclusive" verdicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+PROC_STAT = "/proc/stat"
+CALIBRATION_REPEATS = 5
+HASH_BYTES = 1 << 20
+HASH_ROUNDS = 8
+"""Each core's thread hashes HASH_BYTES this many times (hashlib releases the GIL)."""
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """Machine-wide CPU seconds since boot (all CPUs summed), from /proc/stat's `cpu` line."""
+
+    busy_s: float
+    steal_s: float
+    total_s: float
+
+
+def read_cpu_times(path: str = PROC_STAT) -> CpuTimes | None:
+    """The machine's CPU seconds, or None where the OS has no /proc/stat (macOS, Windows)."""
+    try:
+        with open(path, encoding="ascii") as stream:
+            first = stream.readline().split()
+    except OSError:
+        return None
+    if not first or first[0] != "cpu" or len(first) < 5:
+        return None
+    ticks = [int(x) for x in first[1:9]] + [0] * (8 - len(first[1:9]))
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    hertz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return CpuTimes(busy_s=(user + nice + system + irq + softirq) / hertz,
+                    steal_s=steal / hertz, total_s=sum(ticks) / hertz)
+
+
+def activity(before: CpuTimes, after: CpuTimes, own_cpu_s: float,
+             wall_s: float) -> dict[str, float] | None:
+    """What the rest of the machine did between two readings: `other_cpu_cores`, the cores
+    other processes kept busy on average (busy time less `own_cpu_s`, per wall second), and
+    `steal_share`, the share of all CPU time the hypervisor took. None for an empty window."""
+    total = after.total_s - before.total_s
+    if wall_s <= 0 or total <= 0:
+        return None
+    other = max(0.0, (after.busy_s - before.busy_s) - own_cpu_s) / wall_s
+    return {"other_cpu_cores": round(other, 3),
+            "steal_share": round(max(0.0, after.steal_s - before.steal_s) / total, 4)}
+
+
+class ActivityProbe:
+    """Brackets a stretch of this process's work (a case's samples): what else ran meanwhile.
+
+    Its own CPU time is ``time.process_time`` (every thread of this process), so a kernel that
+    keeps all cores busy itself does not count as a busy machine."""
+
+    def __init__(self) -> None:
+        self._cpu = read_cpu_times()
+        self._own = time.process_time()
+        self._wall = time.perf_counter()
+
+    def stop(self) -> dict[str, Any] | None:
+        """{other_cpu_cores, steal_share, loadavg_1m, cpus}; None without /proc/stat."""
+        after = read_cpu_times()
+        if self._cpu is None or after is None:
+            return None
+        found = activity(self._cpu, after, time.process_time() - self._own,
+                         time.perf_counter() - self._wall)
+        if found is None:
+            return None
+        return {**found, "loadavg_1m": _loadavg()[0], "cpus": os.cpu_count()}
+
+
+def _loadavg() -> list[float | None]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return [None, None, None]
+
+
+def _all_cores_hash_ms(cores: int) -> float:
+    data = bytes(HASH_BYTES)
+
+    def work() -> None:
+        for _ in range(HASH_ROUNDS):
+            hashlib.sha256(data).digest()
+
+    threads = [threading.Thread(target=work) for _ in range(cores)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return (time.perf_counter() - started) * 1e3
+
+
+def calibrate(repeats: int = CALIBRATION_REPEATS) -> dict[str, float]:
+    """The calibration kernel's fastest of `repeats`: `all_cores_hash_ms`, a thread per core
+    hashing 8 MiB each. The fastest is what the machine can do: a hog that holds a core slows
+    every repeat, a stray interrupt only some."""
+    hashed = min(_all_cores_hash_ms(os.cpu_count() or 1) for _ in range(repeats))
+    return {"all_cores_hash_ms": round(hashed, 3)}
+
+
+def snapshot(measure: bool = True) -> dict[str, Any]:
+    """The machine now: time, load average and (when `measure`) the calibration."""
+    from datetime import datetime, timezone
+
+    state: dict[str, Any] = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             "loadavg": _loadavg(), "cpus": os.cpu_count()}
+    state["calibration"] = calibrate() if measure else None
+    return state
+
+
+class RunState:
+    """The machine around a whole run: a snapshot before the first case and after the last."""
+
+    def __init__(self, measure: bool = True) -> None:
+        self._measure = measure
+        self.before = snapshot(measure)
+
+    def finish(self, complete: bool = True) -> dict[str, Any]:
+        """summary.json's `environment.machine_state`. An interrupted run leaves at once: its
+        `after` has no calibration."""
+        state: dict[str, Any] = {"before": self.before,
+                                 "after": snapshot(self._measure and complete)}
+        if not self._measure:
+            state["reason"] = "not measured: --debug-fake-timer runs on a fake clock"
+        return state

@@ -1,0 +1,1 @@
+"""Result objects, their versioned JSON, the schemas and the history store."""

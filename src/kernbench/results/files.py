@@ -1,0 +1,82 @@
+"""Files written so that a reader never sees half of one: the one home of atomic writes.
+
+Every write goes to a temporary file beside the target, is flushed to disk and renamed into
+place (``os.replace``), so a run killed half-way leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "atomic_writer",
+    "read_json_object",
+    "safe_filename",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
+    """A binary handle on a new temporary file beside `path` (folders are created).
+
+    When the block ends normally the file is flushed to disk and renamed over `path`; when it
+    raises, the temporary file is removed and `path` is left as it was. The temporary name is
+    unique per process and call (so two writers never share one) and the file gets the usual
+    permissions of a new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "xb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    with atomic_writer(path) as handle:
+        handle.write(data)
+    return path
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def safe_filename(name: str) -> str:
+    """A kernel name as a file name: only [A-Za-z0-9._-], no leading dot, never empty.
+
+    A name that had to change gets a short hash of the original, so two names that clean up
+    alike ("a b" and "a_b") still get different files."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:120]
+    if cleaned and cleaned == name:
+        return cleaned
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned or '_'}-{digest}"

@@ -1,0 +1,95 @@
+"""The words kernbench's records are written in: precisions, backends (device kinds) and
+frameworks, defined once.
+
+bench.yaml's schema, the CLI's choices, discovery, the worker and the reports all speak this
+vocabulary, so it lives in the lowest room (``results``) as plain data that every room may
+import. What a word *means* to one framework (its dtype objects, its devices) is that
+framework's backend's business (:mod:`kernbench.measure.backends`), not this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from kernbench.errors import UnsupportedPrecision
+
+__all__ = [
+    "BACKEND_LABELS",
+    "BACKEND_NAMES",
+    "DTYPE_NAMES",
+    "DTYPE_NAME_PRECISIONS",
+    "FLOAT_PRECISIONS",
+    "FRAMEWORK_NAMES",
+    "GPU_CAPABLE_FRAMEWORKS",
+    "GPU_ONLY_FRAMEWORKS",
+    "NARROW_PRECISIONS",
+    "PRECISION_ALIASES",
+    "PRECISION_NAMES",
+    "canonical_precision",
+]
+
+PRECISION_NAMES: tuple[str, ...] = (
+    "fp64", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8",
+)
+"""Every precision bench.yaml and the CLI accept (``fp8`` is short for ``fp8_e4m3``)."""
+
+PRECISION_ALIASES: Mapping[str, str] = MappingProxyType({
+    "fp8": "fp8_e4m3", "float64": "fp64", "float32": "fp32", "float16": "fp16",
+    "bfloat16": "bf16", "half": "fp16", "double": "fp64", "float": "fp32",
+})
+"""Other spellings of a precision, to its canonical name."""
+
+FLOAT_PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
+"""The canonical floating-point precisions, widest first."""
+
+NARROW_PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
+"""Precisions narrow enough that their accuracy is judged against a wider run, and that are
+expected to be no slower and no bigger than fp32 of the same case."""
+
+DTYPE_NAMES: Mapping[str, str] = MappingProxyType({
+    "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
+    "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "int8": "int8",
+})
+"""The name NumPy, ml_dtypes, PyTorch and JAX all give the dtype of a canonical precision
+(which module holds it is each backend's knowledge)."""
+
+DTYPE_NAME_PRECISIONS: Mapping[str, str] = MappingProxyType({
+    **{name: precision for precision, name in DTYPE_NAMES.items()},
+    "double": "fp64", "float": "fp32", "half": "fp16",
+})
+"""A dtype's name, as any framework spells it (C names included), to its precision."""
+
+BACKEND_NAMES: tuple[str, ...] = ("cpu", "cuda", "rocm")
+"""The device kinds a case can run on."""
+
+BACKEND_LABELS: Mapping[str, str] = MappingProxyType({"cpu": "CPU", "cuda": "CUDA",
+                                                      "rocm": "ROCm"})
+"""How a device kind is written in messages ("ROCm", not "ROCM")."""
+
+FRAMEWORK_NAMES: tuple[str, ...] = (
+    "numpy", "pytorch", "jax", "cupy", "triton", "numba", "tensorflow", "python",
+)
+"""The frameworks a kernel may be written in, as discovery and bench.yaml name them."""
+
+GPU_ONLY_FRAMEWORKS: frozenset[str] = frozenset({"cupy", "triton"})
+"""Frameworks whose kernels never run on the CPU."""
+
+GPU_CAPABLE_FRAMEWORKS: frozenset[str] = frozenset(
+    {"pytorch", "jax", "cupy", "triton", "tensorflow", "numba"})
+"""Frameworks whose kernels may run on a GPU."""
+
+
+COMPILE_MODE_NAMES: tuple[str, ...] = (
+    "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""torch.compile modes an implementation's ``compile.mode`` (or ``--compile-mode``) may name."""
+
+
+def canonical_precision(precision: str) -> str:
+    """The canonical name of a precision (``"fp8"`` -> ``"fp8_e4m3"``); unknown names raise
+    :class:`~kernbench.errors.UnsupportedPrecision`."""
+    name = PRECISION_ALIASES.get(precision, precision)
+    if name not in PRECISION_NAMES:
+        known = ", ".join(PRECISION_NAMES)
+        raise UnsupportedPrecision(f"unknown precision {precision!r}; known: {known}")
+    return name

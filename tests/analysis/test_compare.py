@@ -1,0 +1,398 @@
+"""Unit tests of kernbench.analysis.compare.compare_results on hand-built CaseResult objects.
+
+Samples are drawn from a seeded NumPy generator and split into worker-process groups with
+`process_sample_counts`, as `--processes N` records them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernbench.analysis.compare import (
+    Thresholds,
+    case_dict,
+    case_key,
+    compare_results,
+    comparison_warnings,
+    process_groups,
+    regressions_found,
+    skipped_on_both_sides,
+    tally,
+)
+from kernbench.results.model import CaseResult
+
+PROCESSES = 5
+PER_PROCESS = 20
+
+
+def samples(rng: np.random.Generator, median_ms: float, processes: int = PROCESSES,
+            per_process: int = PER_PROCESS, between: float = 0.02,
+            within: float = 0.01) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """Log-normal samples: each process has its own median (spread `between`), samples vary
+    around it (spread `within`)."""
+    values: list[float] = []
+    for _ in range(processes):
+        centre = median_ms * math.exp(rng.normal(0.0, between))
+        values.extend(float(x) for x in centre * np.exp(rng.normal(0.0, within, per_process)))
+    return tuple(values), (per_process,) * processes
+
+
+def result(kernel: str = "gemm", *, status: str = "ok", reason: str | None = None,
+           sample_data: tuple[tuple[float, ...], tuple[int, ...]] | None = None,
+           problem_size: Any = None, backend: str = "cpu", precision: str = "fp32",
+           accuracy: Mapping[str, Any] | None = None) -> CaseResult:
+    values, counts = sample_data if sample_data is not None else ((), ())
+    return CaseResult(kernel_name=kernel, kernel_path=f"kernels/{kernel}.py", framework="numpy",
+                      backend=backend, precision=precision, problem_size=problem_size,
+                      status=status, reason=reason,  # type: ignore[arg-type]
+                      samples_ms=values, process_sample_counts=counts,
+                      accuracy=dict(accuracy or {}))
+
+
+def only(cases: list[Any]) -> Any:
+    assert len(cases) == 1, [c.key for c in cases]
+    return cases[0]
+
+
+# --- building blocks ---------------------------------------------------------------------
+
+
+def test_process_groups_split_samples_by_process_counts() -> None:
+    case = result(sample_data=((1.0, 2.0, 3.0, 4.0, 5.0, 6.0), (1, 2, 3)))
+    assert process_groups(case) == [[1.0], [2.0, 3.0], [4.0, 5.0, 6.0]]
+    single = result(sample_data=((1.0, 2.0), ()))
+    assert process_groups(single) == [[1.0, 2.0]]
+
+
+def test_problem_size_is_part_of_the_key() -> None:
+    small = result(problem_size={"n": 64})
+    large = result(problem_size={"n": 128})
+    assert case_key(small) != case_key(large)
+    assert case_key(result(problem_size={"n": 64, "m": 2})) == \
+        case_key(result(problem_size={"m": 2, "n": 64}))  # key order does not matter
+
+
+def test_two_sweep_runs_match_points_by_shape_and_label_them() -> None:
+    from dataclasses import replace
+
+    rng = np.random.default_rng(5)
+
+    def point(n: int, median: float) -> CaseResult:
+        return replace(result("mm", problem_size={"m": n, "k": n, "n": n},
+                              sample_data=samples(rng, median)), point=f"m={n},k={n},n={n}")
+
+    baseline = [point(8, 1.0), point(16, 2.0), point(32, 4.0)]
+    candidate = [point(32, 8.0), point(8, 1.0), point(16, 2.0), point(64, 9.0)]
+    cases = {c.label: c for c in compare_results(baseline, candidate)}
+    assert set(cases) == {"mm[cpu,fp32,m=8,k=8,n=8]", "mm[cpu,fp32,m=16,k=16,n=16]",
+                          "mm[cpu,fp32,m=32,k=32,n=32]", "mm[cpu,fp32,m=64,k=64,n=64]"}
+    assert cases["mm[cpu,fp32,m=32,k=32,n=32]"].verdict == "regressed"
+    assert cases["mm[cpu,fp32,m=8,k=8,n=8]"].verdict == "unchanged"
+    assert cases["mm[cpu,fp32,m=64,k=64,n=64]"].verdict == "new"
+    assert case_dict(cases["mm[cpu,fp32,m=16,k=16,n=16]"])["label"] == \
+        "mm[cpu,fp32,m=16,k=16,n=16]"
+
+
+def test_two_sizes_of_one_kernel_are_two_cases() -> None:
+    rng = np.random.default_rng(11)
+    baseline = [result(problem_size={"n": 64}, sample_data=samples(rng, 1.0)),
+                result(problem_size={"n": 128}, sample_data=samples(rng, 4.0))]
+    candidate = [result(problem_size={"n": 64}, sample_data=samples(rng, 1.0)),
+                 result(problem_size={"n": 128}, sample_data=samples(rng, 4.0 * 1.3))]
+    cases = {c.key: c for c in compare_results(baseline, candidate)}
+    assert len(cases) == 2
+    small = cases[case_key(baseline[0])]
+    large = cases[case_key(baseline[1])]
+    assert small.verdict == "unchanged"
+    assert large.verdict == "regressed"
+    assert large.ratio == pytest.approx(1.3, rel=0.05)
+    # Each side was compared with its own size, not with the other one's.
+    assert small.ratio == pytest.approx(1.0, rel=0.05)
+
+
+# --- latency verdicts ---------------------------------------------------------------------
+
+
+def test_thirty_percent_slowdown_over_five_processes_is_a_regression() -> None:
+    rng = np.random.default_rng(1234)
+    baseline = [result(sample_data=samples(rng, 2.0))]
+    candidate = [result(sample_data=samples(rng, 2.0 * 1.3))]
+    case = only(compare_results(baseline, candidate))
+    assert case.verdict == "regressed"
+    assert case.ratio == pytest.approx(1.3, rel=0.03)
+    assert case.ci_low is not None and case.ci_high is not None
+    assert 1.0 < case.ci_low <= case.ratio <= case.ci_high
+    assert case.processes == (PROCESSES, PROCESSES)
+    assert case.method == "welch-log-process-medians"
+    assert case.q_value is not None and case.q_value < 0.05
+    assert case.baseline_p50_ms == pytest.approx(2.0, rel=0.05)
+    assert case.candidate_p50_ms == pytest.approx(2.6, rel=0.05)
+    assert regressions_found([case])
+
+
+def test_thirty_percent_speedup_is_an_improvement() -> None:
+    rng = np.random.default_rng(99)
+    baseline = [result(sample_data=samples(rng, 2.0))]
+    candidate = [result(sample_data=samples(rng, 2.0 / 1.3))]
+    case = only(compare_results(baseline, candidate))
+    assert case.verdict == "improved"
+    assert case.ci_high is not None and case.ci_high < 1.0
+    assert not regressions_found([case])
+
+
+def test_identical_samples_are_unchanged() -> None:
+    rng = np.random.default_rng(7)
+    data = samples(rng, 1.5)
+    case = only(compare_results([result(sample_data=data)], [result(sample_data=data)]))
+    assert case.verdict == "unchanged"
+    assert case.ratio == pytest.approx(1.0)
+    assert case.ci_low is not None and case.ci_low <= 1.0 <= case.ci_high
+    assert not regressions_found([case])
+
+
+def test_same_distribution_is_unchanged() -> None:
+    rng = np.random.default_rng(8)
+    case = only(compare_results([result(sample_data=samples(rng, 1.5))],
+                                [result(sample_data=samples(rng, 1.5))]))
+    assert case.verdict == "unchanged"
+    assert case.ratio == pytest.approx(1.0, abs=0.05)
+
+
+def test_zero_variance_on_both_sides_is_decided_not_crashed() -> None:
+    """Exact fake-timer samples: every process median identical within each side."""
+    counts = (5, 5, 5)
+    base = result(sample_data=((1.0,) * 15, counts))
+    slow = result(sample_data=((1.5,) * 15, counts))
+    regressed = only(compare_results([base], [slow]))
+    assert regressed.verdict == "regressed"
+    assert regressed.ratio == pytest.approx(1.5)
+    assert (regressed.ci_low, regressed.ci_high) == pytest.approx((1.5, 1.5))
+    same = only(compare_results([base], [result(sample_data=((1.0,) * 15, counts))]))
+    assert same.verdict == "unchanged"
+    assert same.ratio == pytest.approx(1.0)
+
+
+# --- unpaired and status verdicts ---------------------------------------------------------
+
+
+def test_new_and_missing_cases() -> None:
+    rng = np.random.default_rng(3)
+    baseline = [result("kept", sample_data=samples(rng, 1.0)),
+                result("dropped", sample_data=samples(rng, 1.0))]
+    candidate = [result("kept", sample_data=samples(rng, 1.0)),
+                 result("added", sample_data=samples(rng, 2.0))]
+    cases = {c.kernel_name: c for c in compare_results(baseline, candidate)}
+    assert set(cases) == {"kept", "dropped", "added"}
+    assert cases["added"].verdict == "new"
+    assert cases["added"].candidate_p50_ms == pytest.approx(2.0, rel=0.1)
+    assert cases["added"].baseline_p50_ms is None
+    assert cases["dropped"].verdict == "missing"
+    assert cases["dropped"].baseline_p50_ms == pytest.approx(1.0, rel=0.1)
+    assert cases["dropped"].candidate_p50_ms is None
+    assert cases["kept"].verdict == "unchanged"
+    counts = tally(list(cases.values()))
+    assert counts["new"] == 1 and counts["missing"] == 1 and counts["unchanged"] == 1
+    assert not regressions_found(list(cases.values()))
+
+
+def test_a_case_that_fails_in_the_candidate_is_a_regression_with_a_note() -> None:
+    rng = np.random.default_rng(4)
+    baseline = [result(sample_data=samples(rng, 1.0))]
+    candidate = [result(status="failed", reason="ValueError: bad input shape 42")]
+    case = only(compare_results(baseline, candidate))
+    assert case.verdict == "regressed"
+    assert case.note is not None
+    assert "no longer runs" in case.note
+    assert "failed" in case.note and "bad input shape 42" in case.note
+    assert regressions_found([case])
+
+
+def test_a_case_that_times_out_in_the_candidate_is_a_regression() -> None:
+    rng = np.random.default_rng(5)
+    case = only(compare_results([result(sample_data=samples(rng, 1.0))],
+                                [result(status="timeout", reason="timed out after 5 s")]))
+    assert case.verdict == "regressed"
+    assert "timeout" in (case.note or "")
+
+
+def test_baseline_skipped_and_candidate_ok_is_new() -> None:
+    rng = np.random.default_rng(6)
+    baseline = [result(status="skipped", reason="no CUDA device")]
+    candidate = [result(sample_data=samples(rng, 1.0))]
+    case = only(compare_results(baseline, candidate))
+    assert case.verdict == "new"
+    assert "baseline did not run" in (case.note or "")
+    assert case.candidate_p50_ms == pytest.approx(1.0, rel=0.1)
+    assert not regressions_found([case])
+
+
+def test_skipped_on_both_sides_is_excluded_and_not_counted() -> None:
+    rng = np.random.default_rng(7)
+    baseline = [result("gemm", sample_data=samples(rng, 1.0)),
+                result("gemm", backend="cuda", status="skipped", reason="no CUDA device")]
+    candidate = [result("gemm", sample_data=samples(rng, 1.0)),
+                 result("gemm", backend="cuda", status="skipped", reason="no CUDA device")]
+    skipped_key = case_key(baseline[1])
+    assert skipped_on_both_sides(baseline, candidate) == [skipped_key]
+    cases = compare_results(baseline, candidate)
+    assert [c.key for c in cases] == [case_key(baseline[0])]
+    counts = tally(cases)
+    assert sum(counts.values()) == 1
+    assert counts["inconclusive"] == 0 and counts["new"] == 0 and counts["missing"] == 0
+
+
+def test_skipped_only_on_one_side_is_not_excluded() -> None:
+    rng = np.random.default_rng(8)
+    baseline = [result(status="skipped", reason="no CUDA device")]
+    candidate = [result(sample_data=samples(rng, 1.0))]
+    assert skipped_on_both_sides(baseline, candidate) == []
+    assert skipped_on_both_sides(candidate, baseline) == []
+
+
+# --- thresholds ---------------------------------------------------------------------------
+
+
+def test_per_kernel_threshold_overrides_the_global_one() -> None:
+    rng = np.random.default_rng(21)
+    baseline = [result("strict", sample_data=samples(rng, 1.0)),
+                result("lenient", sample_data=samples(rng, 1.0))]
+    candidate = [result("strict", sample_data=samples(rng, 1.3)),
+                 result("lenient", sample_data=samples(rng, 1.3))]
+    thresholds = Thresholds(latency=0.10, per_kernel={"lenient": {"latency": 0.5}})
+    assert thresholds.for_kernel("lenient") == (0.5, thresholds.accuracy_drift)
+    assert thresholds.for_kernel("strict") == (0.10, thresholds.accuracy_drift)
+    cases = {c.kernel_name: c for c in compare_results(baseline, candidate, thresholds)}
+    assert cases["strict"].verdict == "regressed"
+    assert cases["strict"].threshold == pytest.approx(0.10)
+    assert cases["lenient"].threshold == pytest.approx(0.5)
+    assert cases["lenient"].ratio == pytest.approx(1.3, rel=0.05)
+    assert cases["lenient"].verdict not in ("regressed", "improved")
+
+
+def test_per_kernel_threshold_can_be_stricter_than_the_global_one() -> None:
+    rng = np.random.default_rng(22)
+    baseline = [result("tight", sample_data=samples(rng, 1.0, between=0.005, within=0.002))]
+    candidate = [result("tight", sample_data=samples(rng, 1.06, between=0.005, within=0.002))]
+    loose = only(compare_results(baseline, candidate, Thresholds(latency=0.10)))
+    assert loose.verdict != "regressed"
+    tight = only(compare_results(baseline, candidate,
+                                 Thresholds(latency=0.10, per_kernel={"tight": {"latency": 0.02}})))
+    assert tight.verdict == "regressed"
+    assert tight.threshold == pytest.approx(0.02)
+
+
+# --- accuracy drift -----------------------------------------------------------------------
+
+
+def drift_pair(before: Mapping[str, Any], after: Mapping[str, Any],
+               thresholds: Thresholds | None = None) -> Any:
+    rng = np.random.default_rng(31)
+    data = samples(rng, 1.0)
+    return only(compare_results([result(sample_data=data, accuracy=before)],
+                                [result(sample_data=data, accuracy=after)], thresholds))
+
+
+def test_relative_error_drift_beyond_1e3_is_flagged() -> None:
+    case = drift_pair({"relative_error": 1e-4, "passed": True},
+                      {"relative_error": 1.6e-3, "passed": True})
+    assert case.verdict == "unchanged"  # latency is identical: only accuracy moved
+    drift = case.accuracy_drift
+    assert drift is not None
+    assert drift["metric"] == "relative_error"
+    assert drift["delta"] == pytest.approx(1.5e-3)
+    assert drift["flagged"] is True
+    assert regressions_found([case])
+
+
+def test_relative_error_drift_within_1e3_is_not_flagged() -> None:
+    case = drift_pair({"relative_error": 1e-4, "passed": True},
+                      {"relative_error": 6e-4, "passed": True})
+    assert case.accuracy_drift is not None
+    assert case.accuracy_drift["flagged"] is False
+    assert not regressions_found([case])
+
+
+def test_per_kernel_accuracy_drift_threshold() -> None:
+    case = drift_pair({"relative_error": 1e-4, "passed": True},
+                      {"relative_error": 6e-4, "passed": True},
+                      Thresholds(per_kernel={"gemm": {"accuracy_drift": 1e-4}}))
+    assert case.accuracy_drift is not None
+    assert case.accuracy_drift["threshold"] == pytest.approx(1e-4)
+    assert case.accuracy_drift["flagged"] is True
+
+
+def test_accuracy_check_that_starts_failing_is_flagged() -> None:
+    with_errors = drift_pair({"relative_error": 1e-4, "passed": True},
+                             {"relative_error": 2e-4, "passed": False})
+    assert with_errors.accuracy_drift is not None
+    assert with_errors.accuracy_drift["flagged"] is True
+    without_errors = drift_pair({"passed": True}, {"passed": False})
+    assert without_errors.accuracy_drift == {"metric": "accuracy.passed", "flagged": True}
+    assert regressions_found([without_errors])
+
+
+def test_no_accuracy_on_either_side_gives_no_drift() -> None:
+    case = drift_pair({}, {})
+    assert case.accuracy_drift is None
+
+
+# --- Benjamini-Hochberg -------------------------------------------------------------------
+
+
+def test_q_values_are_at_least_the_p_values_across_many_cases() -> None:
+    rng = np.random.default_rng(2024)
+    factors = [1.0, 1.0, 1.02, 1.05, 1.1, 1.3, 0.95, 1.0, 1.5, 1.01, 0.9, 1.2]
+    baseline, candidate = [], []
+    for index, factor in enumerate(factors):
+        name = f"k{index:02d}"
+        baseline.append(result(name, sample_data=samples(rng, 1.0, between=0.05)))
+        candidate.append(result(name, sample_data=samples(rng, factor, between=0.05)))
+    cases = compare_results(baseline, candidate)
+    assert len(cases) == len(factors)
+    pairs = [(c.p_value, c.q_value) for c in cases]
+    checked = [(p, q) for p, q in pairs if p is not None and q is not None]
+    assert len(checked) == len(cases)
+    for p, q in checked:
+        assert p - 1e-15 <= q <= 1.0
+    # With several cases the adjustment really changes something.
+    assert any(q > p * 1.5 for p, q in checked)
+    # BH keeps the order of the p-values.
+    ranked = sorted(checked)
+    assert [q for _, q in ranked] == sorted(q for _, q in ranked)
+    # The 50% slowdown survives the correction.
+    assert {c.kernel_name: c.verdict for c in cases}["k08"] == "regressed"
+
+
+def test_results_are_sorted_by_key_and_counted() -> None:
+    rng = np.random.default_rng(41)
+    names = ["zeta", "alpha", "mid"]
+    baseline = [result(n, sample_data=samples(rng, 1.0)) for n in names]
+    candidate = [result(n, sample_data=samples(rng, 1.0)) for n in names]
+    cases = compare_results(baseline, candidate)
+    assert [c.kernel_name for c in cases] == sorted(names)
+    assert tally(cases)["unchanged"] == 3
+
+
+def test_invalid_records_are_ignored() -> None:
+    rng = np.random.default_rng(42)
+    baseline = [result(sample_data=samples(rng, 1.0))]
+    candidate = [result(sample_data=samples(rng, 1.0)),
+                 result("broken", backend="n/a", precision="n/a", status="invalid",
+                        reason="syntax error")]
+    cases = compare_results(baseline, candidate)
+    assert [c.kernel_name for c in cases] == ["gemm"]
+
+
+def test_two_machines_or_a_changed_one_make_the_whole_comparison_doubtful() -> None:
+    same = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "a"}, None)
+    assert same == []
+    assert comparison_warnings({}, {"fingerprint": "b"}, None) == []  # unknown: no claim
+    two = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "b"}, None)
+    assert len(two) == 1 and "different machines (a vs b)" in two[0]
+    changed = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "a"}, "2x slower")
+    assert len(changed) == 1 and changed[0].startswith("the machine changed: 2x slower;")

@@ -1,0 +1,590 @@
+"""CLI tests: `kernbench.cli.main.main(argv)` on small temporary kernel trees.
+
+Each run spawns real worker processes on tiny NumPy kernels; `--debug-fake-timer` is used
+wherever exact figures are asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.cli.main import main
+from kernbench.cli.parser import build_parser
+from support.kernel_tree import FAST, SRC
+
+GOOD = """
+import numpy as np
+
+def run_benchmark():
+    return np.ones(4, dtype=np.float32) * 2
+"""
+
+FP64 = """
+import numpy as np
+
+def run_benchmark():
+    return np.zeros(3)
+"""
+
+PRECISION_AWARE = """
+import json
+from pathlib import Path
+
+import numpy as np
+
+def run_benchmark(precision):
+    seen = {"type": type(precision).__name__, "value": precision}
+    Path(__file__).with_name(f"seen_{precision}.json").write_text(json.dumps(seen))
+    return np.zeros(4, dtype=np.float16 if precision == "fp16" else np.float32)
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], root: Path, out: Path,
+            *extra: str) -> tuple[int, dict[str, Any] | None, str]:
+    """Run `kernbench run`; returns (exit code, summary.json or None, stderr)."""
+    code = main(["run", "--root", str(root), "--output-dir", str(out), *FAST, *extra])
+    err = capsys.readouterr().err
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
+    return code, summary, err
+
+
+def by_case(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["case_id"]: r for r in summary["results"]}
+
+
+def listed_names(stdout: str) -> list[str]:
+    """Kernel names from the text manifest (first line is the header)."""
+    return [line.split()[0] for line in stdout.splitlines()[1:] if line.strip()]
+
+
+def subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    return env
+
+
+# -- precision ------------------------------------------------------------------------------
+
+
+def test_declared_precisions_run_one_case_each_and_pass_the_string(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "scale" / "scale.py", PRECISION_AWARE)
+    write(kernel.with_name("bench.yaml"), "precisions: [fp32, fp16]\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert code == 0
+    assert summary is not None
+    cases = by_case(summary)
+    assert set(cases) == {"scale[cpu,fp32]", "scale[cpu,fp16]"}
+    for precision in ("fp32", "fp16"):
+        record = cases[f"scale[cpu,{precision}]"]
+        assert record["status"] == "ok"
+        assert record["precision"] == precision
+        assert record["output"]["precision"] == precision
+        seen = json.loads(kernel.with_name(f"seen_{precision}.json").read_text())
+        assert seen == {"type": "str", "value": precision}
+
+
+def test_precision_flag_selects_one_declared_precision(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "scale" / "scale.py", PRECISION_AWARE)
+    write(kernel.with_name("bench.yaml"), "precisions: [fp32, fp16]\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                               "--precision", "fp32")
+    assert code == 0
+    assert summary is not None
+    assert [r["precision"] for r in summary["results"]] == ["fp32"]
+    assert summary["settings"]["precisions"] == ["fp32"]
+    assert not kernel.with_name("seen_fp16.json").exists()
+
+
+def test_precision_alias_fp8_selects_the_declared_fp8_case(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--precision fp8` is an accepted choice; bench.yaml's `fp8` is stored as fp8_e4m3."""
+    kernel = write(tmp_path / "kernels" / "scale" / "scale.py", """
+        import numpy as np
+
+        def run_benchmark(precision):
+            return np.zeros(2, dtype=np.float32 if precision else None)
+    """)
+    write(kernel.with_name("bench.yaml"), "precisions: [fp32, fp8]\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                               "--precision", "fp8")
+    assert summary is not None
+    assert [r["precision"] for r in summary["results"]] == ["fp8_e4m3"], (
+        "--precision fp8 selected no case of a kernel declaring fp8")
+    assert code == 0
+
+
+def test_kernel_without_precision_runs_once_labelled_by_its_output_dtype(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "zeros.py", FP64)
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert code == 0
+    assert summary is not None
+    assert [(r["case_id"], r["status"]) for r in summary["results"]] == [
+        ("zeros[cpu,fp64]", "ok")]
+    assert summary["results"][0]["output"]["items"][0]["dtype"] == "float64"
+
+
+def test_precisions_in_bench_yaml_for_a_kernel_without_precision_is_invalid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "zeros" / "zeros.py", FP64)
+    write(kernel.with_name("bench.yaml"), "precisions: [fp32, fp16]\n")
+    code = main(["list", "--root", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 2
+    assert "INVALID" in out
+    assert "precision" in out
+
+
+# -- backends -------------------------------------------------------------------------------
+
+
+def test_numpy_kernel_declaring_cuda_gets_a_skipped_cuda_case(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "vec" / "vec.py", GOOD)
+    write(kernel.with_name("bench.yaml"), "backends: [cpu, cuda]\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert code == 0
+    assert summary is not None
+    cases = by_case(summary)
+    assert cases["vec[cpu,fp32]"]["status"] == "ok"
+    cuda = next(r for r in summary["results"] if r["backend"] == "cuda")
+    assert cuda["status"] == "skipped"
+    assert cuda["success"] is False
+    assert "cuda" in cuda["reason"].lower()
+    assert cuda["timing"]["latency_ms_p50"] is None
+    assert summary["counts"]["skipped"] == 1
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "| skipped |" in md
+
+
+def test_backends_flag_restricts_cases(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "vec" / "vec.py", GOOD)
+    write(kernel.with_name("bench.yaml"), "backends: [cpu, cuda]\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                               "--backends", "cpu")
+    assert code == 0
+    assert summary is not None
+    assert [r["backend"] for r in summary["results"]] == ["cpu"]
+
+
+# -- setup, problem_size, seed ---------------------------------------------------------------
+
+
+def test_only_run_benchmark_is_timed_and_setup_result_reaches_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "prep" / "prep.py", """
+        import time
+
+        import numpy as np
+
+        def setup(n):
+            time.sleep(0.5)
+            return {"a": np.ones((n, 3), dtype=np.float32)}
+
+        def run_benchmark(a):
+            return a
+    """)
+    write(kernel.with_name("bench.yaml"), "problem_size: {n: 7}\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out")  # real timer
+    assert code == 0
+    assert summary is not None
+    (record,) = summary["results"]
+    assert record["status"] == "ok", record["reason"]
+    assert record["problem_size"] == {"n": 7}
+    assert record["output"]["items"][0]["shape"] == [7, 3]
+    assert record["worker"]["wall_s"] >= 0.5  # setup did run (and sleep) in the worker
+    assert record["timing"]["timer"] != "fake"
+    assert record["timing"]["latency_ms_p50"] < 50
+    assert record["timing"]["latency_ms_max"] < 50
+
+
+def test_problem_size_mapping_becomes_keyword_arguments(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "grid" / "grid.py", """
+        import numpy as np
+
+        def run_benchmark(n, m):
+            return np.zeros((n, m))
+    """)
+    write(kernel.with_name("bench.yaml"), "problem_size: {n: 6, m: 2}\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert code == 0
+    assert summary is not None
+    assert summary["results"][0]["output"]["items"][0]["shape"] == [6, 2]
+
+
+def test_scalar_problem_size_is_passed_as_problem_size(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "line" / "line.py", """
+        import numpy as np
+
+        def run_benchmark(problem_size):
+            return np.zeros(problem_size)
+    """)
+    write(kernel.with_name("bench.yaml"), "problem_size: 5\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert code == 0
+    assert summary is not None
+    record = summary["results"][0]
+    assert record["problem_size"] == 5
+    assert record["output"]["items"][0]["shape"] == [5]
+
+
+def test_seed_is_passed_when_declared_and_equals_the_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = write(tmp_path / "kernels" / "rng" / "rng.py", """
+        from pathlib import Path
+
+        import numpy as np
+
+        def run_benchmark(seed):
+            Path(__file__).with_name("seed.txt").write_text(repr(seed))
+            return np.zeros(2)
+    """)
+    write(tmp_path / "kernels" / "plain.py", FP64)  # takes no seed: must not receive one
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                               "--seed", "4242")
+    assert code == 0
+    assert summary is not None
+    assert kernel.with_name("seed.txt").read_text() == "4242"
+    assert summary["settings"]["seed"] == 4242
+    assert {r["status"] for r in summary["results"]} == {"ok"}
+
+
+# -- selection and discovery paths ----------------------------------------------------------
+
+
+def _named_tree(root: Path) -> None:
+    for name in ("gemm", "gemv", "fft"):
+        write(root / "kernels" / name / f"{name}.py", GOOD)
+    write(root / "kernels" / "linalg" / "norm.py", GOOD)
+
+
+def test_filter_globs_select_kernels_in_a_run(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                               "--filter", "ge*")
+    assert code == 0
+    assert summary is not None
+    assert sorted(r["kernel_name"] for r in summary["results"]) == ["gemm", "gemv"]
+    assert summary["settings"]["filters"] == ["ge*"]
+    assert sorted(p.name for p in (tmp_path / "out" / "kernels").iterdir()) == [
+        "gemm.json", "gemv.json"]
+
+
+def test_filter_accepts_several_globs(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    code = main(["list", "--root", str(tmp_path), "--filter", "fft,linalg.*"])
+    assert code == 0
+    assert listed_names(capsys.readouterr().out) == ["fft", "linalg.norm"]
+
+
+def test_paths_replace_the_discovery_paths(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "default_one.py", GOOD)
+    write(tmp_path / "elsewhere" / "other_one.py", GOOD)
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                               "--paths", "elsewhere")
+    assert code == 0
+    assert summary is not None
+    assert [r["kernel_name"] for r in summary["results"]] == ["other_one"]
+    assert summary["settings"]["paths"] == ["elsewhere"]
+
+
+def test_root_elsewhere_run_from_another_cwd(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write(repo / "kernels" / "vec.py", GOOD)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(repo), "--output-dir",
+         "reports", *FAST, "--debug-fake-timer", "1.5", "--quiet"],
+        cwd=cwd, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((cwd / "reports" / "summary.json").read_text())
+    (record,) = summary["results"]
+    assert record["kernel_name"] == "vec"
+    assert record["kernel_path"] == "kernels/vec.py"
+    assert record["timing"]["latency_ms_p50"] == 1.5
+    assert summary["settings"]["root"] == str(repo.resolve())
+    assert not (repo / "reports").exists()
+
+
+def test_pyproject_paths_extend_discovery(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "pyproject.toml", """
+        [tool.kernbench]
+        paths = ["bench/extra"]
+    """)
+    write(tmp_path / "kernels" / "base.py", GOOD)
+    write(tmp_path / "bench" / "extra" / "added.py", GOOD)
+    write(tmp_path / "bench" / "ignored.py", GOOD)
+    code = main(["run", "--list", "--json", "--root", str(tmp_path)])
+    manifest = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert "bench/extra" in manifest["paths"]
+    assert "kernels" in manifest["paths"]
+    assert sorted(k["name"] for k in manifest["kernels"]) == ["added", "base"]
+
+
+def test_unknown_pyproject_key_is_a_usage_error(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.kernbench]\npath = ["k"]\n')
+    write(tmp_path / "kernels" / "base.py", GOOD)
+    code = main(["list", "--root", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "tool.kernbench.path" in err
+
+
+# -- listing --------------------------------------------------------------------------------
+
+
+def test_list_prints_names_and_runs_nothing(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    out = tmp_path / "out"
+    code = main(["run", "--list", "--root", str(tmp_path), "--output-dir", str(out)])
+    stdout = capsys.readouterr().out
+    assert code == 0
+    assert listed_names(stdout) == ["fft", "gemm", "gemv", "linalg.norm"]
+    assert str(tmp_path.resolve()) in stdout.splitlines()[0]
+    assert not out.exists()
+
+
+def test_list_json_is_a_valid_manifest(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    code = main(["list", "--json", "--root", str(tmp_path)])
+    manifest = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert manifest["schema_version"] == 1
+    assert manifest["count"] == 4
+    assert [k["name"] for k in manifest["kernels"]] == ["fft", "gemm", "gemv", "linalg.norm"]
+    gemm = manifest["kernels"][1]
+    assert gemm["path"] == "kernels/gemm/gemm.py"
+    assert gemm["framework"] == "numpy"
+    assert gemm["status"] == "ok"
+
+
+def test_list_json_counts_agree_with_the_filtered_kernels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    write(tmp_path / "kernels" / "broken.py", "def run_benchmark(:\n    pass\n")
+    code = main(["list", "--json", "--root", str(tmp_path), "--filter", "gemm"])
+    manifest = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [k["name"] for k in manifest["kernels"]] == ["gemm"]
+    assert manifest["count"] == len(manifest["kernels"])
+    assert manifest["invalid"] == 0
+
+
+def test_list_shows_how_many_points_a_sweep_has(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    write(tmp_path / "kernels" / "gemm" / "bench.yaml", """
+        sweep:
+          matrix_shapes: [{name: pow2, min_power: 2, max_power: 4}]
+          params: {block: [1, 2, 4, 8]}
+        """)
+    code = main(["list", "--root", str(tmp_path)])
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert code == 0
+    assert lines["gemm"].endswith("kernels/gemm/gemm.py  (12 points)")
+    assert lines["fft"].endswith("kernels/fft/fft.py")  # no sweep, no count
+    main(["list", "--json", "--root", str(tmp_path), "--filter", "gemm"])
+    (gemm,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert gemm["config"]["sweep_points"] == 12
+
+
+def test_a_bad_sweep_makes_only_its_kernel_invalid(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    write(tmp_path / "kernels" / "gemm" / "bench.yaml", """
+        sweep:
+          matrix_shapes: [{name: pow3, min_power: 2}]
+        """)
+    code = main(["list", "--root", str(tmp_path)])
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert code == 2
+    assert "INVALID  kernels/gemm/bench.yaml: key 'sweep.matrix_shapes[0].name'" in lines["gemm"]
+    assert "did you mean 'pow2'" in lines["gemm"]
+    assert "INVALID" not in lines["fft"]
+
+
+def test_list_exits_2_when_a_kernel_is_invalid(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    write(tmp_path / "kernels" / "broken.py", "import numpy\n\ndef run_benchmark(:\n    pass\n")
+    code = main(["list", "--root", str(tmp_path)])
+    stdout = capsys.readouterr().out
+    assert code == 2
+    broken = next(line for line in stdout.splitlines() if line.strip().startswith("broken"))
+    assert "INVALID" in broken
+    assert "syntax error" in broken
+
+
+def test_verbose_list_explains_discovery(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    write(tmp_path / "kernels" / "helper.py", "def not_a_kernel():\n    return 1\n")
+    code = main(["list", "--verbose", "--root", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "helper.py" in err
+    assert "not a kernel" in err
+
+
+def test_quiet_run_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    code = main(["run", "--quiet", "--root", str(tmp_path), "--output-dir",
+                 str(tmp_path / "out"), *FAST, "--debug-fake-timer", "1"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.out == ""
+    assert captured.err == ""
+    assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_run_prints_progress_and_tally(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    code, _, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "3")
+    assert code == 0
+    assert "[1/1] good[cpu,fp32]: p50 3 ms" in err
+    assert "1 cases: 1 ok" in err
+
+
+# -- usage errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--iters", "0", ">= 1"),
+    ("--iters", "many", "expected an integer"),
+    ("--precision", "fp33", "fp33"),
+    ("--backends", "gpu", "gpu"),
+    ("--timeout", "0", "> 0"),
+    ("--debug-fake-timer", "-1", "> 0"),
+])
+def test_bad_flag_values_exit_2_with_a_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str,
+        message: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--root", str(tmp_path), flag, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert flag in err
+    assert message in err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_bad_usage_exit_code_through_a_subprocess(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "run", "--iters", "0"],
+                          cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert "--iters" in proc.stderr
+
+
+def test_no_kernels_found_names_root_and_paths(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out")
+    assert code == 2
+    assert summary is None
+    assert "no kernels" in err
+    assert str(tmp_path.resolve()) in err
+    assert "kernels" in err and "integrations/kernels" in err
+
+
+def test_no_kernels_found_under_explicit_paths(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    code, _, err = run_cli(capsys, tmp_path, tmp_path / "out", "--paths", "nowhere")
+    assert code == 2
+    assert "nowhere" in err
+
+
+def test_filter_matching_nothing_exits_2(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--filter", "nomatch*")
+    assert code == 2
+    assert summary is None
+    assert "nomatch*" in err
+
+
+def test_missing_root_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["list", "--root", str(tmp_path / "absent")])
+    assert code == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    assert exc.value.code == 2
+    assert "COMMAND" in capsys.readouterr().err
+
+
+def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernbench import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"kernbench {__version__}"
+
+
+# -- start-up cost --------------------------------------------------------------------------
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = textwrap.dedent("""
+        import contextlib, io, json, sys
+        import kernbench.cli.main
+        import kernbench.cli.parser
+        kernbench.cli.parser.build_parser().format_help()
+        for argv in (["--help"], ["run", "--help"], ["list", "--help"]):
+            with contextlib.redirect_stdout(io.StringIO()):
+                try:
+                    kernbench.cli.main.main(argv)
+                except SystemExit:
+                    pass
+        heavy = {"numpy", "torch", "jax", "scipy", "jinja2", "jsonschema"}
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], env=subprocess_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_parser_documents_every_run_flag() -> None:
+    text = build_parser().format_help()
+    assert "run" in text and "list" in text
+    run_help = subprocess.run([sys.executable, "-m", "kernbench.cli", "run", "--help"],
+                              env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    for flag in ("--iters", "--warmup", "--precision", "--backends", "--filter", "--paths",
+                 "--timeout", "--seed", "--list", "--quiet", "--verbose", "--debug-fake-timer",
+                 "--output-dir", "--root"):
+        assert flag in run_help.stdout

@@ -1,0 +1,193 @@
+"""Tests for kernbench.results.schema: the bench.yaml schema and the versioned result JSON."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+from test_config import QUASIM_EXAMPLE as QUASIM_TEXT
+
+from kernbench.config import schema as config_schema
+from kernbench.config.schema import BENCH_YAML_SCHEMA, key_path, validate_bench_yaml
+from kernbench.errors import ConfigError, KernbenchError
+from kernbench.results import schema, vocabulary
+from kernbench.results.schema import SCHEMA_VERSION, migrate
+
+SOURCE = "kernels/quasim/bench.yaml"
+
+QUASIM_EXAMPLE = yaml.safe_load(QUASIM_TEXT)
+
+
+def error_for(data: object) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        validate_bench_yaml(data, SOURCE)
+    return info.value
+
+
+# -- key_path --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("parts", "text"), [
+    ((), ""),
+    (("precisions",), "precisions"),
+    (("skip_conditions", 0, "check"), "skip_conditions[0].check"),
+    (("tolerances", "fp16", "rmse"), "tolerances.fp16.rmse"),
+    (("backends", 2), "backends[2]"),
+    ((0,), "[0]"),
+    (("a", 0, 1, "b"), "a[0][1].b"),
+])
+def test_key_path(parts: tuple[object, ...], text: str) -> None:
+    assert key_path(parts) == text
+
+
+def test_key_path_accepts_any_iterable() -> None:
+    assert key_path(iter(["skip_conditions", 3, "reason"])) == "skip_conditions[3].reason"
+
+
+# -- validate_bench_yaml ---------------------------------------------------------------------
+
+
+def test_bench_yaml_schema_is_a_valid_json_schema() -> None:
+    Draft202012Validator.check_schema(BENCH_YAML_SCHEMA)
+
+
+def test_schema_precisions_match_the_precision_table() -> None:
+    assert set(config_schema.PRECISION_NAMES) == set(vocabulary.PRECISION_NAMES)
+    assert set(vocabulary.PRECISION_ALIASES) & set(config_schema.PRECISION_NAMES) <= {"fp8"}
+
+
+def test_quasim_example_is_valid() -> None:
+    assert validate_bench_yaml(copy.deepcopy(QUASIM_EXAMPLE), SOURCE) is None
+
+
+def test_empty_mapping_is_valid() -> None:
+    assert validate_bench_yaml({}, SOURCE) is None
+
+
+@pytest.mark.parametrize("data", [
+    {"problem_size": 4096},
+    {"problem_size": [128, 256]},
+    {"problem_size": "large"},
+    {"problem_size": {"n": 4, "_private": True}},
+    {"precisions": ["fp8", "fp8_e5m2", "bf16", "int8", "fp64"]},
+    {"backends": ["rocm"]},
+    {"tolerances": {"fp16": {"rmse": 0.1}, "max_error": 0}},
+    {"skip_conditions": []},
+    {"skip_conditions": [{"reason": "r", "precision": "bf16"}]},
+    {"function_name": "_bench2"},
+    {"framework": "python"},
+    {"timeout_s": 0.5},
+    {"description": ""},
+])
+def test_other_valid_documents(data: dict[str, Any]) -> None:
+    assert validate_bench_yaml(data, SOURCE) is None
+
+
+def test_unknown_top_level_key_suggests_a_known_one() -> None:
+    error = error_for({**QUASIM_EXAMPLE, "backend": ["cpu"]})
+    assert error.source == SOURCE
+    assert error.key == "backend"
+    assert "did you mean 'backends'" in error.message
+    assert error.message.startswith(f"{SOURCE}: key 'backend': expected")
+
+
+def test_unknown_key_without_close_match_lists_known_keys() -> None:
+    error = error_for({"zzzz": 1})
+    assert error.key == "zzzz"
+    assert "did you mean" not in error.message
+    assert "precisions" in error.message
+
+
+@pytest.mark.parametrize(("data", "key", "words"), [
+    ({"precisions": "fp32"}, "precisions", "a list"),
+    ({"precisions": ["fp32", "fp12"]}, "precisions[1]", "one of fp64"),
+    ({"backends": ["gpu"]}, "backends[0]", "one of cpu, cuda, rocm"),
+    ({"tolerances": {"rmse": "x"}}, "tolerances.rmse", "a number"),
+    ({"tolerances": {"fp32": {"rmse": True}}}, "tolerances.fp32.rmse", "a number"),
+    ({"skip_conditions": [{"backend": "cuda"}]}, "skip_conditions[0].reason",
+     "this key to be present"),
+    ({"skip_conditions": [{"reason": "r", "check": 3}]}, "skip_conditions[0].check",
+     "a string"),
+    ({"function_name": "1bad"}, "function_name", "an identifier"),
+    ({"framework": "keras"}, "framework", "one of numpy"),
+    ({"problem_size": None}, "problem_size", "a mapping"),
+    ({"problem_size": {"grid size": 1}}, "problem_size", "identifier"),
+    ({"timeout_s": -1}, "timeout_s", "0"),
+    ({"precisions": []}, "precisions", "expected"),
+])
+def test_errors_name_key_and_expectation(data: dict[str, Any], key: str, words: str) -> None:
+    error = error_for(data)
+    assert error.key == key
+    assert words in error.message
+    assert error.message.startswith(f"{SOURCE}: key '{key}': expected")
+
+
+def test_first_error_reported_is_the_shallowest() -> None:
+    error = error_for({"tolerances": {"rmse": "x"}, "precisions": "fp32"})
+    assert error.key == "precisions"
+
+
+@pytest.mark.parametrize("data", [None, [], "precisions: [fp32]", 1])
+def test_document_must_be_a_mapping(data: object) -> None:
+    error = error_for(data)
+    assert error.key == ""
+    assert "a mapping" in error.message
+
+
+# -- migrate ---------------------------------------------------------------------------------
+
+
+def test_current_version_passes_unchanged() -> None:
+    document = {"schema_version": SCHEMA_VERSION, "results": [1, 2]}
+    assert migrate(copy.deepcopy(document), "summary.json") == document
+
+
+def test_newer_version_asks_for_an_upgrade() -> None:
+    with pytest.raises(KernbenchError, match="upgrade") as info:
+        migrate({"schema_version": SCHEMA_VERSION + 1}, "summary.json")
+    assert "summary.json" in str(info.value)
+    assert str(SCHEMA_VERSION + 1) in str(info.value)
+
+
+@pytest.mark.parametrize("document", [
+    {},
+    {"schema_version": None},
+    {"schema_version": "1"},
+    {"schema_version": 1.0},
+    {"schema_version": 0},
+    {"schema_version": -3},
+    {"schema_version": [1]},
+])
+def test_missing_or_bad_version_is_an_error(document: dict[str, Any]) -> None:
+    with pytest.raises(KernbenchError, match="schema_version") as info:
+        migrate(document, "results/x.json")
+    assert "results/x.json" in str(info.value)
+
+
+def test_boolean_version_is_not_an_integer() -> None:
+    with pytest.raises(KernbenchError, match="schema_version"):
+        migrate({"schema_version": True}, "summary.json")
+
+
+def test_older_versions_are_migrated_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+
+    def step(version: int, rename: tuple[str, str]) -> Any:
+        def migration(document: dict[str, Any]) -> dict[str, Any]:
+            seen.append(document["schema_version"])
+            assert document["schema_version"] == version
+            old, new = rename
+            document = dict(document)
+            document[new] = document.pop(old)
+            return document
+        return migration
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(schema.MIGRATIONS, 1, step(1, ("a", "b")))
+    monkeypatch.setitem(schema.MIGRATIONS, 2, step(2, ("b", "c")))
+    result = migrate({"schema_version": 1, "a": 42}, "old.json")
+    assert result == {"schema_version": 3, "c": 42}
+    assert seen == [1, 2]

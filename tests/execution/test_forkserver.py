@@ -1,0 +1,283 @@
+"""Tests for kernbench.execution.forkserver and kernbench.execution.launcher: a forked worker keeps
+every promise a spawned one keeps (bounded output, hard timeout, no orphans, exit status, its own
+session, cwd and environment), replicate slots fork from different servers, and unsafe or broken
+servers fall back to spawning with a note."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.execution.forkserver import (
+    ForkServer,
+    fork_supported,
+    initialised_reason,
+    preload_key,
+)
+from kernbench.execution.isolation import TAIL_BYTES, WorkerExit
+from kernbench.execution.jobs import WorkerJob, dump_job
+from kernbench.execution.launcher import WorkerLauncher, worker_env
+from kernbench.results.model import ProtocolSettings
+from support.processes import wait_gone
+
+pytestmark = pytest.mark.skipif(fork_supported() is not None,
+                                reason=f"fork servers unsupported here: {fork_supported()}")
+
+FAST = ProtocolSettings(warmup=0, iterations=2, max_inner_loops=10, calibration_budget_s=0.1,
+                        warmup_time_s=0.0)
+
+
+def job_for(tmp_path: Path, body: str, framework: str = "python") -> Path:
+    """A job whose kernel runs `body` at import (once), then returns None per call."""
+    kernel = tmp_path / "kern.py"
+    kernel.write_text(textwrap.dedent(body) + "\n\ndef run_benchmark():\n    return None\n",
+                      encoding="utf-8")
+    job = WorkerJob(kernel_file=kernel, root=tmp_path, kernel_name="kern",
+                    function_name="run_benchmark", framework=framework, backend="cpu",
+                    precision="native", settings=FAST, result_path=tmp_path / "result.json")
+    path = tmp_path / "job.json"
+    dump_job(job, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ForkServer]:
+    handle = ForkServer("python", str(Path.cwd()), worker_env())
+    assert handle.ready()["unsafe"] is None
+    yield handle
+    handle.close()
+
+
+def run(server: ForkServer, tmp_path: Path, body: str, timeout_s: float = 30.0,
+        max_memory: int | None = None) -> WorkerExit:
+    job = job_for(tmp_path, body)
+    exit_info = server.run(str(job), str(tmp_path), {"KERNBENCH_TEST_MARKER": "m-7"},
+                           timeout_s, max_memory)
+    assert isinstance(exit_info, WorkerExit)
+    return exit_info
+
+
+def test_a_case_runs_and_reports_its_result_and_tails(server: ForkServer,
+                                                      tmp_path: Path) -> None:
+    info = run(server, tmp_path, """
+        import sys
+        print("hello from the fork")
+        sys.stderr.write("a warning\\n")
+    """)
+    assert (info.returncode, info.timed_out, info.isolation) == (0, False, "fork")
+    assert info.stdout_tail == "hello from the fork\n"
+    assert info.stderr_tail == "a warning\n"
+    assert info.stdout_bytes == len("hello from the fork\n")
+    result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))
+    assert result["status"] == "ok" and len(result["samples_ns"]) == 2
+
+
+def test_the_child_has_its_own_session_cwd_environment_and_no_stdin(server: ForkServer,
+                                                                    tmp_path: Path) -> None:
+    info = run(server, tmp_path, """
+        import os, sys
+        print(os.getpid(), os.getsid(0), os.getpgid(0))
+        print(os.getcwd())
+        print(os.environ["KERNBENCH_TEST_MARKER"])
+        print(repr(sys.stdin.read()))
+    """)
+    ids, cwd, marker, stdin = info.stdout_tail.splitlines()
+    assert ids.split() == [str(info.pid)] * 3
+    assert os.path.samefile(cwd, tmp_path)
+    assert marker == "m-7"
+    assert stdin == "''"
+
+
+def test_a_flood_of_output_is_counted_and_tailed(server: ForkServer, tmp_path: Path) -> None:
+    info = run(server, tmp_path, """
+        import sys
+        chunk = b"x" * (1 << 20)
+        for _ in range(20):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.write(b"END")
+        sys.stdout.flush()
+    """)
+    assert info.returncode == 0
+    assert info.stdout_bytes == 20 * (1 << 20) + 3
+    assert len(info.stdout_tail.encode()) <= TAIL_BYTES and info.stdout_tail.endswith("xEND")
+
+
+@pytest.mark.parametrize(("body", "code", "signal_name"), [
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)", -signal.SIGSEGV, "SIGSEGV"),
+    ("import os\nos._exit(3)", 3, None),
+])
+def test_crashes_and_exit_codes_are_reported(server: ForkServer, tmp_path: Path, body: str,
+                                             code: int, signal_name: str | None) -> None:
+    info = run(server, tmp_path, body)
+    assert (info.returncode, info.signal_name, info.timed_out) == (code, signal_name, False)
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_a_hang_is_killed_at_the_timeout_with_its_children(server: ForkServer,
+                                                           tmp_path: Path) -> None:
+    info = run(server, tmp_path, """
+        import signal, subprocess, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen(["sleep", "100"])
+        print(child.pid, flush=True)
+        time.sleep(100)
+    """, timeout_s=1.0)
+    assert info.timed_out is True and info.returncode == -signal.SIGKILL
+    assert 1.0 <= info.wall_s < 5.0
+    assert wait_gone(int(info.stdout_tail.split()[0]))
+
+
+def test_no_descendant_survives_not_even_a_double_forked_setsid_daemon(
+        server: ForkServer, tmp_path: Path) -> None:
+    """The server is a child subreaper: an orphan becomes its child and is killed."""
+    info = run(server, tmp_path, """
+        import os, subprocess, sys, time
+        child = subprocess.Popen(["sleep", "100"])
+        read, write = os.pipe()
+        if os.fork() == 0:          # a daemon: fork, setsid, fork again, no exec
+            os.setsid()
+            if os.fork() == 0:
+                os.write(write, str(os.getpid()).encode())
+                time.sleep(100)
+            os._exit(0)
+        daemon = os.read(read, 32).decode()
+        print(child.pid, daemon, flush=True)
+    """)
+    assert info.returncode == 0, info.stderr_tail
+    for pid in (int(word) for word in info.stdout_tail.split()):
+        assert wait_gone(pid), f"{pid} outlived its case"
+
+
+def test_the_memory_limit_applies_to_the_child(server: ForkServer, tmp_path: Path) -> None:
+    info = run(server, tmp_path, """
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_AS)[0])
+        try:
+            blob = bytearray(2 << 30)
+        except MemoryError:
+            print("MemoryError")
+    """, max_memory=1 << 30)
+    assert info.stdout_tail.split() == [str(1 << 30), "MemoryError"]
+
+
+def test_the_server_survives_its_cases_and_keeps_serving(server: ForkServer,
+                                                         tmp_path: Path) -> None:
+    first = run(server, tmp_path, "import os\nprint(os.getppid())")
+    second = run(server, tmp_path, "import os\nprint(os.getppid())")
+    assert first.stdout_tail == second.stdout_tail  # one server forked both
+    assert server.alive()
+
+
+def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path) -> None:
+    info = run(server, tmp_path, "import sys\nprint('numpy' in sys.modules, "
+                                 "'kernbench.execution.worker' in sys.modules)")
+    assert info.stdout_tail.split() == ["False", "True"]
+
+
+def test_preload_keys() -> None:
+    assert [preload_key(f) for f in ("numpy", "pytorch", "jax", "python", "cupy", "triton")] \
+        == ["numpy", "pytorch", "jax", "python", "python", "python"]
+
+
+def test_a_framework_initialised_before_the_fork_makes_it_unsafe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Cuda:
+        @staticmethod
+        def is_initialized() -> bool:
+            return True
+
+    monkeypatch.setitem(sys.modules, "torch", type("torch", (), {"cuda": Cuda})())
+    assert initialised_reason() == "CUDA was initialised while importing torch"
+
+
+# --- the launcher ----------------------------------------------------------------------------
+
+
+def test_replicate_slots_fork_from_different_servers(tmp_path: Path) -> None:
+    launcher = WorkerLauncher("fork", worker_env(), slots=3)
+    try:
+        parents = []
+        for slot in range(4):
+            job = job_for(tmp_path, "import os\nprint(os.getppid())")
+            info = launcher.run("python", slot, job, tmp_path, 30.0, None)
+            assert info.isolation == "fork" and info.note is None
+            parents.append(info.stdout_tail.strip())
+    finally:
+        launcher.close()
+    assert len(set(parents[:3])) == 3  # three layouts, three hash seeds
+    assert parents[3] == parents[0]  # slot 3 is slot 0 again
+
+
+def test_spawn_mode_spawns(tmp_path: Path) -> None:
+    launcher = WorkerLauncher("spawn", worker_env())
+    try:
+        info = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert (info.isolation, info.returncode, info.note) == ("spawn", 0, None)
+
+
+class UnsafeServer:
+    """A stand-in server whose greeting says forking is unsafe."""
+
+    closed = 0
+
+    def __init__(self, *args: Any) -> None:
+        pass
+
+    def ready(self) -> dict[str, Any]:
+        return {"unsafe": "CUDA was initialised while importing torch"}
+
+    def close(self) -> None:
+        UnsafeServer.closed += 1
+
+
+def test_an_unsafe_server_means_spawned_workers_with_a_note(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kernbench.execution.launcher.ForkServer", UnsafeServer)
+    launcher = WorkerLauncher("fork", worker_env(), slots=2)
+    try:
+        infos = [launcher.run("pytorch", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+                 for _ in range(2)]
+    finally:
+        launcher.close()
+    for info in infos:
+        assert info.isolation == "spawn" and info.returncode == 0
+        assert info.note == ("fork is unsafe after preloading: CUDA was initialised while "
+                             "importing torch")
+    assert UnsafeServer.closed == 2  # both slots' servers were stopped
+
+
+def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
+    launcher = WorkerLauncher("fork", worker_env())
+    try:
+        first = launcher.run("python", 0, job_for(tmp_path, "import os\nprint(os.getppid())"),
+                             tmp_path, 30.0, None)
+        assert first.isolation == "fork"
+        os.kill(int(first.stdout_tail), signal.SIGKILL)  # the server, gone between cases
+        info = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+        assert info.isolation == "spawn" and info.returncode == 0
+        assert info.note is not None and info.note.startswith("fork server failed")
+        after = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+        assert after.isolation == "spawn" and after.returncode == 0
+    finally:
+        launcher.close()
+
+
+def test_a_platform_without_safe_fork_spawns(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kernbench.execution.launcher.fork_supported", lambda: "no fork here")
+    launcher = WorkerLauncher("fork", worker_env())
+    try:
+        info = launcher.run("numpy", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert (info.isolation, info.note) == ("spawn", "no fork here")

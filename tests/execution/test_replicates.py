@@ -1,0 +1,62 @@
+"""Tests for kernbench.execution.replicates: one record from a case's worker processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernbench.execution.replicates import merge_replicates
+from kernbench.results.model import CaseResult
+
+
+def _result(samples: tuple[float, ...], status: str = "ok", peak: float = 10.0,
+             energy: dict[str, float | None] | None = None, reason: str | None = None,
+             accuracy: dict[str, object] | None = None) -> CaseResult:
+    return CaseResult(kernel_name="k", kernel_path="kernels/k.py", framework="numpy",
+                      backend="cpu", precision="fp32", problem_size=None,
+                      status=status, reason=reason, samples_ms=samples,  # type: ignore[arg-type]
+                      memory={"peak_mb": peak}, energy=energy or {}, duration_s=1.0,
+                      accuracy=accuracy or {}, worker={"pid": 1})
+
+
+def test_samples_keep_their_process_groups() -> None:
+    merged = merge_replicates([_result((1.0, 2.0)), _result((3.0,)), _result((4.0, 5.0, 6.0))])
+    assert merged.samples_ms == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    assert merged.process_sample_counts == (2, 1, 3)
+    assert merged.duration_s == 3.0
+    assert merged.worker["processes"] == 3
+
+
+def test_highest_memory_peak_and_first_accuracy_win() -> None:
+    first = _result((1.0,), peak=5.0, accuracy={"passed": True})
+    merged = merge_replicates([first, _result((1.0,), peak=50.0), _result((1.0,), peak=7.0)])
+    assert merged.memory["peak_mb"] == 50.0
+    assert merged.accuracy == {"passed": True}
+
+
+def test_energy_is_summed_over_every_timed_region() -> None:
+    a = {"region_energy_j": 2.0, "region_s": 1.0, "calls": 10, "energy_j": 0.2, "power_w": 2.0}
+    b = {"region_energy_j": 6.0, "region_s": 1.0, "calls": 30, "energy_j": 0.2, "power_w": 6.0}
+    merged = merge_replicates([_result((1.0,), energy=a), _result((1.0,), energy=b)])
+    assert merged.energy["energy_j"] == pytest.approx(8.0 / 40)
+    assert merged.energy["power_w"] == pytest.approx(4.0)
+    assert merged.energy["calls"] == 40
+
+
+def test_unmeasured_energy_is_not_summed_into_a_number() -> None:
+    a = {"region_energy_j": None, "region_s": 1.0, "calls": 10, "energy_j": None,
+         "reason": "no RAPL"}
+    merged = merge_replicates([_result((1.0,), energy=a), _result((1.0,), energy=dict(a))])
+    assert merged.energy["energy_j"] is None
+    assert merged.energy["reason"] == "no RAPL"
+
+
+def test_a_failing_process_fails_the_case_and_says_which() -> None:
+    merged = merge_replicates([_result((1.0,)), _result((), status="failed",
+                                                        reason="worker killed by SIGSEGV")])
+    assert merged.status == "failed"
+    assert merged.reason == "process 2 of 2: worker killed by SIGSEGV"
+
+
+def test_nothing_to_merge_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        merge_replicates([])

@@ -1,0 +1,640 @@
+"""Tests for kernbench.execution.worker: one case, run in-process through `run_job`, and once for
+real.
+
+Jobs are ``WorkerJob`` objects built the way ``BenchmarkRunner._job`` builds them, pointing at
+kernels written to a temporary directory. Kernels record the arguments they receive in a
+module-level ``CALLS`` list; the worker keeps the imported kernel module in ``sys.modules`` so
+the test can read it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernbench.execution.describe import describe_output
+from kernbench.execution.jobs import WorkerJob, WorkerReply, dump_job, to_data
+from kernbench.execution.worker import run_job
+from kernbench.results.model import ProtocolSettings, SkipRule
+
+FAST = ProtocolSettings(warmup=1, iterations=3, max_inner_loops=1000, calibration_budget_s=0.5)
+CUPY_INSTALLED = importlib.util.find_spec("cupy") is not None
+
+
+@pytest.fixture(autouse=True)
+def interpreter_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """run_job rewrites sys.argv and sys.path, seeds the global RNGs and registers the kernel
+    module: undo all of it after each test."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    py_state, np_state = random.getstate(), np.random.get_state()
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("kernbench_kernel_"):
+            del sys.modules[name]
+    random.setstate(py_state)
+    np.random.set_state(np_state)
+
+
+def write_kernel(directory: Path, name: str, source: str) -> Path:
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def make_job(kernel_file: Path, *, framework: str = "numpy", backend: str = "cpu",
+             precision: str = "native", problem_size: Any = None,
+             skip_rules: tuple[dict[str, Any], ...] = (), fake_call_ms: float | None = None,
+             function_name: str = "run_benchmark", **protocol: Any) -> WorkerJob:
+    """A job like the one BenchmarkRunner._job builds, for a kernel outside any project."""
+    return WorkerJob(
+        kernel_file=kernel_file, root=kernel_file.parent, kernel_name=kernel_file.stem,
+        function_name=function_name, framework=framework, backend=backend,
+        precision=precision, problem_size=problem_size,
+        skip_rules=tuple(SkipRule(**rule) for rule in skip_rules),
+        settings=dataclasses.replace(FAST, **protocol), fake_call_ms=fake_call_ms,
+        result_path=kernel_file.parent / "result.json")
+
+
+def run_kernel(tmp_path: Path, source: str, name: str = "kern", **job: Any) -> WorkerReply:
+    return run_job(make_job(write_kernel(tmp_path, name, source), **job))
+
+
+def kernel_calls(name: str) -> list[dict[str, Any]]:
+    """What the kernel `name` recorded in its module-level CALLS list."""
+    return sys.modules[f"kernbench_kernel_{name}"].CALLS  # type: ignore[no-any-return]
+
+
+# --- ok -------------------------------------------------------------------------------------
+
+
+def test_ok_case_has_samples_and_a_description(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        import numpy as np
+
+        def run_benchmark():
+            return np.ones((3, 4), dtype=np.float32)
+    """)
+    assert result.status == "ok", result
+    assert len(result.samples_ns) == 3
+    assert all(s > 0 for s in result.samples_ns)
+    assert 1 <= result.inner_loops <= 1000
+    assert len(result.warmup_ns) == 1
+    assert result.timer == "perf_counter_ns"
+    assert result.timer_overhead_ns >= 0
+    assert result.memory["peak_mb"] > 0
+    assert result.device == {"framework": "numpy", "device": "cpu"}
+    assert result.output == {
+        "type": "ndarray", "leaves": 1, "precision": "fp32", "nbytes": 3 * 4 * 4,
+        "items": [{"type": "ndarray", "dtype": "float32", "precision": "fp32", "shape": [3, 4]}],
+    }
+    json.dumps(to_data(result), allow_nan=False)  # the reply must be plain JSON
+
+
+def test_custom_function_name(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def bench():
+            return 1.5
+    """, function_name="bench")
+    assert result.status == "ok"
+    assert result.output["precision"] == "fp64"
+
+
+def test_missing_function_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, "VALUE = 3\n")
+    assert result.status == "failed"
+    assert result.reason.startswith("ContractError: run_benchmark is not a callable in ")
+
+
+# --- failures -------------------------------------------------------------------------------
+
+
+def test_kernel_raising_value_error_fails_with_traceback(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def run_benchmark():
+            raise ValueError("shapes do not match")
+    """, name="raiser")
+    assert result.status == "failed"
+    assert result.reason == "ValueError: shapes do not match"
+    assert result.traceback.startswith("Traceback (most recent call last)")
+    assert "raiser.py" in result.traceback
+    assert result.traceback.rstrip().endswith("ValueError: shapes do not match")
+    assert result.samples_ns is None
+
+
+@pytest.mark.parametrize("where", ["call", "import"])
+def test_system_exit_fails(tmp_path: Path, where: str) -> None:
+    source = """
+        import sys
+
+        def run_benchmark():
+            sys.exit(3)
+    """ if where == "call" else """
+        import sys
+        sys.exit("bye")
+
+        def run_benchmark():
+            return 0
+    """
+    result = run_kernel(tmp_path, source)
+    assert result.status == "failed"
+    code = "3" if where == "call" else "'bye'"
+    assert result.reason == (f"the kernel called sys.exit({code}) (SystemExit): a kernel must "
+                                "return, not exit")
+
+
+def test_error_at_import_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, "raise RuntimeError('broken at import')\n")
+    assert result.status == "failed"
+    assert result.reason == "RuntimeError: broken at import"
+
+
+def test_missing_non_framework_module_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        import nonexistent_xyz
+
+        def run_benchmark():
+            return nonexistent_xyz.go()
+    """)
+    assert result.status == "failed"
+    assert result.reason == "ModuleNotFoundError: No module named 'nonexistent_xyz'"
+
+
+def test_missing_module_named_like_a_framework_prefix_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, "import torchish_helpers\n")
+    assert result.status == "failed"
+
+
+def test_missing_submodule_of_an_installed_framework_fails(tmp_path: Path) -> None:
+    # torch is installed; a typo in a submodule is a broken kernel, not "torch is not installed"
+    pytest.importorskip("torch")
+    result = run_kernel(tmp_path, """
+        import torch.definitely_not_a_submodule
+
+        def run_benchmark():
+            return 0
+    """, framework="pytorch")
+    assert result.status == "failed", result
+    assert "definitely_not_a_submodule" in result.reason
+
+
+# --- skips ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(CUPY_INSTALLED, reason="cupy is installed here")
+@pytest.mark.parametrize("statement",
+                         ["import cupy", "import cupy.cuda", "from cupy import asarray"])
+def test_missing_optional_framework_skips(tmp_path: Path, statement: str) -> None:
+    result = run_kernel(tmp_path, f"""
+        {statement}
+
+        def run_benchmark():
+            return 0
+    """)
+    assert result == WorkerReply(status="skipped", reason="requires cupy, which is not installed")
+
+
+def test_lazy_imports_are_classified_like_top_level_ones(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def run_benchmark():
+            import triton_not_here_either  # not a framework: fails
+            return 0
+    """)
+    assert result.status == "failed"
+    if not CUPY_INSTALLED:
+        result = run_kernel(tmp_path, """
+            def run_benchmark():
+                import cupy
+                return cupy
+        """, name="lazy")
+        assert result.status == "skipped"
+        assert result.reason.startswith("requires cupy")
+
+
+def test_skip_rule_with_true_check_skips_before_importing(tmp_path: Path) -> None:
+    rule = {"reason": "numpy is here", "check": 'module_available("numpy")'}
+    result = run_kernel(tmp_path, "raise RuntimeError('must not be imported')\n",
+                        skip_rules=(rule,))
+    assert result == WorkerReply(status="skipped",
+                                 reason='numpy is here (module_available("numpy"))')
+
+
+def test_skip_rule_with_false_check_runs(tmp_path: Path) -> None:
+    rule = {"reason": "never", "check": 'module_available("nonexistent_xyz_mod")'}
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", skip_rules=(rule,))
+    assert result.status == "ok"
+
+
+def test_unconditional_skip_rule_for_a_backend(tmp_path: Path) -> None:
+    rule = {"reason": "not ported to this backend", "backend": "cpu"}
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", skip_rules=(rule,))
+    assert result == WorkerReply(status="skipped", reason="not ported to this backend")
+
+
+@pytest.mark.parametrize("rule", [
+    {"reason": "other backend", "backend": "cuda"},
+    {"reason": "other precision", "precision": "fp16"},
+])
+def test_skip_rule_for_another_backend_or_precision_does_not_apply(
+        tmp_path: Path, rule: dict[str, Any]) -> None:
+    source = "def run_benchmark(precision='x'):\n    return 1\n"
+    result = run_kernel(tmp_path, source, precision="fp32", skip_rules=(rule,))
+    assert result.status == "ok"
+
+
+def test_skip_rule_for_the_case_precision_applies(tmp_path: Path) -> None:
+    rule = {"reason": "no fp16 here", "precision": "fp16"}
+    source = "def run_benchmark(precision):\n    return 1\n"
+    result = run_kernel(tmp_path, source, precision="fp16", skip_rules=(rule,))
+    assert result == WorkerReply(status="skipped", reason="no fp16 here")
+
+
+def test_cuda_backend_for_a_numpy_kernel_skips(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n", backend="cuda")
+    assert result == WorkerReply(
+        status="skipped", backend_unavailable=True,
+        reason="numpy kernels run on the CPU only; backend 'cuda' does not apply")
+
+
+def test_cuda_backend_for_a_torch_kernel_skips_without_a_gpu(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
+                        framework="pytorch", backend="cuda")
+    assert result == WorkerReply(
+        status="skipped", backend_unavailable=True,
+        reason="CUDA not available (torch.cuda.is_available() is False)")
+
+
+@pytest.mark.parametrize(("raised", "reason"), [
+    ("SkipCase('matrix too small for this kernel')",
+     "SkipCase: matrix too small for this kernel"),
+    ("UnsupportedPrecision('no fp8 on this CPU')", "UnsupportedPrecision: no fp8 on this CPU"),
+])
+def test_kernel_raised_skip_exceptions_skip(tmp_path: Path, raised: str, reason: str) -> None:
+    result = run_kernel(tmp_path, f"""
+        from kernbench.errors import SkipCase, UnsupportedPrecision
+
+        def run_benchmark():
+            raise {raised}
+    """)
+    assert result == WorkerReply(status="skipped", reason=reason)
+
+
+def test_dtype_for_an_unknown_precision_in_setup_skips(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        from kernbench.measure.precision import dtype_for
+
+        def setup(precision):
+            return {"dtype": dtype_for("numpy", precision)}
+
+        def run_benchmark(dtype):
+            return dtype
+    """, precision="fp4")
+    assert result.status == "skipped"
+    assert result.reason.startswith("UnsupportedPrecision: unknown precision 'fp4'")
+
+
+# --- the calling contract -------------------------------------------------------------------
+
+
+def test_setup_returning_a_non_dict_fails_clearly(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def setup():
+            return [1, 2, 3]
+
+        def run_benchmark(a):
+            return a
+    """)
+    assert result.status == "failed"
+    assert result.reason == ("ContractError: setup() must return a dict of keyword "
+                                "arguments for run_benchmark(), got list")
+
+
+def test_problem_size_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, "def run_benchmark(n):\n    return n\n",
+                        problem_size={"n": 4, "m": 5})
+    assert result.status == "failed"
+    assert result.reason == ("ContractError: run_benchmark() has no parameter 'm' "
+                                "(passed from bench.yaml problem_size)")
+
+
+def test_problem_size_key_setup_does_not_accept_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def setup(n):
+            return {"x": n}
+
+        def run_benchmark(x):
+            return x
+    """, problem_size={"n": 4, "k": 2})
+    assert result.status == "failed"
+    assert "setup() has no parameter 'k'" in result.reason
+
+
+def test_setup_result_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def setup():
+            return {"x": 1, "surprise": 2}
+
+        def run_benchmark(x):
+            return x
+    """)
+    assert result.status == "failed"
+    assert "run_benchmark() has no parameter 'surprise' (passed from setup()'s result)" \
+        in result.reason
+
+
+def test_harness_arguments_are_passed_when_declared(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        CALLS = []
+
+        def run_benchmark(n, precision, backend, device, seed):
+            CALLS.append(dict(n=n, precision=precision, backend=backend, device=device,
+                              seed=seed))
+    """, name="declares_all", precision="fp16", problem_size={"n": 4}, seed=99)
+    assert result.status == "ok", result
+    calls = kernel_calls("declares_all")
+    assert calls[-1] == {"n": 4, "precision": "fp16", "backend": "cpu", "device": "cpu",
+                         "seed": 99}
+    assert all(call == calls[0] for call in calls)
+
+
+def test_harness_arguments_are_not_passed_when_not_declared(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        CALLS = []
+
+        def run_benchmark(n, **extra):
+            CALLS.append(dict(n=n, **extra))
+    """, name="declares_none", precision="fp32", problem_size={"n": 4})
+    assert result.status == "ok", result
+    assert kernel_calls("declares_none")[-1] == {"n": 4}
+
+
+def test_native_precision_is_not_passed(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        CALLS = []
+
+        def run_benchmark(precision="own default", device=None):
+            CALLS.append(dict(precision=precision, device=device))
+    """, name="native", precision="native")
+    assert result.status == "ok", result
+    assert kernel_calls("native")[-1] == {"precision": "own default", "device": "cpu"}
+
+
+def test_setup_gets_harness_arguments_and_its_result_feeds_the_function(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        CALLS = []
+
+        def setup(n, precision):
+            CALLS.append(("setup", n, precision))
+            return {"data": list(range(n))}
+
+        def run_benchmark(data, n, seed):
+            CALLS.append(("run", len(data), n, seed))
+    """, name="with_setup", precision="bf16", problem_size={"n": 5}, seed=7)
+    assert result.status == "ok", result
+    calls = kernel_calls("with_setup")
+    assert calls[0] == ("setup", 5, "bf16")
+    assert calls.count(("setup", 5, "bf16")) == 1, "setup must run once"
+    assert calls[1:] and all(call == ("run", 5, 5, 7) for call in calls[1:])
+
+
+@pytest.mark.parametrize("size", [128, [2, 3], "large"])
+def test_scalar_problem_size_is_passed_as_problem_size(tmp_path: Path, size: Any) -> None:
+    result = run_kernel(tmp_path, """
+        CALLS = []
+
+        def run_benchmark(problem_size):
+            CALLS.append(problem_size)
+    """, name="scalar", problem_size=size)
+    assert result.status == "ok", result
+    assert kernel_calls("scalar")[-1] == size
+
+
+def test_the_kernel_runs_with_the_seeded_global_rngs(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        import random
+        import numpy as np
+
+        CALLS = []
+
+        def setup():
+            CALLS.append((random.random(), float(np.random.random())))
+            return {}
+
+        def run_benchmark():
+            return 0
+    """, name="seeded", seed=1234)
+    assert result.status == "ok", result
+    expected_py = random.Random(1234).random()
+    expected_np = float(np.random.RandomState(1234).random_sample())
+    assert kernel_calls("seeded")[0] == (expected_py, expected_np)
+
+
+@pytest.mark.parametrize("fake_ms", [2.5, 0.001, 40.0])
+def test_fake_call_ms_gives_exact_samples(tmp_path: Path, fake_ms: float) -> None:
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
+                        fake_call_ms=fake_ms, iterations=4, warmup=2)
+    assert result.status == "ok", result
+    assert result.samples_ns == (fake_ms * 1e6,) * 4
+    assert result.warmup_ns == (fake_ms * 1e6,) * 2
+    assert result.inner_loops == 1
+    assert result.timer == "fake"
+    assert result.timer_overhead_ns == 0.0
+
+
+# --- output descriptions through run_job ----------------------------------------------------
+
+
+def test_torch_kernel_output_is_described(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    result = run_kernel(tmp_path, """
+        import torch
+
+        def run_benchmark(precision):
+            dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+            return torch.zeros(2, 5, dtype=dtype)
+    """, framework="pytorch", precision="bf16")
+    assert result.status == "ok", result
+    assert result.output["precision"] == "bf16"
+    assert result.output["items"] == [
+        {"type": "Tensor", "dtype": "torch.bfloat16", "precision": "bf16", "shape": [2, 5]}]
+    assert result.device["framework"] == "pytorch"
+    assert result.device["device"] == "cpu"
+
+
+def test_jax_kernel_output_is_described(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    result = run_kernel(tmp_path, """
+        import jax.numpy as jnp
+
+        def run_benchmark():
+            return {"y": jnp.ones((3,), dtype=jnp.float16), "n": 3}
+    """, framework="jax")
+    assert result.status == "ok", result
+    output = result.output
+    assert output["type"] == "dict"
+    assert output["precision"] == "fp16"
+    assert output["items"][0] == {"type": output["items"][0]["type"], "dtype": "float16",
+                                  "precision": "fp16", "shape": [3]}
+    assert output["items"][1] == {"type": "int"}
+    assert result.device["device"] == "cpu"
+
+
+# --- describe_output ------------------------------------------------------------------------
+
+
+def test_describe_numpy_array() -> None:
+    assert describe_output(np.zeros((3, 4), dtype=np.float32)) == {
+        "type": "ndarray", "leaves": 1, "precision": "fp32", "nbytes": 3 * 4 * 4,
+        "items": [{"type": "ndarray", "dtype": "float32", "precision": "fp32", "shape": [3, 4]}],
+    }
+
+
+@pytest.mark.parametrize(("dtype", "precision"), [
+    (np.float64, "fp64"), (np.float16, "fp16"), (np.int8, "int8"), (np.complex64, "fp32"),
+    (np.complex128, "fp64"), (np.int64, None), (np.bool_, None),
+])
+def test_describe_numpy_dtypes(dtype: Any, precision: str | None) -> None:
+    description = describe_output(np.zeros(2, dtype=dtype))
+    assert description["precision"] == precision
+    assert description["items"][0]["dtype"] == str(np.dtype(dtype))
+
+
+def test_describe_numpy_scalar_has_empty_shape() -> None:
+    item = describe_output(np.float32(1.5))["items"][0]
+    assert item == {"type": "float32", "dtype": "float32", "precision": "fp32", "shape": []}
+
+
+def test_describe_torch_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    for dtype, precision in [(torch.float16, "fp16"), (torch.bfloat16, "bf16"),
+                             (torch.float32, "fp32"), (torch.int8, "int8"),
+                             (torch.float8_e4m3fn, "fp8_e4m3"), (torch.complex64, "fp32")]:
+        description = describe_output(torch.zeros(4, 2, dtype=dtype))
+        assert description["precision"] == precision, dtype
+        assert description["items"] == [{"type": "Tensor", "dtype": str(dtype),
+                                         "precision": precision, "shape": [4, 2]}]
+
+
+def test_describe_jax_arrays() -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    for dtype, precision in [(jnp.float32, "fp32"), (jnp.bfloat16, "bf16"),
+                             (jnp.float16, "fp16"), (jnp.int8, "int8")]:
+        description = describe_output(jnp.zeros((2, 3), dtype=dtype))
+        assert description["precision"] == precision, dtype
+        item = description["items"][0]
+        assert item["dtype"] == str(jnp.dtype(dtype))
+        assert item["shape"] == [2, 3]
+
+
+def test_describe_tuples_and_dicts() -> None:
+    torch = pytest.importorskip("torch")
+    pair = describe_output((np.zeros(3, np.float64), torch.zeros(2, dtype=torch.int8)))
+    assert pair["type"] == "tuple"
+    assert pair["leaves"] == 2
+    assert pair["precision"] == "fp64"
+    assert [item["precision"] for item in pair["items"]] == ["fp64", "int8"]
+
+    mapping = describe_output({"count": 3, "out": torch.zeros(2, dtype=torch.float16)})
+    assert mapping["type"] == "dict"
+    assert mapping["precision"] == "fp16"  # the first leaf that has one
+    assert mapping["items"][0] == {"type": "int"}
+
+    nested = describe_output([{"a": (np.zeros(1, np.float32),)}, [np.zeros(1, np.float16)]])
+    assert nested["leaves"] == 2
+    assert [item["precision"] for item in nested["items"]] == ["fp32", "fp16"]
+
+
+def test_describe_keeps_eight_items_but_counts_every_leaf() -> None:
+    description = describe_output([np.zeros(1, np.float32)] * 20)
+    assert description["leaves"] == 20
+    assert len(description["items"]) == 8
+
+
+def test_describe_plain_python_values() -> None:
+    assert describe_output(2.5)["precision"] == "fp64"
+    assert describe_output(None) == {"type": "NoneType", "leaves": 1, "precision": None,
+                                     "items": [{"type": "NoneType"}], "nbytes": None}
+
+
+def test_describe_output_never_includes_data() -> None:
+    torch = pytest.importorskip("torch")
+    value = {"key_alpha": np.full((2, 2), 12345.678), "key_beta": torch.full((3,), 424242.5),
+             "text": "TOPSECRET", "number": 98765.4321, "items": [31337, "hunter2"]}
+    text = json.dumps(describe_output(value))
+    for secret in ("12345", "424242", "TOPSECRET", "98765", "31337", "hunter2", "key_alpha",
+                   "key_beta"):
+        assert secret not in text
+
+
+# --- the real worker process ----------------------------------------------------------------
+
+
+def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Path) -> None:
+    kernel = write_kernel(tmp_path, "threaded", """
+        import threading
+        import time
+
+        import numpy as np
+
+        STARTED = []
+
+        def run_benchmark():
+            if not STARTED:
+                thread = threading.Thread(target=time.sleep, args=(300,), daemon=False)
+                thread.start()
+                STARTED.append(thread)
+                print("KERNEL SAYS HELLO", flush=True)
+            return np.arange(6, dtype=np.float32).reshape(2, 3)
+    """)
+    job = make_job(kernel)
+    job_path = tmp_path / "job.json"
+    dump_job(job, job_path)
+
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "kernbench.execution.worker", str(job_path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=False)
+    elapsed = time.monotonic() - started
+
+    assert proc.returncode == 0, proc.stderr
+    assert elapsed < 30
+    assert "KERNEL SAYS HELLO" in proc.stdout
+
+    def reject(constant: str) -> None:
+        raise AssertionError(f"not valid JSON: {constant}")
+
+    text = job.result_path.read_text(encoding="utf-8")
+    result = json.loads(text, parse_constant=reject)
+    assert result["status"] == "ok"
+    assert len(result["samples_ns"]) == FAST.iterations
+    assert result["output"]["items"][0]["shape"] == [2, 3]
+    assert "HELLO" not in text
+    assert not list(tmp_path.glob("result.json.tmp*"))
+
+
+def test_a_framework_without_a_kernel_for_the_dtype_skips_the_case() -> None:
+    from kernbench.execution.worker import _unsupported_precision
+
+    error = RuntimeError('"addmm_impl_cpu_" not implemented for \'Half\'')
+    assert _unsupported_precision(error, "fp16") is not None
+    assert "fp16 cannot run here" in str(_unsupported_precision(error, "fp16"))
+    # The same words about another dtype, or an unrelated error, are a real failure.
+    assert _unsupported_precision(error, "bf16") is None
+    assert _unsupported_precision(RuntimeError("shape mismatch"), "fp16") is None
+    assert _unsupported_precision(KeyError("not implemented for half"), "fp16") is None

@@ -1,0 +1,168 @@
+"""Tests for kernbench.measure.metrics.gpu_state: NVML facts through a fake module, throttle
+names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_energy import skip_if_nvml_works
+
+from kernbench.measure.metrics import gpu_state as gs
+
+
+class FakeNVMLError(Exception):
+    """Stands in for pynvml.NVMLError."""
+
+
+class FakeNVML:
+    """The pynvml calls gpu_state makes, with pynvml's constant names and values."""
+
+    NVML_CLOCK_SM = 1
+    NVML_CLOCK_MEM = 2
+    NVML_TEMPERATURE_GPU = 0
+    nvmlClocksThrottleReasonGpuIdle = 0x1
+    nvmlClocksThrottleReasonApplicationsClocksSetting = 0x2
+    nvmlClocksThrottleReasonSwPowerCap = 0x4
+    nvmlClocksThrottleReasonHwSlowdown = 0x8
+    nvmlClocksThrottleReasonSyncBoost = 0x10
+    nvmlClocksThrottleReasonSwThermalSlowdown = 0x20
+    nvmlClocksThrottleReasonHwThermalSlowdown = 0x40
+    nvmlClocksThrottleReasonHwPowerBrakeSlowdown = 0x80
+    nvmlClocksThrottleReasonDisplayClockSetting = 0x100
+
+    def __init__(self, reasons: int = 0, failing: frozenset[str] = frozenset(),
+                 init_error: Exception | None = None) -> None:
+        self.reasons = reasons
+        self.failing = failing
+        self.init_error = init_error
+        self.inits = 0
+        self.shutdowns = 0
+
+    def _check(self, name: str) -> None:
+        if name in self.failing:
+            raise FakeNVMLError(f"{name}: Not Supported")
+
+    def nvmlInit(self) -> None:
+        if self.init_error is not None:
+            raise self.init_error
+        self.inits += 1
+
+    def nvmlShutdown(self) -> None:
+        self.shutdowns += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        self._check("handle")
+        return f"h{index}"
+
+    def nvmlDeviceGetName(self, handle: str) -> bytes:
+        self._check("name")
+        return b"NVIDIA H100 80GB HBM3"
+
+    def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:
+        self._check("clock")
+        return {self.NVML_CLOCK_SM: 1980, self.NVML_CLOCK_MEM: 2619}[clock]
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: str, clock: int) -> int:
+        self._check("maxclock")
+        return {self.NVML_CLOCK_SM: 1980, self.NVML_CLOCK_MEM: 2619}[clock]
+
+    def nvmlDeviceGetTemperature(self, handle: str, sensor: int) -> int:
+        self._check("temperature")
+        assert sensor == self.NVML_TEMPERATURE_GPU
+        return 41
+
+    def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
+        self._check("power")
+        return 71_234
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
+        self._check("limit")
+        return 700_000
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
+        self._check("events")
+        return self.reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: str) -> int:
+        self._check("throttle")
+        return self.reasons
+
+
+def test_full_state_from_fake_nvml() -> None:
+    fake = FakeNVML(reasons=0x1 | 0x4)
+    state = gs.gpu_state(0, nvml=fake)
+    assert state == {
+        "name": "NVIDIA H100 80GB HBM3", "sm_clock_mhz": 1980, "mem_clock_mhz": 2619,
+        "max_sm_clock_mhz": 1980, "temperature_c": 41, "power_w": 71.234,
+        "power_limit_w": 700.0, "throttle_reasons": ["GpuIdle", "SwPowerCap"],
+        "throttled": True, "source": "nvml"}
+    assert fake.inits == fake.shutdowns == 1
+
+
+@pytest.mark.parametrize(("mask", "names", "throttled"), [
+    (0, [], False),
+    (0x1 | 0x2, ["GpuIdle", "ApplicationsClocksSetting"], False),
+    (0x40, ["HwThermalSlowdown"], True),
+    (0x100, ["DisplayClockSetting"], True),
+    (0x2 | 0x80, ["ApplicationsClocksSetting", "HwPowerBrakeSlowdown"], True),
+])
+def test_throttled_flag(mask: int, names: list[str], throttled: bool) -> None:
+    state = gs.gpu_state(nvml=FakeNVML(reasons=mask))
+    assert state["throttle_reasons"] == names
+    assert state["throttled"] is throttled
+
+
+def test_partial_failures_keep_other_fields() -> None:
+    fake = FakeNVML(reasons=0x8, failing=frozenset({"temperature", "power", "events"}))
+    state = gs.gpu_state(nvml=fake)
+    assert state["temperature_c"] is None
+    assert state["power_w"] is None
+    assert state["power_limit_w"] == 700.0
+    assert state["sm_clock_mhz"] == 1980
+    assert state["throttle_reasons"] == ["HwSlowdown"]  # fell back to the older throttle call
+    assert state["throttled"] is True
+    assert state["source"] == "nvml"
+
+
+def test_both_reason_queries_failing_gives_none() -> None:
+    state = gs.gpu_state(nvml=FakeNVML(reasons=0x4, failing=frozenset({"events", "throttle"})))
+    assert state["throttle_reasons"] is None
+    assert state["throttled"] is None
+    assert state["name"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_init_failure_gives_reason() -> None:
+    state = gs.gpu_state(nvml=FakeNVML(init_error=FakeNVMLError("Driver Not Loaded")))
+    assert state == {"source": None,
+                     "reason": "NVML not available: FakeNVMLError: Driver Not Loaded"}
+
+
+def test_missing_device_gives_reason_and_shuts_down() -> None:
+    fake = FakeNVML(failing=frozenset({"handle"}))
+    state = gs.gpu_state(3, nvml=fake)
+    assert state["source"] is None
+    assert state["reason"].startswith("NVML device 3: FakeNVMLError")
+    assert fake.shutdowns == 1
+
+
+def test_no_nvml_on_this_machine() -> None:
+    skip_if_nvml_works()
+    state = gs.gpu_state()
+    assert state["source"] is None
+    assert state["reason"].startswith("NVML not available")
+
+
+def test_throttle_flags_uses_real_pynvml_constants() -> None:
+    pynvml: Any = pytest.importorskip("pynvml")
+    mask = (pynvml.nvmlClocksThrottleReasonSwThermalSlowdown
+            | pynvml.nvmlClocksThrottleReasonSyncBoost)
+    assert gs.throttle_flags(mask) == ["SyncBoost", "SwThermalSlowdown"]
+    assert gs.throttle_flags(pynvml.nvmlClocksThrottleReasonNone) == []
+
+
+def test_throttle_flags_names_unknown_bits() -> None:
+    assert gs.throttle_flags(0x4 | 0x1000) == ["SwPowerCap", "Unknown(0x1000)"]
+    state = gs.gpu_state(nvml=FakeNVML(reasons=0x1 | 0x4000))
+    assert state["throttle_reasons"] == ["GpuIdle", "Unknown(0x4000)"]
+    assert state["throttled"] is True

@@ -1,0 +1,182 @@
+"""Machine state (kernbench.measure.machine) and the verdicts it makes inconclusive
+(kernbench.analysis.compare).
+
+The arithmetic runs on fixed /proc/stat texts and fixed calibrations, so the figures are exact;
+one test reads the real /proc/stat with a CPU hog running.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.analysis.compare import (
+    busy,
+    calibration_change,
+    compare_results,
+    machine_caveats,
+    regressions_found,
+)
+from kernbench.measure import machine
+from kernbench.results.model import CaseResult
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def stat_file(tmp_path: Path, name: str, user: int, system: int, idle: int,
+              steal: int = 0) -> str:
+    path = tmp_path / name
+    path.write_text(f"cpu  {user} 0 {system} {idle} 0 0 0 {steal} 0 0\ncpu0 1 2 3 4\n",
+                    encoding="ascii")
+    return str(path)
+
+
+def test_cpu_times_read_the_first_line_of_proc_stat(tmp_path: Path) -> None:
+    times = machine.read_cpu_times(stat_file(tmp_path, "s", 3 * HZ, 1 * HZ, 10 * HZ, HZ))
+    assert times == machine.CpuTimes(busy_s=4.0, steal_s=1.0, total_s=15.0)
+
+
+def test_cpu_times_are_none_without_proc_stat(tmp_path: Path) -> None:
+    assert machine.read_cpu_times(str(tmp_path / "missing")) is None
+    (tmp_path / "odd").write_text("intr 1 2 3\n", encoding="ascii")
+    assert machine.read_cpu_times(str(tmp_path / "odd")) is None
+
+
+def test_activity_subtracts_the_workers_own_cpu_time() -> None:
+    before = machine.CpuTimes(busy_s=100.0, steal_s=1.0, total_s=400.0)
+    after = machine.CpuTimes(busy_s=103.0, steal_s=1.2, total_s=404.0)
+    # 2 s of wall time on 2 CPUs: 3 s busy, 1 s of it this worker's -> 1 other core
+    assert machine.activity(before, after, own_cpu_s=1.0, wall_s=2.0) == {
+        "other_cpu_cores": 1.0, "steal_share": 0.05}
+    assert machine.activity(before, after, own_cpu_s=5.0, wall_s=2.0)["other_cpu_cores"] == 0.0
+    assert machine.activity(before, before, own_cpu_s=0.0, wall_s=2.0) is None
+
+
+def _other_cores(work: str, seconds: float) -> float:
+    """`other_cpu_cores` over `seconds` while this process sleeps, spins, or a hog spins."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if work == "hog" else None
+    try:
+        if hog is not None:
+            time.sleep(0.2)
+        probe = machine.ActivityProbe()
+        end = time.perf_counter() + seconds
+        while work == "spin" and time.perf_counter() < end:  # this process's own work
+            pass
+        time.sleep(max(0.0, end - time.perf_counter()))
+        seen = probe.stop()
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    assert seen is not None and seen["cpus"] == os.cpu_count()
+    return float(seen["other_cpu_cores"])
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="needs Linux /proc/stat")
+def test_the_probe_sees_a_cpu_hog_and_not_its_own_work() -> None:
+    # Relative to what the (shared) machine does anyway, read while sleeping just before: the
+    # probe's own spinning adds nothing, a hog adds most of a core. A busy moment can hide the
+    # hog on two cores, so up to three tries.
+    tries = []
+    for _ in range(3):
+        quiet = _other_cores("sleep", 0.4)
+        own, hog = _other_cores("spin", 0.4), _other_cores("hog", 0.5)
+        tries.append((quiet, own, hog))
+        if own < quiet + 0.5 and hog >= quiet + 0.6:
+            return
+    pytest.fail(f"(quiet, own spin, hog) other_cpu_cores per try: {tries}")
+
+
+def test_calibration_and_run_state_record_what_they_measured() -> None:
+    figures = machine.calibrate(repeats=1)
+    assert list(figures) == ["all_cores_hash_ms"] and figures["all_cores_hash_ms"] > 0
+    state = machine.RunState(measure=False)
+    finished = state.finish()
+    assert finished["before"]["calibration"] is None and "fake clock" in finished["reason"]
+    assert len(finished["after"]["loadavg"]) == 3
+
+
+def state(before: float, after: float) -> dict[str, Any]:
+    return {moment: {"calibration": {"all_cores_hash_ms": value}}
+            for moment, value in (("before", before), ("after", after))}
+
+
+def test_calibration_change_between_runs_is_named_with_its_factor() -> None:
+    assert calibration_change(state(6.4, 6.6), state(6.5, 6.3)) is None  # noise
+    changed = calibration_change(state(6.4, 6.4), state(11.5, 11.5))
+    assert changed == ("calibration 1.80x slower in the candidate run than in the "
+                       "baseline's (all-cores hash)")
+    faster = calibration_change(state(6.4, 6.4), state(3.2, 3.2))
+    assert faster is not None and "2.00x faster in the candidate run" in faster
+
+
+def test_calibration_change_during_one_run_counts_too() -> None:
+    changed = calibration_change(state(6.4, 6.4), state(6.4, 12.8))
+    assert changed is not None
+    assert "2.00x slower at the end of the candidate run than at its start" in changed
+
+
+def test_calibration_change_is_none_when_not_measured() -> None:
+    assert calibration_change(None, state(1, 1)) is None
+    assert calibration_change({"before": {"calibration": None}}, {}) is None
+
+
+def test_busy_names_other_cores_or_steal() -> None:
+    assert busy(None) is None
+    assert busy({"other_cpu_cores": 0.2, "steal_share": 0.0}) is None
+    assert busy({"other_cpu_cores": 1.04, "steal_share": 0.0, "cpus": 2}) == (
+        "other processes kept 1.0 of 2 CPUs busy")
+    assert busy({"other_cpu_cores": 0.0, "steal_share": 0.12}) == (
+        "the hypervisor stole 12% of the CPU time")
+
+
+def result(name: str, p50_ms: float, machine_state: dict[str, Any] | None = None) -> CaseResult:
+    """Five processes of ten samples each around `p50_ms`, with a little spread."""
+    samples = tuple(p50_ms * (1 + 0.001 * ((i * 7) % 11 - 5)) for i in range(50))
+    return CaseResult(kernel_name=name, kernel_path=f"{name}.py", framework="numpy",
+                      backend="cpu", precision="fp32", problem_size=None, status="ok",
+                      samples_ms=samples, process_sample_counts=(10,) * 5,
+                      machine=machine_state)
+
+
+HOG = {"other_cpu_cores": 1.9, "steal_share": 0.0, "cpus": 2}
+QUIET = {"other_cpu_cores": 0.01, "steal_share": 0.0, "cpus": 2}
+
+
+def test_a_regression_measured_on_a_busy_machine_is_inconclusive() -> None:
+    base = [result("a", 1.0, QUIET), result("b", 1.0, QUIET)]
+    cand = [result("a", 1.5, HOG), result("b", 1.5, QUIET)]
+    raw = compare_results(base, cand)
+    assert [c.verdict for c in raw] == ["regressed", "regressed"]
+    judged = machine_caveats(raw, base, cand, calibration_change(None, None))
+    a, b = judged
+    assert (a.verdict, a.claimed) == ("inconclusive", "regressed")
+    assert a.note is not None and "busy during the candidate's samples" in a.note
+    assert "(1.50x)" in a.note and "--ab REF" in a.note
+    assert b.verdict == "regressed" and b.claimed is None, "a quiet case keeps its verdict"
+    assert regressions_found(judged)
+
+
+def test_a_changed_calibration_makes_every_claimed_change_inconclusive() -> None:
+    base = [result("a", 1.0), result("b", 1.0), result("c", 1.0)]
+    cand = [result("a", 1.5), result("b", 0.5), result("c", 1.0)]
+    judged = machine_caveats(compare_results(base, cand), base, cand,
+                             calibration_change(state(6.4, 6.4), state(11.5, 11.5)))
+    assert [(c.verdict, c.claimed) for c in judged] == [
+        ("inconclusive", "regressed"), ("inconclusive", "improved"), ("unchanged", None)]
+    assert "the machine changed (calibration 1.80x slower" in (judged[0].note or "")
+    assert not regressions_found(judged)
+
+
+def test_a_quiet_machine_leaves_the_verdicts_alone() -> None:
+    base = [result("a", 1.0, QUIET)]
+    cand = [result("a", 1.3, QUIET)]
+    raw = compare_results(base, cand)
+    assert machine_caveats(raw, base, cand, calibration_change(state(6.4, 6.5),
+                                                               state(6.5, 6.4))) == raw

@@ -1,0 +1,140 @@
+"""summary.md rendered from the committed fixture run (golden files), and its new sections."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from kernbench.reporting.markdown import (
+    MAX_LISTED,
+    fmt_num,
+    md_escape,
+    render_summary,
+    render_summary_inputs,
+)
+from kernbench.reporting.recommendations import NO_RECOMMENDATIONS
+from support.reports import assert_golden, load_fixture
+
+SEED_SECTIONS = ["Environment", "Performance Leaderboard", "Resource Usage", "Key Findings",
+                 "Recommendations", "Regressions"]
+
+
+def headings(md: str) -> list[str]:
+    return re.findall(r"^## (.+)$", md, flags=re.MULTILINE)
+
+
+def section(md: str, title: str) -> str:
+    return md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_summary_golden() -> None:
+    inputs = load_fixture(comparison=False)
+    md = render_summary_inputs(inputs)
+    assert_golden("summary.md", md)
+    assert md == render_summary(inputs.summary, inputs.environment), "two positional args"
+
+
+def test_summary_with_comparison_golden() -> None:
+    inputs = load_fixture()
+    md = render_summary_inputs(inputs)
+    assert_golden("summary_with_comparison.md", md)
+    assert md == render_summary(inputs.summary, inputs.environment, inputs.comparison)
+
+
+def test_seed_sections_come_first_in_the_seed_order() -> None:
+    with_comparison = headings(render_summary_inputs(load_fixture()))
+    assert with_comparison[:6] == SEED_SECTIONS
+    without = headings(render_summary_inputs(load_fixture(comparison=False)))
+    assert without[:5] == SEED_SECTIONS[:5] and "Regressions" not in without
+
+
+def test_key_findings_of_the_fixture() -> None:
+    inputs = load_fixture()
+    findings = section(render_summary_inputs(inputs), "Key Findings")
+    ok = sorted((r for r in inputs.results if r["status"] == "ok"),
+                key=lambda r: r["timing"]["latency_ms_p50"])
+    for label, record in (("Fastest", ok[0]), ("Slowest", ok[-1])):
+        line = (f"- **{label}**: {md_escape(record['case_id'])}: "
+                f"{fmt_num(record['timing']['latency_ms_p50'])} ms p50")
+        assert line in findings
+    drifty = next(r for r in inputs.results if r["case_id"] == "drifty[cpu,fp16]")
+    error = fmt_num(drifty["accuracy"]["relative_error"])
+    assert (f"- **Accuracy failures**: drifty\\[cpu,fp16\\]: relative\\_error {error} \\> 0.001"
+            in findings)
+    assert "  - stuck\\[cpu,native\\] timed out" in findings
+    assert "broken\\[cpu,native\\] failed: process 1 of 8: ValueError: bad input" in findings
+
+
+def comparison_with_changes() -> dict[str, Any]:
+    comparison = copy.deepcopy(dict(load_fixture().comparison or {}))
+    for case in comparison["cases"]:
+        if case["verdict"] in ("regressed", "improved"):
+            case.update(verdict="inconclusive")
+        if case["label"] == "softmax[cpu,fp32]":
+            case.update(verdict="regressed", ratio=1.5, ci_low=1.3, ci_high=1.7, q_value=0.004)
+        if case["label"] == "gemm[cpu,fp32]":
+            case.update(verdict="improved", ratio=0.5, ci_low=0.45, ci_high=0.55, q_value=0.01)
+    verdicts = [case["verdict"] for case in comparison["cases"]]
+    comparison.update(verdict="Regression: 1 regressed", regression=True,
+                      counts={v: verdicts.count(v) for v in comparison["counts"]})
+    return comparison
+
+
+def test_regressions_section_lists_significant_changes() -> None:
+    inputs = load_fixture()
+    md = render_summary(inputs.summary, inputs.environment, comparison_with_changes())
+    regressions = section(md, "Regressions")
+    comparison = comparison_with_changes()
+    commit = comparison["baseline"]["commit"]
+    assert regressions.startswith(f"\n**Regression: 1 regressed** (baseline `{commit}`)\n")
+    counts = comparison["counts"]
+    row = " | ".join(str(counts[v]) for v in ("regressed", "improved", "unchanged",
+                                               "inconclusive", "new", "missing"))
+    assert f"| {row} |" in regressions
+    rows = [line for line in regressions.splitlines() if line.startswith("| ") and "**" in line]
+    assert rows == ["| gemm\\[cpu,fp32\\] | **improved** | 0.5 | 0.45 – 0.55 | 0.01 | – |",
+                    "| softmax\\[cpu,fp32\\] | **regressed** | 1.5 | 1.3 – 1.7 | 0.004 | – |"]
+    assert "[regressions.md](regressions.md)" in regressions
+    advice = section(md, "Recommendations")
+    assert "**Regressions** (softmax\\[cpu,fp32\\])" in advice
+
+
+def test_regressions_section_without_a_baseline() -> None:
+    inputs = load_fixture()
+    note = {**dict(inputs.comparison or {}), "verdict": "No comparison: no baseline found",
+            "baseline_note": "no baseline found", "cases": []}
+    regressions = section(render_summary(inputs.summary, inputs.environment, note),
+                          "Regressions")
+    assert "**No comparison: no baseline found**" in regressions
+    assert "Nothing was compared, which is not a pass" in regressions
+    assert "| regressed |" not in regressions
+
+
+def test_nothing_to_recommend_is_said() -> None:
+    summary = copy.deepcopy(dict(load_fixture().summary))
+    summary["results"] = [r for r in summary["results"] if r["case_id"] == "softmax[cpu,bf16]"]
+    record = summary["results"][0]
+    p50 = record["timing"]["latency_ms_p50"]
+    record["timing"].update(latency_ms_p50_ci95=[p50 * 0.99, p50 * 1.01],
+                            latency_ms_p99=p50 * 1.2)
+    record.update(work=None, warnings=[])
+    md = render_summary(summary, load_fixture().environment)
+    assert section(md, "Recommendations").strip() == NO_RECOMMENDATIONS
+    assert section(md, "Key Findings").strip().startswith("- **Fastest**: softmax")
+
+
+def test_long_finding_groups_are_cut_short() -> None:
+    summary = copy.deepcopy(dict(load_fixture().summary))
+    template = next(r for r in summary["results"] if r["case_id"] == "rmsnorm[cpu,fp32]")
+    p50 = template["timing"]["latency_ms_p50"]
+    template["timing"]["latency_ms_p50_ci95"] = [p50 * 0.5, p50 * 1.37]
+    summary["results"] = []
+    for i in range(MAX_LISTED + 2):
+        record = copy.deepcopy(template)
+        record["case_id"] = record["kernel_name"] = f"k{i:02d}"
+        summary["results"].append(record)
+    findings = section(render_summary(summary, load_fixture().environment), "Key Findings")
+    assert f"- **Unstable** ({MAX_LISTED + 2}):" in findings
+    assert "  - … and 2 more" in findings
+    assert findings.count("spans 87% of its p50") == MAX_LISTED

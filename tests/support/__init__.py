@@ -1,0 +1,1 @@
+"""Helpers the tests share: kernel trees, processes, git, fake services."""
