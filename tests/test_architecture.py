@@ -33,11 +33,16 @@ ALLOWED: dict[str, frozenset[str]] = {
 """Room -> the rooms it may import (besides itself). ARCHITECTURE.md draws the same doors."""
 ANY_ROOM = frozenset({"cli"})
 """Rooms that may import every other: the command line sits on top of everything."""
-EXEMPT = frozenset({"__init__.py", "__main__.py"})
-"""Top-level files outside the rooms: the public API (lazy re-exports) and `python -m`."""
+STABLE_PATHS = {"precision.py": "kernbench.measure.precision",
+                "model.py": "kernbench.results.model"}
+"""Documented import paths kept for users (`from kernbench.precision import dtype_for` in a
+kernel, `from kernbench.model import ProtocolSettings`): re-exports of a room's module."""
+EXEMPT = frozenset({"__init__.py", "__main__.py", *STABLE_PATHS})
+"""Top-level files outside the rooms: the public API (lazy re-exports), `python -m` and the
+stable import paths."""
 ROOMS = frozenset(ALLOWED) | ANY_ROOM
 PACKAGE_ROOMS = ROOMS - {"errors"}
-TOP_FILES = frozenset({"__init__.py", "__main__.py", "errors.py", "py.typed"})
+TOP_FILES = frozenset({"__init__.py", "__main__.py", "errors.py", "py.typed", *STABLE_PATHS})
 TOP_DIRS = PACKAGE_ROOMS | {"__pycache__"}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
@@ -272,3 +277,17 @@ def test_a_stray_top_level_module_or_folder_is_named(tmp_path: Path) -> None:
     found = {v.path: v.detail for v in top_level_violations(root)}
     assert set(found) == {"kernbench/stats.py", "kernbench/misc", "kernbench/measure"}
     assert "no __init__.py" in found["kernbench/measure"]
+
+
+@pytest.mark.parametrize(("name", "home"), sorted(STABLE_PATHS.items()))
+def test_a_stable_import_path_re_exports_its_home_and_defines_nothing(name: str,
+                                                                      home: str) -> None:
+    import importlib
+
+    stable = importlib.import_module(f"kernbench.{name.removesuffix('.py')}")
+    source = importlib.import_module(home)
+    for exported in source.__all__:
+        assert getattr(stable, exported) is getattr(source, exported), exported
+    tree = ast.parse((SRC / name).read_text())
+    defined = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert defined == [], f"{name} defines code; it may only re-export {home}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kernbench.measure.precision import dtype_for
+from kernbench.precision import dtype_for
 
 
 def setup(

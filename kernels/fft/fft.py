@@ -22,7 +22,7 @@ import numpy as np
 import scipy.fft
 
 from kernbench.errors import UnsupportedPrecision
-from kernbench.measure.precision import dtype_for
+from kernbench.precision import dtype_for
 
 _COMPLEX = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
 

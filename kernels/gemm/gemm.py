@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernbench.measure.precision import dtype_for
+from kernbench.precision import dtype_for
 
 
 def setup(n: int = 512, precision: str = "fp32", seed: int = 0) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernbench.measure.precision import dtype_for
+from kernbench.precision import dtype_for
 
 
 def setup(m: int = 128, k: int = 128, n: int = 128, precision: str = "fp32",

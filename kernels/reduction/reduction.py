@@ -19,7 +19,7 @@ import math
 import numpy as np
 import torch
 
-from kernbench.measure.precision import dtype_for
+from kernbench.precision import dtype_for
 
 
 def setup(

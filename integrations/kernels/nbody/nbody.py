@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernbench.measure.precision import dtype_for
+from kernbench.precision import dtype_for
 
 SOFTENING = 1.0e-2
 

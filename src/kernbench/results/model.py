@@ -14,6 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+__all__ = [
+    "HARNESS_ARGS", "IMPL_PREFIX", "MAX_SWEEP_POINTS", "NATIVE", "STATUSES", "WORKER_KEYS",
+    "BenchConfig", "Case", "CaseResult", "Implementation", "KernelSpec", "Measurement",
+    "ProtocolSettings", "RunResult", "SkipRule", "Status", "SweepPoint", "case_id_of",
+    "case_suffix", "point_of", "record_case_id",
+]  # fmt: skip
+
 Status = Literal["ok", "failed", "skipped", "timeout", "invalid"]
 STATUSES: tuple[Status, ...] = ("ok", "failed", "skipped", "timeout", "invalid")
 NATIVE = "native"
