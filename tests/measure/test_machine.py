@@ -22,6 +22,7 @@ from kernbench.analysis.compare import (
     compare_results,
     machine_caveats,
     regressions_found,
+    speed_change,
 )
 from kernbench.measure import machine
 from kernbench.results.model import CaseResult
@@ -180,3 +181,51 @@ def test_a_quiet_machine_leaves_the_verdicts_alone() -> None:
     raw = compare_results(base, cand)
     assert machine_caveats(raw, base, cand, calibration_change(state(6.4, 6.5),
                                                                state(6.5, 6.4))) == raw
+
+
+def speed(us: float, other: float = 0.01) -> dict[str, Any]:
+    return {"other_cpu_cores": other, "steal_share": 0.0, "cpus": 2, "speed_probe_us": us}
+
+
+def test_speed_probe_times_a_fixed_loop_and_the_probe_records_the_faster_end() -> None:
+    assert 0 < machine.speed_probe_us(repeats=3) < 1e6
+    probe = machine.ActivityProbe()
+    time.sleep(0.05)  # /proc/stat advances in clock ticks: an empty window has no reading
+    state = probe.stop()
+    assert state is not None and state["speed_probe_us"] > 0
+
+
+def test_speed_change_is_none_within_the_tolerance_or_when_not_measured() -> None:
+    assert speed_change(speed(200), speed(215)) is None  # 1.075x: probe noise
+    assert speed_change(speed(200), speed(300)) == pytest.approx(1.5)
+    assert speed_change(speed(300), speed(200)) == pytest.approx(2 / 3)
+    assert speed_change(QUIET, speed(300)) is None and speed_change(None, speed(300)) is None
+
+
+def test_a_change_the_workers_slower_speed_accounts_for_is_inconclusive() -> None:
+    """The CI case: every process of the candidate ran Python 1.4x slower (no other process
+    busy, calibration unchanged). An unchanged kernel measured 1.38x slower is not blamed; a
+    kernel that really got 1.3x slower on top is still a regression (1.9 / 1.4 = 1.36)."""
+    base = [result("a", 1.0, speed(200)), result("b", 1.0, speed(200))]
+    cand = [result("a", 1.38, speed(280)), result("b", 1.9, speed(280))]
+    raw = compare_results(base, cand)
+    assert [c.verdict for c in raw] == ["regressed", "regressed"]
+    a, b = machine_caveats(raw, base, cand, calibration_change(None, None))
+    assert (a.verdict, a.claimed) == ("inconclusive", "regressed")
+    assert a.note is not None and "fixed Python loop 1.40x as long" in a.note
+    assert b.verdict == "regressed" and b.claimed is None
+
+
+def test_a_speed_change_against_the_claim_does_not_excuse_it() -> None:
+    base = [result("a", 1.0, speed(280))]
+    cand = [result("a", 1.5, speed(200))]  # the candidate's processes ran faster, yet slower
+    raw = compare_results(base, cand)
+    assert machine_caveats(raw, base, cand, calibration_change(None, None)) == raw
+
+
+def test_the_merged_case_keeps_the_median_speed_of_its_processes() -> None:
+    from kernbench.execution.replicates import _busiest
+
+    merged = _busiest([speed(200, 0.1), speed(260, 0.9), speed(210, 0.2)])
+    assert merged is not None
+    assert merged["other_cpu_cores"] == 0.9 and merged["speed_probe_us"] == 210

@@ -199,6 +199,10 @@ CALIBRATION_TOLERANCE = 1.25
 of a quiet machine here agree within about 5%; one CPU hog on two cores makes the all-cores
 kernel 1.5-2x slower."""
 CALIBRATIONS = {"all_cores_hash_ms": "all-cores hash"}
+SPEED_TOLERANCE = 1.10
+"""Worker speed probes (a fixed Python loop, median over a case's processes) differing by more
+than this factor: the case's processes ran at another speed. Repeated probes of one process
+here agree within about 3%; a process in the VM's slow mode takes 1.3-1.7x as long."""
 ADVICE = ("for a trustworthy answer run an interleaved A/B (`--ab REF`), or both runs again on "
           "a quiet machine with `--processes 3` or more")
 
@@ -256,12 +260,35 @@ def busy(machine: Mapping[str, Any] | None) -> str | None:
     return None
 
 
+def speed_change(baseline: Mapping[str, Any] | None,
+                 candidate: Mapping[str, Any] | None) -> float | None:
+    """candidate / baseline of the workers' speed probe (`speed_probe_us`, above 1: the
+    candidate's processes ran slower), or None when either is missing or they agree within
+    :data:`SPEED_TOLERANCE`."""
+    before = (baseline or {}).get("speed_probe_us")
+    after = (candidate or {}).get("speed_probe_us")
+    if not before or not after:
+        return None
+    ratio = float(after) / float(before)
+    return ratio if max(ratio, 1 / ratio) > SPEED_TOLERANCE else None
+
+
+def explained_by_speed(case: CaseComparison, speed: float) -> bool:
+    """Whether the workers' own change of speed accounts for a claimed change: it moved the
+    same way, and the ratio divided by it is no longer beyond the case's threshold."""
+    if case.ratio is None or (case.verdict == "regressed") != (speed > 1):
+        return False
+    left, limit = case.ratio / speed, 1 + case.threshold
+    return left <= limit if case.verdict == "regressed" else left >= 1 / limit
+
+
 def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResult],
                     candidate: Sequence[CaseResult], changed: str | None) -> list[CaseComparison]:
     """Claimed changes that the machine, not the code, may explain, made inconclusive: every
     regressed or improved case when the calibration `changed` between or during the runs
-    (:func:`calibration_change`), and a case whose samples (on either side) were taken while
-    other processes were busy."""
+    (:func:`calibration_change`), a case whose samples (on either side) were taken while
+    other processes were busy, and a case whose processes ran a fixed loop at another speed
+    that accounts for the change (:func:`speed_change`)."""
     base_by_key = {case_key(r): r for r in baseline}
     cand_by_key = {case_key(r): r for r in candidate}
     judged = []
@@ -270,11 +297,16 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
             judged.append(case)
             continue
         reasons = [f"the machine changed ({changed})"] if changed else []
-        for side, results in (("baseline", base_by_key), ("candidate", cand_by_key)):
-            found = results.get(case.key)
+        sides = {side: results.get(case.key) for side, results in
+                 (("baseline", base_by_key), ("candidate", cand_by_key))}
+        for side, found in sides.items():
             why = busy(found.machine if found is not None else None)
             if why:
                 reasons.append(f"the machine was busy during the {side}'s samples ({why})")
+        speed = speed_change(*(r.machine if r is not None else None for r in sides.values()))
+        if speed is not None and explained_by_speed(case, speed):
+            reasons.append(f"the case's processes ran a fixed Python loop {speed:.2f}x as long "
+                           "in the candidate, which accounts for the change")
         if not reasons:
             judged.append(case)
             continue

@@ -9,6 +9,7 @@ not samples, as the independent observations.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,12 +47,17 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
 
 
 def _busiest(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
-    """The machine activity of the process during which other processes were busiest."""
+    """The machine activity of the process during which other processes were busiest, with
+    the median speed probe of all the case's processes."""
     measured = [s for s in states if s]
     if not measured:
         return None
-    return max(measured, key=lambda s: (s.get("other_cpu_cores") or 0.0,
-                                        s.get("steal_share") or 0.0))
+    busiest = max(measured, key=lambda s: (s.get("other_cpu_cores") or 0.0,
+                                           s.get("steal_share") or 0.0))
+    speeds = [s["speed_probe_us"] for s in measured if s.get("speed_probe_us")]
+    if not speeds:
+        return busiest
+    return {**busiest, "speed_probe_us": round(statistics.median(speeds), 2)}
 
 
 def _summed_energy(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

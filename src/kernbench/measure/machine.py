@@ -31,6 +31,8 @@ PROC_STAT = "/proc/stat"
 CALIBRATION_REPEATS = 5
 HASH_BYTES = 1 << 20
 HASH_ROUNDS = 8
+SPEED_PROBE_LOOPS = 10_000
+SPEED_PROBE_REPEATS = 5
 """Each core's thread hashes HASH_BYTES this many times (hashlib releases the GIL)."""
 
 
@@ -72,19 +74,38 @@ def activity(before: CpuTimes, after: CpuTimes, own_cpu_s: float,
             "steal_share": round(max(0.0, after.steal_s - before.steal_s) / total, 4)}
 
 
+def speed_probe_us(repeats: int = SPEED_PROBE_REPEATS) -> float:
+    """This process's speed on a fixed single-thread Python loop: the fastest of `repeats`, in
+    microseconds (about 0.3 ms each here).
+
+    On a shared VM a whole process, or the whole machine for a while, can run Python 1.5x
+    slower without any other process showing in /proc/stat (a busy SMT sibling, another
+    tenant): the all-cores calibration does not see it, this loop does."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(SPEED_PROBE_LOOPS):
+            pass
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1e6, 2)
+
+
 class ActivityProbe:
-    """Brackets a stretch of this process's work (a case's samples): what else ran meanwhile.
+    """Brackets a stretch of this process's work (a case's samples): what else ran meanwhile,
+    and how fast this process ran a fixed loop just before and just after.
 
     Its own CPU time is ``time.process_time`` (every thread of this process), so a kernel that
     keeps all cores busy itself does not count as a busy machine."""
 
     def __init__(self) -> None:
+        self._speed_us = speed_probe_us()
         self._cpu = read_cpu_times()
         self._own = time.process_time()
         self._wall = time.perf_counter()
 
     def stop(self) -> dict[str, Any] | None:
-        """{other_cpu_cores, steal_share, loadavg_1m, cpus}; None without /proc/stat."""
+        """{other_cpu_cores, steal_share, loadavg_1m, cpus, speed_probe_us}; None without
+        /proc/stat. `speed_probe_us` is the faster of the probes before and after."""
         after = read_cpu_times()
         if self._cpu is None or after is None:
             return None
@@ -92,7 +113,8 @@ class ActivityProbe:
                          time.perf_counter() - self._wall)
         if found is None:
             return None
-        return {**found, "loadavg_1m": _loadavg()[0], "cpus": os.cpu_count()}
+        return {**found, "loadavg_1m": _loadavg()[0], "cpus": os.cpu_count(),
+                "speed_probe_us": min(self._speed_us, speed_probe_us())}
 
 
 def _loadavg() -> list[float | None]:
