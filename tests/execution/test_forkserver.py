@@ -182,6 +182,24 @@ def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path)
     assert info.stdout_tail.split() == ["False", "True"]
 
 
+def test_a_forked_worker_finds_its_codec_and_numpy_random_ready(tmp_path: Path) -> None:
+    """What every worker needs is done once in the server: the job codec's annotations are
+    resolved, and where numpy is loaded its random module (the worker seeds it) is too."""
+    numpy_server = ForkServer("numpy", str(Path.cwd()), worker_env())
+    try:
+        assert numpy_server.ready()["unsafe"] is None
+        body = ("import sys\nfrom kernbench.execution import jobs\n"
+                "print('numpy.random' in sys.modules, jobs._fields_of.cache_info().hits)")
+        info = numpy_server.run(str(job_for(tmp_path, body, "numpy")), str(tmp_path), {}, 30.0,
+                                None)
+    finally:
+        numpy_server.close()
+    loaded, hits = info.stdout_tail.split()
+    # Loading the job decodes WorkerJob and ProtocolSettings once each: found in the cache
+    # only when the server resolved them before the fork.
+    assert loaded == "True" and int(hits) >= 2
+
+
 def test_preload_keys() -> None:
     assert [preload_key(f) for f in ("numpy", "pytorch", "jax", "python", "cupy", "triton")] \
         == ["numpy", "pytorch", "jax", "python", "python", "python"]

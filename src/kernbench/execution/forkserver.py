@@ -77,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _preload(key: str) -> dict[str, Any]:
     """Import kernbench's worker and the framework; say whether forking is still safe."""
     import kernbench.execution.worker  # noqa: F401  (compiled once here instead of once per case)
+    from kernbench.execution.jobs import prepare_codec
+
+    prepare_codec()
 
     loaded, failed = [], {}
     for name in PRELOADS.get(key, ()):
@@ -85,6 +88,8 @@ def _preload(key: str) -> dict[str, Any]:
             loaded.append(name)
         except Exception as exc:  # the kernel's own import will report it
             failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+    if "numpy" in sys.modules:  # the worker seeds numpy.random; importing it costs 10-25 ms
+        import numpy.random  # noqa: F401
     return {"preloaded": loaded, "failed": failed, "unsafe": initialised_reason()}
 
 
@@ -184,7 +189,7 @@ def sweep(pid: int) -> int:
 def _reaped_children() -> list[int]:
     """This server's live children, after reaping the ones that have exited."""
     _reap()
-    return child_pids(os.getpid())
+    return own_children()
 
 
 def _reap() -> None:
@@ -197,8 +202,30 @@ def _reap() -> None:
             return
 
 
+def own_children() -> list[int]:
+    """Live (non-zombie) children of this process: the kernel's list of each thread's
+    children, a few small reads, instead of a scan of every process in /proc."""
+    found: list[int] = []
+    try:
+        threads = os.listdir("/proc/self/task")
+        for tid in threads:
+            with open(f"/proc/self/task/{tid}/children", "rb") as handle:
+                found.extend(int(pid) for pid in handle.read().split())
+    except OSError:  # no CONFIG_PROC_CHILDREN: scan
+        return child_pids(os.getpid())
+    return [pid for pid in found if not _is_zombie(pid)]
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return True  # gone already
+
+
 def child_pids(parent: int) -> list[int]:
-    """Live (non-zombie) children of `parent`, from /proc."""
+    """Live (non-zombie) children of `parent`, from a scan of /proc."""
     found = []
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
@@ -345,20 +372,21 @@ class ForkServer:
     def alive(self) -> bool:
         return self._proc.poll() is None and self._sock.fileno() >= 0
 
-    def close(self) -> None:
-        """Ask the server to leave, then make sure it has (it never runs a kernel itself)."""
-        import subprocess
-
+    def ask_to_leave(self) -> None:
+        """Send `exit` without waiting: closing several servers overlaps their exits."""
         with contextlib.suppress(OSError):
             if self._sock.fileno() >= 0:
                 self._sock.send(json.dumps({"op": "exit"}).encode())
         self._sock.close()
-        try:
-            self._proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
+
+    def close(self) -> None:
+        """Ask the server to leave, then make sure it has (it never runs a kernel itself)."""
+        from kernbench.execution.isolation import wait_for_exit
+
+        self.ask_to_leave()
+        if not wait_for_exit(self._proc, 2.0):
             self._proc.kill()
-            self._proc.wait()
-        self._stderr.text(0.5)
+        self._proc.wait()
 
 
 def _kill_case(pid: int) -> None:

@@ -14,6 +14,7 @@ users see (summary.json, kernels/*.json) are built from a reply by
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -225,9 +226,29 @@ def _decode(value: object, hint: Any, source: str, where: str) -> Any:
                          f"got {type(value).__name__} {value!r:.80}")
 
 
+@functools.cache
+def _fields_of(kind: Any) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A dataclass's resolved annotations and fields, worked out once per class (resolving
+    the string annotations costs milliseconds, and every job and reply is decoded)."""
+    return typing.get_type_hints(kind), {f.name: f for f in dataclasses.fields(kind)}
+
+
+def prepare_codec(kind: Any = None) -> None:
+    """Resolve the annotations of the job, the reply and every dataclass inside them now: a
+    fork server calls it before forking, so no forked worker pays for it."""
+    if kind is None:
+        prepare_codec(WorkerJob)
+        prepare_codec(WorkerReply)
+        return
+    hints, _ = _fields_of(kind)
+    for hint in hints.values():
+        for inner in (hint, *typing.get_args(hint)):
+            if dataclasses.is_dataclass(inner) and isinstance(inner, type):
+                prepare_codec(inner)
+
+
 def _decode_fields(data: dict[str, Any], kind: Any, source: str, where: str) -> Any:
-    hints = typing.get_type_hints(kind)
-    fields = {f.name: f for f in dataclasses.fields(kind)}
+    hints, fields = _fields_of(kind)
     prefix = f"{where}." if where else ""
     unknown = sorted(set(data) - set(fields))
     if unknown:

@@ -94,6 +94,8 @@ class WorkerLauncher:
     def close(self) -> None:
         """Stop every server (and anything carrying their mark)."""
         for server in self._servers.values():
+            server.ask_to_leave()
+        for server in self._servers.values():
             server.close()
         self._servers.clear()
         if self.mode == "fork":
