@@ -40,23 +40,18 @@ def commit_record(repo: Path, record: dict[str, Any], message: str) -> Path:
 
 
 @pytest.fixture()
-def repo(tmp_path: Path) -> Path:
+def repo(git_repo: Path) -> Path:
     """main: two records of this machine, one of another; feature: one newer record on top.
 
     Left checked out on `feature`, with a modified tracked file, a staged change and an
     untracked file, so any change to the work tree or index would show."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README").write_text("hello\n")
-    git(path, "add", "README")
-    git(path, "commit", "-q", "-m", "start")
+    path = git_repo
     commit_record(path, make_record("2024-01-01T00:00:00Z", FP, "main", "old"), "r1")
     commit_record(path, make_record("2024-02-01T00:00:00Z", OTHER_FP, "main", "x"), "r2")
     commit_record(path, make_record("2024-03-01T00:00:00Z", FP, "main", "mainline"), "r3")
     git(path, "checkout", "-q", "-b", "feature")
     commit_record(path, make_record("2024-04-01T00:00:00Z", FP, "feature", "branchy"), "r4")
-    (path / "README").write_text("changed in the work tree\n")
+    (path / "a.txt").write_text("changed in the work tree\n")
     (path / "staged.txt").write_text("staged\n")
     git(path, "add", "staged.txt")
     (path / "untracked.txt").write_text("untracked\n")

@@ -224,8 +224,8 @@ def test_a_speed_change_against_the_claim_does_not_excuse_it() -> None:
 
 
 def test_the_merged_case_keeps_the_median_speed_of_its_processes() -> None:
-    from kernbench.execution.replicates import _busiest
+    from kernbench.execution.replicates import _merged_machine
 
-    merged = _busiest([speed(200, 0.1), speed(260, 0.9), speed(210, 0.2)])
+    merged = _merged_machine([speed(200, 0.1), speed(260, 0.9), speed(210, 0.2)])
     assert merged is not None
     assert merged["other_cpu_cores"] == 0.9 and merged["speed_probe_us"] == 210

@@ -297,13 +297,13 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
             judged.append(case)
             continue
         reasons = [f"the machine changed ({changed})"] if changed else []
-        sides = {side: results.get(case.key) for side, results in
-                 (("baseline", base_by_key), ("candidate", cand_by_key))}
-        for side, found in sides.items():
-            why = busy(found.machine if found is not None else None)
+        machines = {side: None if (found := results.get(case.key)) is None else found.machine
+                    for side, results in (("baseline", base_by_key), ("candidate", cand_by_key))}
+        for side, machine in machines.items():
+            why = busy(machine)
             if why:
                 reasons.append(f"the machine was busy during the {side}'s samples ({why})")
-        speed = speed_change(*(r.machine if r is not None else None for r in sides.values()))
+        speed = speed_change(machines["baseline"], machines["candidate"])
         if speed is not None and explained_by_speed(case, speed):
             reasons.append(f"the case's processes ran a fixed Python loop {speed:.2f}x as long "
                            "in the candidate, which accounts for the change")

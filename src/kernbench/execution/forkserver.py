@@ -213,15 +213,7 @@ def own_children() -> list[int]:
                 found.extend(int(pid) for pid in handle.read().split())
     except OSError:  # no CONFIG_PROC_CHILDREN: scan
         return child_pids(os.getpid())
-    return [pid for pid in found if not _is_zombie(pid)]
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return True  # gone already
+    return [pid for pid in found if (fields := _stat(pid)) is not None and fields[0] != b"Z"]
 
 
 def child_pids(parent: int) -> list[int]:
@@ -231,14 +223,21 @@ def child_pids(parent: int) -> list[int]:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                    fields = handle.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent and fields[0] != b"Z":
+            fields = _stat(int(entry.name))
+            if fields is not None and int(fields[1]) == parent and fields[0] != b"Z":
                 found.append(int(entry.name))
     return found
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (state, parent pid, ...); None
+    once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields or None
 
 
 def _prctl(option: int, value: int) -> None:

@@ -42,11 +42,11 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
         duration_s=sum(r.duration_s or 0.0 for r in results),
         warmup_s=max((r.warmup_s for r in results if r.warmup_s is not None), default=None),
         worker={**first.worker, "processes": len(results)},
-        machine=_busiest([r.machine for r in results]),
+        machine=_merged_machine([r.machine for r in results]),
     )
 
 
-def _busiest(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
+def _merged_machine(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
     """The machine activity of the process during which other processes were busiest, with
     the median speed probe of all the case's processes."""
     measured = [s for s in states if s]
