@@ -176,6 +176,14 @@ def test_the_server_survives_its_cases_and_keeps_serving(server: ForkServer,
     assert server.alive()
 
 
+def test_a_server_asked_to_leave_exits_cleanly(tmp_path: Path) -> None:
+    handle = ForkServer("python", str(Path.cwd()), worker_env())
+    handle.ready()
+    handle.close()
+    assert handle._proc.returncode == 0
+    assert not handle.alive()
+
+
 def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path) -> None:
     info = run(server, tmp_path, "import sys\nprint('numpy' in sys.modules, "
                                  "'kernbench.execution.worker' in sys.modules)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,16 @@ def test_a_reply_survives_the_round_trip(tmp_path: Path) -> None:
     assert loaded == full_reply()
     assert loaded is not None and loaded.timer_overhead_ns == 30  # numbers are not retyped
     assert isinstance(loaded.timer_overhead_ns, int)
+
+
+def test_jobs_and_replies_are_scratch_files_never_flushed_to_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent reads them milliseconds later and deletes them: the rename keeps it from
+    half a file; a flush to disk would only add about 0.5 ms to every worker twice."""
+    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("a worker file was flushed"))
+    dump_job(full_job(tmp_path), tmp_path / "job.json")
+    dump_reply(full_reply(), tmp_path / "reply.json")
+    assert load_reply(tmp_path / "reply.json") == full_reply()
 
 
 def test_a_reply_keeps_nan_values(tmp_path: Path) -> None:

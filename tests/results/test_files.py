@@ -369,3 +369,16 @@ def test_atomic_files_get_the_permissions_of_a_new_file(tmp_path: Path) -> None:
     plain.write_bytes(b"")
     atomic = write_bytes_atomic(tmp_path / "atomic", b"")
     assert atomic.stat().st_mode == plain.stat().st_mode
+
+
+def test_durable_writes_reach_the_disk_and_scratch_writes_skip_the_flush(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    flushed: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (flushed.append(fd), real_fsync(fd)))
+    write_text_atomic(tmp_path / "report.json", "{}")
+    assert len(flushed) == 1
+    write_text_atomic(tmp_path / "reply.json", "{}", durable=False)
+    assert len(flushed) == 1
+    assert (tmp_path / "reply.json").read_text(encoding="utf-8") == "{}"
+    assert leftovers(tmp_path) == []

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kernbench.cli.console import log, report_comparison, run_tally, status
 from kernbench.config.options import DEFAULT_PROFILE_ITERS
 from kernbench.errors import KernbenchError
+from kernbench.results.files import default_cache_dir
 
 if TYPE_CHECKING:
     from kernbench.execution.settings import RunSettings
@@ -37,13 +38,6 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
         sweeps=_suite_sweeps(args), sweeps_source=str(getattr(args, "config", None)),
         compile_mode=getattr(args, "compile_mode", None))
-
-
-def default_cache_dir() -> Path:
-    import os
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernbench"
 
 
 def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:

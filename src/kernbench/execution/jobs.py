@@ -188,7 +188,8 @@ def from_data(kind: type[T], data: object, source: str) -> T:
 def _write(value: WorkerJob | WorkerReply, path: Path) -> None:
     data = to_data(value)
     from_data(type(value), data, str(path))  # refuse to write what the reader would refuse
-    write_text_atomic(path, json.dumps(data, allow_nan=True))
+    # A scratch file the other process reads at once: atomic, but not flushed to disk.
+    write_text_atomic(path, json.dumps(data, allow_nan=True), durable=False)
 
 
 def _read(kind: type[T], path: Path) -> T:

@@ -38,6 +38,7 @@ from kernbench.reporting.svg import (
     box_title,
     colour_map,
 )
+from kernbench.reporting.templating import environment
 from kernbench.reporting.views import (
     PROBLEM_STATUSES,
     Record,
@@ -57,11 +58,9 @@ TAIL_CHARS = 6000
 
 @functools.cache
 def html_environment() -> jinja2.Environment:
-    """One environment per process: it caches the compiled templates (compiling one costs
-    about 0.1 s, and a run renders its reports at the start and again at the end)."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("kernbench", "reporting/templates"),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, autoescape=True)
+    """One environment per process: it keeps the loaded templates (a run renders its reports
+    at the start and again at the end); compiled code is cached on disk across runs."""
+    env = environment(trim_blocks=True, lstrip_blocks=True, autoescape=True)
     env.filters["num"] = fmt_num
     env.filters["pct"] = fmt_pct
     return env

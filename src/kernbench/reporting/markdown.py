@@ -12,6 +12,7 @@ from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
 from kernbench.reporting.digest import regression_digest
 from kernbench.reporting.implementations import implementation_tables
+from kernbench.reporting.templating import environment
 from kernbench.reporting.views import PROBLEM_STATUSES
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
 
@@ -33,11 +34,10 @@ def md_escape(value: object) -> str:
 
 @functools.cache
 def template_environment() -> jinja2.Environment:
-    """One environment per process: it caches the compiled templates (compiling one costs
-    about 0.1 s, and a run renders its reports at the start and again at the end)."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("kernbench", "reporting/templates"),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    """One environment per process: it keeps the loaded templates (a run renders its reports
+    at the start and again at the end); compiled code is cached on disk across runs."""
+    env = environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                      autoescape=False)
     env.filters["num"] = fmt_num
     env.filters["md"] = md_escape
     env.filters["kernel_label"] = kernel_label

@@ -1,7 +1,11 @@
 """Files written so that a reader never sees half of one: the one home of atomic writes.
 
-Every write goes to a temporary file beside the target, is flushed to disk and renamed into
-place (``os.replace``), so a run killed half-way leaves either the old file or the new one.
+Every write goes to a temporary file beside the target and is renamed into place
+(``os.replace``), so a run killed half-way leaves either the old file or the new one. Files
+that must outlive a crash of the machine (reports, history) are also flushed to disk before
+the rename; scratch files that a process hands to another and that are gone when the run ends
+(a worker's job and reply) are not: the rename alone keeps readers from half a file, and a
+flush costs about 0.5 ms a file here.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import IO, Any
 
 __all__ = [
     "atomic_writer",
+    "default_cache_dir",
     "read_json_object",
     "safe_filename",
     "write_bytes_atomic",
@@ -26,11 +31,18 @@ __all__ = [
 ]
 
 
+def default_cache_dir() -> Path:
+    """kernbench's cache folder: ``$XDG_CACHE_HOME/kernbench``, else ``~/.cache/kernbench``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernbench"
+
+
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
+def atomic_writer(path: Path, durable: bool = True) -> Iterator[IO[bytes]]:
     """A binary handle on a new temporary file beside `path` (folders are created).
 
-    When the block ends normally the file is flushed to disk and renamed over `path`; when it
+    When the block ends normally the file is flushed to disk (unless not `durable`) and
+    renamed over `path`; when it
     raises, the temporary file is removed and `path` is left as it was. The temporary name is
     unique per process and call (so two writers never share one) and the file gets the usual
     permissions of a new file."""
@@ -40,21 +52,22 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
         with open(tmp, "xb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> Path:
-    with atomic_writer(path) as handle:
+def write_bytes_atomic(path: Path, data: bytes, durable: bool = True) -> Path:
+    with atomic_writer(path, durable) as handle:
         handle.write(data)
     return path
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    return write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: Path, text: str, durable: bool = True) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"), durable)
 
 
 def write_json_atomic(path: Path, data: Any) -> Path:
