@@ -190,6 +190,16 @@ def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path)
     assert info.stdout_tail.split() == ["False", "True"]
 
 
+def test_a_forked_worker_finds_the_servers_heap_frozen(server: ForkServer,
+                                                     tmp_path: Path) -> None:
+    """A full collection in the child must not walk (and so copy, page by page) what the
+    server preloaded: only what the case itself made is collected."""
+    info = run(server, tmp_path, "import gc, sys\n"
+                                 "print(gc.get_freeze_count() > 1000, "
+                                 "gc.get_referrers(sys.modules['kernbench']) == [])")
+    assert info.stdout_tail.split() == ["True", "True"]
+
+
 def test_a_forked_worker_finds_its_codec_and_numpy_random_ready(tmp_path: Path) -> None:
     """What every worker needs is done once in the server: the job codec's annotations are
     resolved, and where numpy is loaded its random module (the worker seeds it) is too."""

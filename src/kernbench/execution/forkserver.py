@@ -94,7 +94,19 @@ def _preload(key: str) -> dict[str, Any]:
             failed[name] = f"{type(exc).__name__}: {exc}"[:300]
     if "numpy" in sys.modules:  # the worker seeds numpy.random; importing it costs 10-25 ms
         import numpy.random  # noqa: F401
+    freeze_heap()
     return {"preloaded": loaded, "failed": failed, "unsafe": initialised_reason()}
+
+
+def freeze_heap() -> None:
+    """Move every object the preloads made out of the garbage collector's sight (``gc.freeze``):
+    a collection in a forked child then never walks them. Walking them writes to every page
+    that holds one, and each such page is copied on write: a full collection in a child of a
+    server with torch loaded took about 0.9 s instead of 0.05 s (~170,000 objects)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def initialised_reason() -> str | None:
