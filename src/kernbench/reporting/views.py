@@ -196,6 +196,20 @@ def split_significant(cases: Sequence[Record]) -> tuple[list[Record], list[Recor
     return found, [c for c in cases if c not in found]
 
 
+# --- % of peak ------------------------------------------------------------------------------
+
+OVER_PEAK_NOTE = ("above 100% of the device's peak, which no kernel can reach: the peak used "
+                  "or the kernel's work formula (flops or bytes per call) is likely wrong, so "
+                  "this figure says nothing about the kernel's efficiency")
+"""Why a % of peak above 100 is flagged instead of shown as is."""
+
+
+def over_peak(value: object) -> bool:
+    """True for a % of peak above 100 (a wrong peak or work formula, not a fast kernel)."""
+    found = number(value)
+    return found is not None and found > 100.0
+
+
 # --- figures as text ------------------------------------------------------------------------
 
 
