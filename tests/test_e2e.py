@@ -445,13 +445,15 @@ def test_sigint_exits_130_and_saves_finished_cases(tmp_path: Path) -> None:
             Path(__file__).with_name("worker.pid").write_text(str(os.getpid()))
             time.sleep(1000)
     """)
-    out = tmp_path / "out"
+    out, scratch = tmp_path / "out", tmp_path / "tmp"
+    scratch.mkdir()
     pid_file = root / "kernels" / "b_hang" / "worker.pid"
     # A shell's background job inherits SIGINT ignored; restore the default so Python turns
     # the signal into KeyboardInterrupt, as it would for Ctrl-C in a terminal.
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
-         str(out), *FAST], cwd=tmp_path, env=subprocess_env(), stdout=subprocess.PIPE,
+         str(out), *FAST], cwd=tmp_path, env={**subprocess_env(), "TMPDIR": str(scratch)},
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
@@ -473,6 +475,36 @@ def test_sigint_exits_130_and_saves_finished_cases(tmp_path: Path) -> None:
     assert [r["kernel_name"] for r in summary["results"]] == ["a_good"]
     assert load(out / "kernels" / "a_good.json")["results"][0]["status"] == "ok"
     assert wait_gone(int(pid_file.read_text()), 3.0), "the interrupted worker was left running"
+    page = (out / "index.html").read_text(encoding="utf-8")  # rendered from what finished
+    assert "partial report" in page and "<title>kernbench report" in page
+    assert "(partial)</title>" in page and "a_good[cpu,fp32]" in page
+    assert "b_hang" not in page.split('id="leaderboard"')[1].split("</section>")[0]
+    assert list(scratch.iterdir()) == []  # the run's temporary folders went with it
+
+
+def test_a_run_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
+    """Every temporary folder of a run (its scratch, each case's job and reply, reference
+    outputs) is removed by the end: TMPDIR, private to this run, is empty afterwards."""
+    root = tmp_path / "repo"
+    kernel(root, "a_good", GOOD)
+    checked = kernel(root, "checked", """
+        import numpy as np
+
+        def setup(n=64, precision="fp32"):
+            return {"x": np.ones(n, dtype=np.float32 if precision == "fp32" else np.float64)}
+
+        def run_benchmark(x):
+            return x * 2
+    """)
+    write(checked.with_name("bench.yaml"), "precisions: [fp64, fp32]\n"
+          "reference: {precision: fp64}\n")  # saved to the run's scratch as .npz
+    proc = kernbench("run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FAST,
+                     "--processes", "2", "--format", "json,md,html,csv", cwd=tmp_path,
+                     tmp=tmp_path / "tmp")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["status"] for r in load(tmp_path / "out" / "summary.json")["results"]] == \
+        ["ok"] * 3
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 # -- the seed's entry point ------------------------------------------------------------------

@@ -49,10 +49,15 @@ def tree(root: Path) -> Path:
     return root
 
 
-def start(root: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+def start(root: Path, out: Path, *extra: str, tmp: Path | None = None) -> subprocess.Popen[str]:
+    """`kernbench run` in a subprocess; with `tmp`, that folder is its TMPDIR."""
+    env = subprocess_env()
+    if tmp is not None:
+        tmp.mkdir(exist_ok=True)
+        env["TMPDIR"] = str(tmp)
     return subprocess.Popen(
         [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
-         str(out), *FLAGS, *extra], cwd=root.parent, env=subprocess_env(),
+         str(out), *FLAGS, *extra], cwd=root.parent, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
@@ -163,11 +168,13 @@ def test_resume_of_a_complete_run_says_so_and_runs_nothing(interrupted: dict[str
 @pytest.mark.slow
 def test_sigterm_is_handled_like_sigint(tmp_path: Path) -> None:
     root, out = tree(tmp_path / "repo"), tmp_path / "out"
-    code, err = interrupt_after(start(root, out), out, 1, signal.SIGTERM)
+    code, err = interrupt_after(start(root, out, tmp=tmp_path / "tmp"), out, 1, signal.SIGTERM)
     assert code == 143, err
     assert "interrupted (SIGTERM)" in err
     summary = load(out / "summary.json")
     assert summary["complete"] is False
+    assert "partial report" in (out / "index.html").read_text(encoding="utf-8")
+    assert list((tmp_path / "tmp").iterdir()) == []  # its temporary folders are gone
     assert summary["counts"]["total"] >= 1
     assert leftover_temp_files(out) == []
     assert "Incomplete run" in (out / "summary.md").read_text(encoding="utf-8")
@@ -176,8 +183,12 @@ def test_sigterm_is_handled_like_sigint(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_killed_run_can_be_resumed_from_its_kernel_files(tmp_path: Path) -> None:
     root, out = tree(tmp_path / "repo"), tmp_path / "out"
-    code, _ = interrupt_after(start(root, out), out, 2, signal.SIGKILL)
+    code, _ = interrupt_after(start(root, out, tmp=tmp_path / "tmp"), out, 2, signal.SIGKILL)
     assert code == -signal.SIGKILL
+    # Nothing cleans up after SIGKILL: the run leaves its one scratch folder (cases' job
+    # folders are inside it), in the TMPDIR given here, not in the machine's /tmp.
+    (left,) = (tmp_path / "tmp").iterdir()
+    assert left.name.startswith("kernbench-run-")
     summary = load(out / "summary.json")  # the one written when the run started
     assert summary["complete"] is False and summary["results"] == []
     kept = {p.stem: load(p)["results"][0]["worker"]["pid"]

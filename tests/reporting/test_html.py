@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -96,7 +97,65 @@ def test_page_has_charts_trends_regressions_and_failures(page: str) -> None:
     assert "ValueError: bad input shape 42" in failures["broken[cpu,native]"][2]["text"]
     assert "timed out after 2 s" in failures["stuck[cpu,native]"][2]["text"]
     assert "signal SIGKILL" in failures["stuck[cpu,native]"][3]["text"]
+    assert not any("[cuda," in case for case in failures)  # this machine has no GPU
+    assert ("skipped: CUDA not available on this machine (5 cases of rmsnorm, softmax)"
+            in page)
+    assert "CUDA not available (not torch.cuda.is_available()) (5 cases)" in page
+
+
+def _edited(edit: Callable[[dict[str, Any]], None], environment: Any = None) -> str:
+    """The fixture page after `edit` changed a deep copy of its summary."""
+    inputs = load_fixture()
+    summary = copy.deepcopy(dict(inputs.summary))
+    edit(summary)
+    return render_html(ReportInputs(summary, environment or inputs.environment,
+                                    inputs.comparison, inputs.history))
+
+
+def test_skipped_cases_of_a_gpu_the_machine_has_stay_one_row_each() -> None:
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "vendor": "NVIDIA", "driver_version": "550"}
+    environment = {**load_fixture().environment, "gpus": [gpu]}
+    page = _edited(lambda summary: None, environment)
+    failures = {row[1]["text"]: row for row in table_rows(page, "failures-table")}
     assert "CUDA not available" in failures["rmsnorm[cuda,fp32]"][2]["text"]
+    assert "not available on this machine" not in page
+
+
+def test_leaderboard_shows_key_columns_and_hides_the_details_behind_a_switch(page: str) -> None:
+    head = page.split('id="leaderboard-table"')[1].split("</thead>")[0]
+    shown = re.findall(r'<th scope="col" class="(?:num|text)(?: case)?"><button[^>]*>([^<]+)<',
+                       head)
+    hidden = re.findall(r'<th scope="col" class="(?:num|text) detail"><button[^>]*>([^<]+)<',
+                        head)
+    assert shown == ["#", "Case", "Problem size", "p50 ms", "95% CI ms", "% peak", "Warnings"]
+    assert hidden == ["Kernel", "Backend", "Precision", "p90 ms", "p99 ms", "calls/s",
+                      "GFLOP/s", "GB/s", "Peak MB", "Accuracy"]
+    row = table_rows(page, "leaderboard-table")[0]
+    assert [i for i, cell in enumerate(row) if "detail" in cell.get("class", "").split()] == \
+        [2, 3, 4, 8, 9, 10, 11, 12, 14, 15]
+    assert 'id="all-columns"' in page and "#all-columns:checked ~ .table-wrap .detail" in page
+
+
+def _over_peak(summary: dict[str, Any]) -> None:
+    for record in summary["results"]:
+        if record["case_id"] == "gemm[cpu,fp32]":
+            record["work"] = {"gflops_per_s": 270.0, "pct_peak_compute": 135.0,
+                              "pct_peak_bandwidth": 20.0, "bound": "compute",
+                              "peak_source": "measured attainable peak (numpy matmul)"}
+
+
+def test_a_percentage_of_peak_above_100_is_flagged_not_shown_plainly() -> None:
+    page = _edited(_over_peak)
+    rows = {row[1]["text"]: row for row in table_rows(page, "leaderboard-table")}
+    cell = rows["gemm[cpu,fp32]"][13]
+    assert "over-peak" in cell["class"] and "check peak" in cell["text"]
+    assert "work formula" in cell["title"] and "numpy matmul" in cell["title"]
+    assert 'id="over-peak-note"' in page and "gemm[cpu,fp32]" in page.split(
+        'id="over-peak-note"')[1].split("</p>")[0]
+    assert "compute above 100% of the device&#39;s peak" in page  # the case's card
+    plain = rows["gemm[cpu,fp64]"][13]
+    assert "over-peak" not in plain.get("class", "") and 'id="over-peak-note"' not in \
+        render_html(load_fixture())
 
 
 def test_no_comparison_means_no_regressions_section() -> None:

@@ -78,6 +78,14 @@ class WebDriver:
     def browser_log(self) -> list[dict[str, Any]]:
         return list(self.command("POST", "/se/log", {"type": "browser"}) or [])
 
+    def resize(self, width: int, height: int) -> None:
+        self.command("POST", "/window/rect", {"width": width, "height": height})
+
+    def screenshot(self) -> bytes:
+        import base64
+
+        return base64.b64decode(self.command("GET", "/screenshot"))
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -154,7 +162,8 @@ def test_fixture_page_renders_without_console_errors(driver: WebDriver, tmp_path
     assert driver.run("return document.documentElement.classList.contains('js');") is True
     rows = driver.run("return document.querySelectorAll('#leaderboard-table tbody tr').length;")
     assert rows == 7
-    assert driver.run("return document.querySelectorAll('#failures-table tbody tr').length;") == 8
+    assert driver.run("return document.querySelectorAll('#failures-table tbody tr').length;") == 3
+    assert driver.run("return document.querySelectorAll('#failures div.absent').length;") == 1
     assert driver.run("return document.querySelectorAll('#regressions').length;") == 1
 
 
@@ -204,8 +213,118 @@ def test_clicking_a_header_sorts_the_leaderboard(driver: WebDriver, tmp_path: Pa
     assert p50 == sorted(p50, reverse=True) and _column(driver, 1)[0] == ranked[-1]
     assert driver.run("return document.querySelector('#leaderboard-table th:nth-child(7)')"
                       ".getAttribute('aria-sort');") == "descending"
+    driver.click("#all-columns")  # GB/s is one of the columns the switch shows
     for _ in range(2):  # GB/s ascending, then descending: n/a stays last
         driver.click("#leaderboard-table th:nth-child(13) button")
         gbs = _column(driver, 12)
         assert gbs[-1] == "n/a" and "n/a" not in gbs[:-1], gbs
     assert console_errors(driver.browser_log()) == []
+
+
+# -- layout at a laptop's width ----------------------------------------------------------------
+
+LAPTOP_PX = 1280
+
+OVERFLOW = """
+    var root = document.documentElement;
+    return {scroll: root.scrollWidth, client: root.clientWidth, inner: window.innerWidth};"""
+
+TEXT_OUTSIDE_OR_OVERLAPPING = """
+    function box(t) { var b = t.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height}; }
+    function overlap(a, b) {
+      return a.x < b.x + b.w - 0.5 && b.x < a.x + a.w - 0.5 &&
+             a.y < b.y + b.h - 0.5 && b.y < a.y + a.h - 0.5; }
+    var problems = [];
+    document.querySelectorAll('svg.chart').forEach(function (svg, index) {
+      var view = svg.viewBox.baseVal, seen = {};
+      svg.querySelectorAll('text').forEach(function (t) {
+        var b = box(t), what = (t.getAttribute('class') || 'text') + ' "' + t.textContent + '"';
+        if (b.x < -0.5 || b.y < -0.5 || b.x + b.w > view.width + 0.5 ||
+            b.y + b.h > view.height + 0.5) {
+          problems.push('chart ' + index + ': ' + what + ' outside ' + view.width + 'x' +
+                        view.height + ' at ' + JSON.stringify(b));
+        }
+        var kind = t.getAttribute('class') || 'text';
+        (seen[kind] = seen[kind] || []).forEach(function (other) {
+          if (overlap(b, other.b)) {
+            problems.push('chart ' + index + ': ' + what + ' overlaps "' + other.text + '"');
+          }
+        });
+        seen[kind].push({b: b, text: t.textContent});
+      });
+    });
+    return problems;"""
+
+
+def _long_labels(summary: dict[str, Any]) -> None:
+    """Case names, sizes and speedup labels longer than any the fixture has: a long kernel
+    name (one word: a chart label cannot wrap it), a sweep point of several keys and an
+    implementation name on every case."""
+    for index, record in enumerate(summary["results"]):
+        size = {"rows": 4096, "cols": 1024, "layout": "row_major_blocked", "block": 128}
+        record["problem_size"] = size
+        record["kernel_name"] += "_fused_bias_gelu_dropout_residual_layernorm"
+        record["implementation"] = f"compiled_max_autotune_{index % 5}"  # long legend names
+        record["case_id"] = record["case_id"][:-1] + ",impl=compiled_max_autotune," + ",".join(
+            f"{k}={v}" for k, v in size.items()) + "]"
+
+
+def _page(tmp_path: Path, name: str, edit: Any = None) -> Path:
+    inputs = load_fixture()
+    summary = copy.deepcopy(dict(inputs.summary))
+    if edit is not None:
+        edit(summary)
+    return _write(tmp_path, name, render_html(ReportInputs(summary, inputs.environment,
+                                                           inputs.comparison, inputs.history)))
+
+
+@pytest.mark.parametrize("edit", [None, _long_labels], ids=["fixture", "long-labels"])
+def test_the_page_fits_a_laptop_screen_without_console_errors(
+        driver: WebDriver, tmp_path: Path, edit: Any) -> None:
+    driver.resize(LAPTOP_PX, 900)
+    try:
+        errors = console_errors(driver.open(_page(tmp_path, "laptop.html", edit)))
+        assert errors == []
+        width = driver.run(OVERFLOW)
+        assert width["inner"] == LAPTOP_PX, width
+        assert width["scroll"] <= width["client"], f"horizontal scroll at {LAPTOP_PX} px: {width}"
+        table = driver.run("var t = document.querySelector('#leaderboard-table');"
+                           "return {table: t.scrollWidth, box: t.parentNode.clientWidth};")
+        assert table["table"] <= table["box"], f"the leaderboard scrolls sideways: {table}"
+        hidden = driver.run("return getComputedStyle(document.querySelector("
+                            "'#leaderboard-table td.detail')).display;")
+        assert hidden == "none"
+        driver.click("#all-columns")  # every column: the table may scroll, the page must not
+        assert driver.run("return getComputedStyle(document.querySelector("
+                          "'#leaderboard-table td.detail')).display;") == "table-cell"
+        width = driver.run(OVERFLOW)
+        assert width["scroll"] <= width["client"], f"with all columns: {width}"
+        assert console_errors(driver.browser_log()) == []
+    finally:
+        driver.resize(1400, 1000)
+
+
+@pytest.mark.parametrize("edit", [None, _long_labels], ids=["fixture", "long-labels"])
+def test_no_chart_text_is_cut_or_overlaps(driver: WebDriver, tmp_path: Path, edit: Any) -> None:
+    driver.open(_page(tmp_path, "labels.html", edit))
+    assert driver.run(TEXT_OUTSIDE_OR_OVERLAPPING) == []
+    assert "\u2026" not in (tmp_path / "labels.html").read_text(encoding="utf-8")
+
+
+def test_the_layout_checks_catch_a_wide_page_and_a_cut_label(driver: WebDriver,
+                                                            tmp_path: Path) -> None:
+    driver.resize(LAPTOP_PX, 900)
+    try:
+        wide = ('<!DOCTYPE html><html><body><div style="width:1500px">wide</div>'
+                '<svg class="chart" viewBox="0 0 100 40" width="100" height="40">'
+                '<text x="60" y="20">a label cut at the edge</text>'
+                '<text x="2" y="30" class="label">one</text>'
+                '<text x="4" y="30" class="label">two</text></svg></body></html>')
+        driver.open(_write(tmp_path, "wide.html", wide))
+        width = driver.run(OVERFLOW)
+        assert width["scroll"] > width["client"]
+        problems = driver.run(TEXT_OUTSIDE_OR_OVERLAPPING)
+        assert any("outside" in p and "cut at the edge" in p for p in problems), problems
+        assert any('"two" overlaps "one"' in p for p in problems), problems
+    finally:
+        driver.resize(1400, 1000)

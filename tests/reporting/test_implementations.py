@@ -240,6 +240,19 @@ def test_no_speedup_where_the_reference_did_not_run() -> None:
     assert implementation_tables({"results": []}) == []
 
 
+def test_no_rows_for_a_backend_the_machine_lacks() -> None:
+    gpu_rows = [{**record(impl, "n=1", None, status="skipped"), "backend": "cuda",
+                 "case_id": case_id_of("k", "cuda", "fp32", "n=1", impl)} for impl in ("a",)]
+    summary = {"implementations": {"k": {"reference": "ref", "names": ["ref", "a"]}},
+               "results": [record("ref", "n=1", 4.0), record("a", "n=1", 2.0), *gpu_rows],
+               "environment": {"gpus": []}}
+    (table,) = implementation_tables(summary)
+    assert [row.label for row in table.rows] == ["cpu/fp32 n=1"]
+    with_gpu = {**summary, "environment": {"gpus": [{"name": "NVIDIA A100", "vendor": "NVIDIA"}]}}
+    (table,) = implementation_tables(with_gpu)
+    assert [row.label for row in table.rows] == ["cpu/fp32 n=1", "cuda/fp32 n=1"]
+
+
 # -- end to end ---------------------------------------------------------------------------
 
 SETUP = """

@@ -138,3 +138,30 @@ def test_long_finding_groups_are_cut_short() -> None:
     assert f"- **Unstable** ({MAX_LISTED + 2}):" in findings
     assert "  - … and 2 more" in findings
     assert findings.count("spans 87% of its p50") == MAX_LISTED
+
+
+def test_a_percentage_of_peak_above_100_is_flagged_with_why() -> None:
+    inputs = load_fixture(comparison=False)
+    summary = copy.deepcopy(dict(inputs.summary))
+    for record in summary["results"]:
+        if record["case_id"] == "gemm[cpu,fp32]":
+            record["work"] = {"gflops_per_s": 270.0, "gb_per_s": 3.0, "pct_peak_compute": 135.0,
+                              "pct_peak_bandwidth": 20.0, "bound": "compute",
+                              "arithmetic_intensity": 90.0, "peak_source": "a probe"}
+    work = section(render_summary(summary, inputs.environment), "Work and Roofline")
+    row = next(line for line in work.splitlines() if line.startswith("| gemm\\[cpu,fp32\\]"))
+    assert "| 135 ⚠ | 20 |" in row
+    assert "⚠ gemm\\[cpu,fp32\\]: above 100% of the device's peak" in work
+    assert "work formula" in work
+    assert "⚠" not in render_summary(inputs.summary, inputs.environment)
+
+
+def test_skips_of_a_backend_the_machine_lacks_are_one_line() -> None:
+    inputs = load_fixture(comparison=False)
+    skips = section(render_summary_inputs(inputs), "Failures and Skips")
+    assert skips.lstrip().startswith("- skipped: CUDA not available on this machine (5 cases of "
+                            "rmsnorm, softmax): CUDA not available")
+    assert "cuda," not in skips
+    gpu = {**inputs.environment, "gpus": [{"name": "NVIDIA A100", "vendor": "NVIDIA"}]}
+    rows = section(render_summary(inputs.summary, gpu), "Failures and Skips")
+    assert rows.count("| skipped | ") == 5 and "not available on this machine" not in rows

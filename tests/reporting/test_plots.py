@@ -10,6 +10,7 @@ import pytest
 
 from kernbench.errors import KernbenchError
 from kernbench.reporting.plots import MISSING_MATPLOTLIB, render_plots, speedup_rows
+from kernbench.reporting.views import human_label
 from support.reports import load_fixture
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -62,16 +63,29 @@ def test_speedups_are_against_the_first_backends_fp32_case() -> None:
     p50 = {r["case_id"]: r["timing"]["latency_ms_p50"] for r in results if r["status"] == "ok"}
     rows = speedup_rows(results)
     as_text = {label: (round(speedup, 9), base) for label, speedup, base in rows}
-    assert as_text["gemm cpu/fp32"] == (1.0, True)
-    assert as_text["gemm cpu/fp64"] == (
+    assert as_text["gemm · cpu · fp32 · n=512"] == (1.0, True)
+    assert as_text["gemm · cpu · fp64 · n=512"] == (
         round(p50["gemm[cpu,fp32]"] / p50["gemm[cpu,fp64]"], 9), False)
-    assert as_text["rmsnorm cpu/bf16"] == (
+    assert as_text["rmsnorm · cpu · bf16 · rows=4096, hidden=1024"] == (
         round(p50["rmsnorm[cpu,fp32]"] / p50["rmsnorm[cpu,bf16]"], 9), False)
-    assert as_text["softmax cpu/bf16"] == (
+    assert as_text["softmax · cpu · bf16 · rows=4096, cols=1024"] == (
         round(p50["softmax[cpu,fp32]"] / p50["softmax[cpu,bf16]"], 9), False)
     gemm = [label for label, _, _ in rows if label.startswith("gemm ")]
-    order = [f"gemm cpu/{r['precision']}" for r in results if r["kernel_name"] == "gemm"]
+    order = [f"gemm · cpu · {r['precision']} · n=512" for r in results
+             if r["kernel_name"] == "gemm"]
     assert gemm == order  # in summary order
+
+
+def test_plot_labels_name_cases_for_people_never_as_json() -> None:
+    record = {"kernel_name": "softmax", "implementation": "numpy", "backend": "cpu",
+              "precision": "fp32", "problem_size": {"n": 4096, "grid": [64, 64]}}
+    assert human_label(record) == "softmax · numpy · cpu · fp32 · n=4096, grid=64x64"
+    assert human_label({**record, "problem_size": 1024}) == "softmax · numpy · cpu · fp32 · 1024"
+    case = {"kernel_name": "mm", "backend": "cpu", "precision": "fp32", "point": "m=64,k=64",
+            "label": "mm[cpu,fp32,m=64,k=64]"}
+    assert human_label(case) == "mm · cpu · fp32 · m=64,k=64"
+    labels = [label for label, _, _ in speedup_rows(load_fixture().results)]
+    assert labels and not any(c in label for label in labels for c in '{}"[]')
 
 
 def test_missing_matplotlib_is_a_kernbench_error(tmp_path: Path,

@@ -32,9 +32,15 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-def kernbench(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def kernbench(*args: str, cwd: Path, timeout: float = 120,
+              tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`kernbench ARGS` in a subprocess; with `tmp`, that folder (created) is its TMPDIR."""
+    env = subprocess_env()
+    if tmp is not None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(tmp)
     return subprocess.run([sys.executable, "-m", "kernbench.cli", *args], cwd=cwd,
-                          env=subprocess_env(), capture_output=True, text=True, timeout=timeout)
+                          env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def load(path: Path) -> Any:

@@ -72,6 +72,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 lambda result, i, n: progress.case_finished(result_line(result), i, n)),
             on_start=None if progress is None else progress.case_started,
             extra_settings=_suite_settings(args), resume=args.resume is not None)
+    except KeyboardInterrupt:
+        _render_partial(args)
+        raise
     finally:
         if progress is not None:
             progress.close()
@@ -80,6 +83,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         status(run_tally(outcome.run.results, outcome.output_dir, written))
     return code
+
+
+def _render_partial(args: argparse.Namespace) -> None:
+    """After Ctrl-C or SIGTERM: render the requested formats from the cases that finished
+    (summary.json then says ``complete: false``, and the reports say they are partial). A run
+    stopped before it wrote anything leaves nothing to render."""
+    if not (args.output_dir / "summary.json").is_file():
+        return
+    try:
+        render(args, args.output_dir)
+    except KernbenchError as exc:
+        status(f"kernbench: the partial reports could not be rendered: {exc.message}")
 
 
 def _check_baseline_first(args: argparse.Namespace) -> Any:

@@ -209,7 +209,9 @@ class BenchmarkRunner:
                 slot: int = 0) -> tuple[WorkerReply | None, WorkerExit]:
         """Write the job, run its worker, read its reply (None when it left none); a reply
         the parent cannot read fails the case, not the run."""
-        with tempfile.TemporaryDirectory(prefix="kernbench-") as tmp:
+        # Inside a session, the job's folder is in the run's scratch folder: a run killed
+        # outright (SIGKILL) leaves one folder behind, not one per case.
+        with tempfile.TemporaryDirectory(prefix="kernbench-case-", dir=self._scratch) as tmp:
             job = dataclasses.replace(job, result_path=Path(tmp) / "result.json")
             job_path = Path(tmp) / "job.json"
             dump_job(job, job_path)

@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from kernbench.reporting.availability import absent_backends, present_only
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.html_charts import (
     anchors_by_case,
@@ -40,9 +41,11 @@ from kernbench.reporting.svg import (
 )
 from kernbench.reporting.templating import environment
 from kernbench.reporting.views import (
+    OVER_PEAK_NOTE,
     PROBLEM_STATUSES,
     Record,
     fmt_num,
+    over_peak,
     p50_ms,
     section,
     size_label,
@@ -83,12 +86,15 @@ def render_html(inputs: ReportInputs) -> str:
     colours = colour_map([variant(r) for r in ran])  # one colour per backend/precision
     timed = board + [r for r in results if id(r) not in on_board and _samples(r)]
     has_detail = {id(r) for r in timed}
+    absent = absent_backends(results, inputs.environment or section(inputs.summary,
+                                                                     "environment"))
+    rows = [board_row(r, anchors[id(r)], rank) for rank, r in enumerate(board, 1)]
     template = html_environment().get_template("index.html.j2")
     return template.render(
         run=_run_view(inputs.summary), counts=_counts(inputs.summary, results),
         slowest=board[-1] if board else None, env_rows=environment_rows(inputs.environment),
         settings=settings_rows(inputs.summary.get("settings") or {}),
-        board=[board_row(r, anchors[id(r)], rank) for rank, r in enumerate(board, 1)],
+        board=rows,
         distribution=_distribution_svg(timed, anchors),
         details=[detail_view(r, anchors[id(r)], verdicts.get(str(r.get("case_id"))))
                  for r in timed],
@@ -98,7 +104,9 @@ def render_html(inputs: ReportInputs) -> str:
         comparison=comparison_view(inputs.comparison, results, anchors),
         problems=[problem_view(r, anchors[id(r)], id(r) in has_detail)
                   for r in results if r.get("status") in PROBLEM_STATUSES],
-        skipped=[r for r in results if r.get("status") == "skipped"],
+        skipped=[r for r in present_only(results, absent) if r.get("status") == "skipped"],
+        absent=absent, over_peak_note=OVER_PEAK_NOTE,
+        over_peak_cases=[r["record"]["case_id"] for r in rows if r["pct_over"]],
     )
 
 
@@ -184,7 +192,8 @@ def board_row(record: Record, anchor: str, rank: int) -> dict[str, Any]:
             "size": size_label(record.get("problem_size")),
             "gflops": work.get("gflops_per_s"), "gbs": work.get("gb_per_s"),
             "work_reason": None if work else "no flop or byte counts for this kernel",
-            "pct": pct, "pct_title": pct_title, "peak_mb": memory.get("peak_mb"),
+            "pct": pct, "pct_title": pct_title, "pct_over": over_peak(pct),
+            "peak_mb": memory.get("peak_mb"),
             "memory_reason": memory.get("reason"), "accuracy": accuracy,
             "accuracy_title": accuracy_title,
             "warnings": [_warning(w) for w in record.get("warnings") or []
@@ -234,6 +243,8 @@ def detail_view(record: Record, anchor: str, verdict: str | None) -> dict[str, A
             "timing": timing, "memory": section(record, "memory"),
             "energy": section(record, "energy"), "work": section(record, "work"),
             "accuracy": accuracy_text(section(record, "accuracy")),
+            "over_peak": [name for name in ("compute", "bandwidth")
+                          if over_peak(section(record, "work").get(f"pct_peak_{name}"))],
             "profile": profile_link(record)}
 
 

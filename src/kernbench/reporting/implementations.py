@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.analysis.stats import geometric_mean
+from kernbench.reporting.availability import absent_backends, present_only
 from kernbench.reporting.views import Record, mappings, number, p50_ms, section
 from kernbench.results.model import point_of
 
@@ -59,11 +60,15 @@ class ImplementationTable:
 
 
 def implementation_tables(summary: Mapping[str, Any]) -> list[ImplementationTable]:
-    """One table per kernel with several implementations, in summary order."""
+    """One table per kernel with several implementations, in summary order; no row for a
+    backend this machine lacks (:mod:`kernbench.reporting.availability`)."""
     declared = summary.get("implementations")
     if not isinstance(declared, Mapping):
         return []
     results = mappings(summary.get("results"))
+    environment = summary.get("environment")
+    if isinstance(environment, Mapping):
+        results = present_only(results, absent_backends(results, environment))
     tables = []
     for kernel, entry in declared.items():
         if not isinstance(entry, Mapping):

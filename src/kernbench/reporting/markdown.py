@@ -10,10 +10,11 @@ import jinja2
 
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
+from kernbench.reporting.availability import absent_backends, present_only
 from kernbench.reporting.digest import regression_digest
 from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.templating import environment
-from kernbench.reporting.views import PROBLEM_STATUSES
+from kernbench.reporting.views import OVER_PEAK_NOTE, PROBLEM_STATUSES, over_peak
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["num"] = fmt_num
     env.filters["md"] = md_escape
     env.filters["kernel_label"] = kernel_label
+    env.filters["peak_pct"] = peak_pct
     return env
 
 
@@ -56,6 +58,11 @@ def kernel_label(record: Mapping[str, Any]) -> str:
     return " ".join(str(part) for part in (name, impl, point) if part)
 
 
+def peak_pct(value: object) -> str:
+    """A % of peak for a Markdown cell: above 100 it is flagged (see OVER_PEAK_NOTE)."""
+    return f"{fmt_num(value, 3)} ⚠" if over_peak(value) else fmt_num(value, 3)
+
+
 def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Successful records, fastest median first."""
     ok = [r for r in results if r["status"] == "ok" and r["timing"]["latency_ms_p50"] is not None]
@@ -67,16 +74,21 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
     """summary.md; with `comparison` (comparison.json) it also carries a Regressions section."""
     results = list(document["results"])
     found = fx.key_findings(document)
+    absent = absent_backends(results, environment or document.get("environment") or {})
+    worked = [r for r in results if r["status"] == "ok" and r.get("work")]
     template = template_environment().get_template("summary.md.j2")
     return template.render(
         doc=document, env=environment, board=leaderboard(results),
         problems=[r for r in results if r["status"] in PROBLEM_STATUSES],
-        skipped=[r for r in results if r["status"] == "skipped"],
+        skipped=[r for r in present_only(results, absent) if r["status"] == "skipped"],
+        absent=absent, over_peak_note=OVER_PEAK_NOTE,
+        over_peak_cases=[r["case_id"] for r in worked if any(
+            over_peak(r["work"].get(k)) for k in ("pct_peak_compute", "pct_peak_bandwidth"))],
         flagged=[r for r in results if r["warnings"]],
         checked=[r for r in results if (r.get("accuracy") or {}).get("passed") is not None],
         unchecked=[r for r in results if r["status"] == "ok"
                    and (r.get("accuracy") or {}).get("passed") is None],
-        worked=[r for r in results if r["status"] == "ok" and r.get("work")],
+        worked=worked,
         finding_groups=fx.group_findings(found), max_listed=MAX_LISTED,
         unstable=any(f.kind == "unstable" for f in found), noisy_pct=fx.NOISY_CI_RATIO * 100,
         advice=rx.recommendations(document, comparison),

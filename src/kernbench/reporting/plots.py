@@ -33,15 +33,14 @@ from kernbench.reporting.views import (
     Record,
     case_key,
     ci95_ms,
-    comparison_label,
     dig,
+    human_label,
     kernel_groups,
     mappings,
     number,
     p50_ms,
     size_json,
     speedup_baseline,
-    variant,
 )
 from kernbench.results.files import safe_filename, write_bytes_atomic
 
@@ -135,8 +134,8 @@ def _ok(results: Sequence[Record]) -> list[Record]:
 
 
 def _label(record: Record) -> str:
-    """A row label; without a case id, the case key, so rows of several sizes stay apart."""
-    return str(record.get("case_id") or case_key(record))
+    """A row label for people: kernel · implementation · backend · precision · size."""
+    return human_label(record)
 
 
 # --- latency ------------------------------------------------------------------------------
@@ -183,17 +182,12 @@ def speedup_rows(results: Sequence[Record]) -> list[tuple[str, float, bool]]:
     Cases are grouped by kernel and problem size, in summary order; each group's baseline is
     the fp32 case of the group's first backend, else the group's first case.
     """
-    groups = kernel_groups(_ok(results), size_json)
-    sizes_per_kernel: dict[str, int] = {}
-    for kernel, _ in groups:
-        sizes_per_kernel[kernel] = sizes_per_kernel.get(kernel, 0) + 1
     rows = []
-    for (kernel, shape), cases in groups.items():
+    for cases in kernel_groups(_ok(results), size_json).values():
         base = speedup_baseline(cases)
-        suffix = f" {shape}" if sizes_per_kernel[kernel] > 1 else ""
         for case in cases:
-            label = f"{kernel} {variant(case)}{suffix}"
-            rows.append((label, (_p50(base) or 0.0) / (_p50(case) or math.inf), case is base))
+            rows.append((_label(case), (_p50(base) or 0.0) / (_p50(case) or math.inf),
+                         case is base))
     return rows
 
 
@@ -259,11 +253,13 @@ def _implementations(new_figure: NewFigure, table: ImplementationTable) -> Figur
 def _history(new_figure: NewFigure, inputs: ReportInputs) -> Figure:
     runs = list(reversed(inputs.history))  # records are newest first; plot oldest on the left
     series: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
     for index, run in enumerate(runs):
         for row in run.get("results") or []:
             p50 = _p50(row)
             if p50 is not None:
                 series.setdefault(case_key(row), [math.nan] * len(runs))[index] = p50
+                names[case_key(row)] = _label(row)
     regressed = _regressed_keys(inputs.comparison)
     title = "p50 per case over the recorded runs (oldest left)"
     if not series:
@@ -271,11 +267,11 @@ def _history(new_figure: NewFigure, inputs: ReportInputs) -> Figure:
     figure = new_figure(5.0 + 0.15 * len(series))
     axes = figure.add_subplot()
     x = list(range(len(runs)))
-    for key in sorted(series):
+    for key in sorted(series, key=lambda k: (names[k], k)):
         marked = key in regressed
         axes.plot(x, series[key], marker="x" if marked else "o", markersize=4,
                   linewidth=2.5 if marked else 1.0,
-                  label=f"{key} (regressed)" if marked else key)
+                  label=f"{names[key]} (regressed)" if marked else names[key])
     axes.set_xticks(x, [_run_label(run) for run in runs], fontsize=7, rotation=30, ha="right")
     axes.set_ylabel("p50 latency (ms)")
     _log_axis(axes)
@@ -311,7 +307,7 @@ def _regressed_keys(comparison: Mapping[str, Any] | None) -> set[str]:
 
 def _regressions(new_figure: NewFigure, comparison: Mapping[str, Any]) -> Figure:
     cases = sorted((c for c in mappings(comparison.get("cases")) if number(c.get("ratio"))),
-                   key=comparison_label)
+                   key=_label)
     title = f"Candidate / baseline median latency: {comparison.get('verdict') or 'n/a'}"
     if not cases:
         return _empty(new_figure, title, "No case was measured on both sides.")
@@ -319,7 +315,7 @@ def _regressions(new_figure: NewFigure, comparison: Mapping[str, Any]) -> Figure
     axes = figure.add_subplot()
     for y, case in enumerate(cases):
         _regression_row(axes, y, case)
-    _row_labels(axes, [comparison_label(c) for c in cases])
+    _row_labels(axes, [_label(c) for c in cases])
     axes.axvline(1.0, color="black", linewidth=0.8)
     axes.set_xscale("log")
     axes.set_xlabel("ratio (> 1 is slower), 95% interval; shaded: within the threshold")

@@ -15,6 +15,19 @@ from dataclasses import dataclass
 from html import escape
 
 from kernbench.analysis.stats import percentile
+from kernbench.reporting.svg_layout import (
+    LEGEND_ROW_PX,
+    LINE_PX,
+    VALUE_CHAR_PX,
+    at_least,
+    legend_rows,
+    legend_width_px,
+    longest_word_px,
+    row_count,
+    text_px,
+    wrap,
+)
+from kernbench.reporting.svg_scale import Scale, nice_scale
 from kernbench.reporting.views import fmt_num
 
 __all__ = ["PALETTE", "Bar", "BoxRow", "BoxStats", "Scale", "Series", "TrendPoint",
@@ -74,65 +87,6 @@ def _spread(values: Sequence[float], limit: int) -> tuple[float, ...]:
     return tuple(values[round(i * last / (limit - 1))] for i in range(limit))
 
 
-@dataclass(frozen=True)
-class Scale:
-    """Maps data values in [low, high] onto pixels [start, end], linearly or logarithmically."""
-
-    low: float
-    high: float
-    start: float
-    end: float
-    log: bool = False
-    ticks: tuple[float, ...] = ()
-
-    def __call__(self, value: float) -> float:
-        lift = math.log10 if self.log else float
-        span = lift(self.high) - lift(self.low)
-        share = (lift(value) - lift(self.low)) / span if span else 0.5
-        return round(self.start + share * (self.end - self.start), 2)
-
-
-def nice_scale(low: float, high: float, start: float, end: float, *, log: bool = False,
-               zero: bool = False, ticks: int = 5) -> Scale:
-    """A scale whose domain is widened to round tick values around [low, high].
-
-    `zero` starts a linear domain at 0 (bars); `log` needs low > 0 and falls back to linear
-    otherwise."""
-    if zero:
-        low = min(low, 0.0)
-    if log and low > 0:
-        grid = _log_ticks(low, high)
-    else:
-        log, grid = False, _linear_ticks(low, high, ticks)
-    return Scale(grid[0], grid[-1], start, end, log, tuple(grid))
-
-
-def _linear_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    if high <= low:
-        high = low + (abs(low) or 1.0)
-    raw = (high - low) / count
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw * 0.999)
-    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
-    return [float(f"{i * step:.12g}") for i in range(first, last + 1)]
-
-
-def _log_ticks(low: float, high: float) -> list[float]:
-    """Ticks at 1, 1-2-5 or 1..9 times powers of ten: the coarsest grid with four ticks."""
-    decades = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 2)
-    ticks: list[float] = []
-    for mantissas in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
-        grid = [float(f"{m}e{k}") for k in decades for m in mantissas]
-        below = max(g for g in grid if g <= low * (1 + 1e-12))
-        above = min(g for g in grid if g >= high * (1 - 1e-12))
-        ticks = [g for g in grid if below <= g <= above]
-        if len(ticks) >= 4:
-            break
-    while len(ticks) > 9:
-        ticks = ticks[::2] if len(ticks) % 2 else [*ticks[::2], ticks[-1]]
-    return ticks
-
-
 # --- markup helpers -----------------------------------------------------------------------
 
 def _esc(text: object) -> str:
@@ -149,10 +103,9 @@ def _text(x: float, y: float, text: object, anchor: str = "start", css: str = ""
     return (f'<text x="{x:g}" y="{y:g}" text-anchor="{anchor}"{klass}>{_esc(text)}</text>')
 
 
-def _fit(text: str, width: float, char_px: float = 6.6) -> str:
-    """`text` cut with an ellipsis to about `width` pixels (the full text goes in a title)."""
-    limit = max(int(width / char_px), 4)
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+def _lines(x: float, y: float, lines: Sequence[str], anchor: str, css: str) -> str:
+    """Lines of one label, the first at `y`, each next one LINE_PX lower."""
+    return "".join(_text(x, y + i * LINE_PX, line, anchor, css) for i, line in enumerate(lines))
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, css: str) -> str:
@@ -182,13 +135,20 @@ def _y_axis(scale: Scale, left: float, right: float, title: str, top: float) -> 
     return parts
 
 
-def _legend(names: Sequence[str], colours: Mapping[str, str], x: float, y: float) -> list[str]:
-    parts, offset = [], 0.0
-    for name in names:
-        parts.append(f'<rect x="{x + offset:g}" y="{y - 9:g}" width="10" height="10" '
-                     f'fill="{colours[name]}"/>')
-        parts.append(_text(x + offset + 14, y, name, "start", "legend"))
-        offset += 26 + 6.5 * len(name)
+def _y_margin(scale: Scale) -> float:
+    """The left margin the y tick labels need (at least 56 px)."""
+    return max(56.0, 12 + max(text_px(fmt_num(t, 3)) for t in scale.ticks))
+
+
+def _legend(names: Sequence[str], colours: Mapping[str, str], x: float, y: float,
+            right: float) -> list[str]:
+    """Legend entries from `x`, wrapped onto rows of LEGEND_ROW_PX before `right`."""
+    parts = []
+    for slot in legend_rows(names, x, right):
+        row_y = y + slot.row * LEGEND_ROW_PX
+        parts.append(f'<rect x="{slot.x:g}" y="{row_y - 9:g}" width="10" height="10" '
+                     f'fill="{colours[slot.name]}"/>')
+        parts.append(_text(slot.x + 14, row_y, slot.name, "start", "legend"))
     return parts
 
 
@@ -213,7 +173,8 @@ def box_plot_svg(rows: Sequence[BoxRow], *, log: bool | None = None, width: int 
     """Horizontal box plots, one row per case, on one shared axis.
 
     `log` None picks a log axis when the values span more than LOG_SPAN times."""
-    label_width = min(300, 24 + 6.6 * max(len(r.label) for r in rows))
+    label_width = 24 + max(text_px(r.label) for r in rows)
+    width = at_least(width, label_width + 400)  # the labels never crowd the plot out
     row_height, top = 26, 8
     bottom = top + row_height * len(rows)
     low = min(min(r.stats.minimum, r.stats.whisker_low) for r in rows)
@@ -221,6 +182,9 @@ def box_plot_svg(rows: Sequence[BoxRow], *, log: bool | None = None, width: int 
     if log is None:
         log = low > 0 and high / low > LOG_SPAN
     scale = nice_scale(low, high, label_width, width - 16, log=log)
+    last_tick = text_px(fmt_num(scale.ticks[-1], 3)) / 2 + 4  # centred under the right end
+    if last_tick > 16:
+        scale = nice_scale(low, high, label_width, width - last_tick, log=log)
     title = f"latency per call ({unit}, {'log' if scale.log else 'linear'} scale)"
     parts = [_open(width, bottom + 40, "box plots of latency per case", "boxplot")]
     parts += _x_axis(scale, top, bottom, title)
@@ -232,8 +196,7 @@ def box_plot_svg(rows: Sequence[BoxRow], *, log: bool | None = None, width: int 
 
 def _box_row(row: BoxRow, scale: Scale, y: float, height: float, label_width: float) -> str:
     s, middle = row.stats, y + height / 2
-    label = _text(label_width - 10, middle + 4, _fit(row.label, label_width - 14), "end",
-                  "label")
+    label = _text(label_width - 10, middle + 4, row.label, "end", "label")
     if row.href:
         label = f'<a href="{_esc(row.href)}">{label}</a>'
     box_top, box_height = y + 5, height - 10
@@ -279,31 +242,72 @@ class Bar:
 def grouped_bar_svg(groups: Sequence[tuple[str, Sequence[Bar]]], *, y_label: str,
                     reference: float | None = None, width: int = 960, height: int = 300,
                     colours: Mapping[str, str] | None = None) -> str:
-    """Vertical bars grouped along x (one group per label), one colour per series."""
+    """Vertical bars grouped along x (one group per label), one colour per series.
+
+    The chart grows wider than `width` when its labels need it: every bar is as wide as its
+    value label, and group labels wrap onto lines no wider than their group."""
     series = list(dict.fromkeys(bar.series for _, bars in groups for bar in bars))
     colours = {**colour_map(series), **(colours or {})}
-    left, right, top, bottom = 56, width - 12, 44, height - 40
     high = max([bar.value for _, bars in groups for bar in bars] + [reference or 0.0])
-    scale = nice_scale(0.0, high * 1.08 or 1.0, bottom, top, zero=True)
-    parts = [_open(width, height, y_label, "bars")]
-    parts += _y_axis(scale, left, right, y_label, top)
-    parts += _legend(series, colours, left + 160, 14)
-    slot = (right - left) / len(groups)
-    for index, (name, bars) in enumerate(groups):
-        x0 = left + index * slot
-        bar_width = min(48.0, (slot - 24) / max(len(bars), 1))
-        first = x0 + (slot - bar_width * len(bars)) / 2
+    value_px = max(text_px(bar.label, VALUE_CHAR_PX) for _, bars in groups for bar in bars)
+    per_bar = max(14.0, value_px + 4)
+    frame = _category_frame([name for name, _ in groups], series, y_label, high * 1.08 or 1.0,
+                            width, height - 84, 24 + per_bar * max(len(b) for _, b in groups))
+    scale, bottom = frame.scale, frame.bottom
+    parts = [_open(frame.width, frame.height, y_label, "bars")]
+    parts += _y_axis(scale, frame.left, frame.right, y_label, frame.top)
+    parts += _legend(series, colours, frame.left, 14, frame.right)
+    for index, (_, bars) in enumerate(groups):
+        x0 = frame.left + index * frame.slot
+        bar_width = min(48.0, (frame.slot - 24) / max(len(bars), 1))
+        first = x0 + (frame.slot - bar_width * len(bars)) / 2
         for j, bar in enumerate(bars):
             x, y = first + j * bar_width, scale(bar.value)
             parts.append(f'<g class="bar"><title>{_esc(bar.title)}</title>'
                          f'<rect x="{x + 2:g}" y="{y:g}" width="{bar_width - 4:g}" '
                          f'height="{max(bottom - y, 0.5):g}" fill="{colours[bar.series]}"/>'
                          f'{_text(x + bar_width / 2, y - 4, bar.label, "middle", "value")}</g>')
-        parts.append(_text(x0 + slot / 2, bottom + 16, _fit(name, slot - 8), "middle", "label"))
+        parts.append(_lines(x0 + frame.slot / 2, bottom + 16, frame.labels[index], "middle",
+                            "label"))
     if reference is not None:
-        parts.append(_line(left, scale(reference), right, scale(reference), "reference"))
+        parts.append(_line(frame.left, scale(reference), frame.right, scale(reference),
+                           "reference"))
     parts.append("</svg>")
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The geometry of a chart over categorical x labels."""
+
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    bottom: float
+    slot: float
+    labels: tuple[tuple[str, ...], ...]  # each x label's lines
+    scale: Scale
+
+
+def _category_frame(x_labels: Sequence[str], series: Sequence[str], y_label: str, high: float,
+                    width: int, plot_height: int, min_slot: float) -> _Frame:
+    """Room for everything a chart over `x_labels` writes: y ticks, the y title, the legend
+    (wrapped onto rows), each x label (wrapped onto lines) and `min_slot` per category."""
+    margin = 12
+    left = _y_margin(nice_scale(0.0, high, 1.0, 0.0, zero=True))
+    slot_needed = max(min_slot, longest_word_px(x_labels) + 8)
+    width = at_least(width, left + margin + max(len(x_labels) * slot_needed, text_px(y_label),
+                                                legend_width_px(series)))
+    right = width - margin
+    slot = (right - left) / len(x_labels)
+    top = 44 + LEGEND_ROW_PX * (row_count(legend_rows(series, left, right)) - 1)
+    bottom = top + plot_height
+    labels = tuple(tuple(wrap(label, slot - 8)) for label in x_labels)
+    height = bottom + 24 + LINE_PX * (max(len(lines) for lines in labels) - 1)
+    return _Frame(width, int(height), left, right, top, bottom, slot, labels,
+                  nice_scale(0.0, high, bottom, top, zero=True))
 
 
 @dataclass(frozen=True)
@@ -316,18 +320,20 @@ class Series:
 def line_chart_svg(x_labels: Sequence[str], series: Sequence[Series], *, y_label: str,
                    width: int = 470, height: int = 260,
                    colours: Mapping[str, str] | None = None) -> str:
-    """Lines with point markers over categorical x labels (shapes), y from zero."""
+    """Lines with point markers over categorical x labels (shapes), y from zero; wider than
+    `width` when the labels need it (see :func:`grouped_bar_svg`)."""
     colours = {**colour_map([s.name for s in series]), **(colours or {})}
-    left, right, top, bottom = 56, width - 16, 44, height - 40
     values = [v for s in series for v in s.values if v is not None]
-    scale = nice_scale(0.0, max(values) * 1.08 if values else 1.0, bottom, top, zero=True)
-    slot = (right - left) / len(x_labels)
-    parts = [_open(width, height, y_label, "lines")]
-    parts += _y_axis(scale, left, right, y_label, top)
-    parts += _legend([s.name for s in series], colours, left, 14)
-    for index, label in enumerate(x_labels):
-        parts.append(_text(left + slot * (index + 0.5), bottom + 16, _fit(label, slot - 8),
-                           "middle", "label"))
+    names = [s.name for s in series]
+    frame = _category_frame(x_labels, names, y_label, max(values) * 1.08 if values else 1.0,
+                            width, height - 84, 24.0)
+    left, slot, scale = frame.left, frame.slot, frame.scale
+    parts = [_open(frame.width, frame.height, y_label, "lines")]
+    parts += _y_axis(scale, left, frame.right, y_label, frame.top)
+    parts += _legend(names, colours, left, 14, frame.right)
+    for index, lines in enumerate(frame.labels):
+        parts.append(_lines(left + slot * (index + 0.5), frame.bottom + 16, lines, "middle",
+                            "label"))
     for s in series:
         points = [(left + slot * (i + 0.5), scale(v), t)
                   for i, (v, t) in enumerate(zip(s.values, s.titles, strict=True))
@@ -353,10 +359,14 @@ class TrendPoint:
 def trend_svg(points: Sequence[TrendPoint], *, y_label: str = "p50 ms", width: int = 340,
               height: int = 150) -> str:
     """p50 over runs (oldest left): a line with a dot per run, marked dots for verdicts."""
-    left, right, top, bottom = 50, width - 14, 26, height - 30
+    top, bottom = 26, height - 30
     low, high = min(p.value for p in points), max(p.value for p in points)
     pad = max(0.0, 0.2 * high - (high - low)) / 2  # a 2% wobble must not fill the chart
     scale = nice_scale(max(low - pad, 0.0), high + pad, bottom, top, ticks=4)
+    left = _y_margin(scale) - 6
+    width = at_least(width, left + 14 + text_px(points[0].label) + text_px(points[-1].label)
+                     + 16)
+    right = width - 14
     step = (right - left) / max(len(points) - 1, 1)
     xy = [(left + i * step, scale(p.value)) for i, p in enumerate(points)]
     parts = [_open(width, height, f"{y_label} over runs", "trend")]

@@ -94,6 +94,27 @@ def size_label(problem_size: object) -> str:
     return str(problem_size)
 
 
+def human_label(record: Record) -> str:
+    """A case named for people, as plot axes and legends show it: "softmax · numpy · cpu · fp32
+    · rows=1024, cols=256" (kernel, implementation, backend, precision, problem size; no JSON).
+    Works for result records, history rows and comparison cases (which name their sweep
+    point instead of the problem size) alike."""
+    size = record.get("problem_size")
+    where = record.get("point") if size is None else _size_text(size)  # comparison cases
+    parts = [record.get("kernel_name"), record.get("implementation"), record.get("backend"),
+             record.get("precision"), where]
+    text = " · ".join(str(part) for part in parts if part not in (None, ""))
+    return text or str(record.get("label") or record.get("case_id") or "?")
+
+
+def _size_text(problem_size: object) -> str:
+    """`size_label` with list values written as 64x64x64."""
+    if not isinstance(problem_size, Mapping):
+        return size_label(problem_size)
+    return ", ".join(f"{k}=" + ("x".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v))
+                     for k, v in problem_size.items())
+
+
 def size_json(problem_size: object) -> str:
     """The problem size as the comparison's case key writes it: sorted JSON, "" for None."""
     return "" if problem_size is None else json.dumps(problem_size, sort_keys=True)
@@ -194,6 +215,20 @@ def split_significant(cases: Sequence[Record]) -> tuple[list[Record], list[Recor
     """(the significant cases, largest impact first; the others, in order)."""
     found = sorted((c for c in cases if significant(c)), key=impact, reverse=True)
     return found, [c for c in cases if c not in found]
+
+
+# --- % of peak ------------------------------------------------------------------------------
+
+OVER_PEAK_NOTE = ("above 100% of the device's peak, which no kernel can reach: the peak used "
+                  "or the kernel's work formula (flops or bytes per call) is likely wrong, so "
+                  "this figure says nothing about the kernel's efficiency")
+"""Why a % of peak above 100 is flagged instead of shown as is."""
+
+
+def over_peak(value: object) -> bool:
+    """True for a % of peak above 100 (a wrong peak or work formula, not a fast kernel)."""
+    found = number(value)
+    return found is not None and found > 100.0
 
 
 # --- figures as text ------------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""Which backends this machine has: the reports show a backend it lacks as one line, not a row per
+case ("skipped: CUDA not available on this machine (42 cases of rmsnorm, softmax)").
+
+This is presentation only: summary.json, the kernel files and every export keep each skipped
+case as it was recorded, and the counts still include them.
+
+The rule: a backend other than ``cpu`` is *absent* when every one of the run's cases on it was
+skipped and the run's environment lists no GPU of its vendor (``cuda``: NVIDIA, ``rocm``: AMD)
+in ``gpus``. A document without a ``gpus`` list says nothing about the machine, so nothing is
+summarised; a GPU that is present keeps each of its skipped cases as a row, since its reason
+is then not the missing device.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kernbench.reporting.views import Record, mappings
+
+__all__ = ["AbsentBackend", "absent_backends", "absent_case_ids", "present_only"]
+
+GPU_VENDORS: Mapping[str, tuple[str, ...]] = {
+    "cuda": ("nvidia",),
+    "rocm": ("amd", "radeon", "instinct"),
+}
+"""Per GPU backend, words that name its vendor in a `gpus` entry's vendor or name."""
+
+LABELS: Mapping[str, str] = {"cuda": "CUDA", "rocm": "ROCm"}
+
+
+@dataclass(frozen=True)
+class AbsentBackend:
+    """A backend the machine lacks and the cases of the run that asked for it."""
+
+    backend: str
+    case_ids: tuple[str, ...]
+    kernels: tuple[str, ...]
+    reasons: tuple[tuple[str, int], ...]
+    """The skip reasons as recorded, most frequent first, with how many cases gave each."""
+
+    @property
+    def line(self) -> str:
+        count = len(self.case_ids)
+        return (f"skipped: {LABELS.get(self.backend, self.backend)} not available on this "
+                f"machine ({count} case{'' if count == 1 else 's'} of "
+                f"{', '.join(self.kernels)})")
+
+
+def absent_backends(results: Sequence[Record],
+                    environment: Mapping[str, Any]) -> list[AbsentBackend]:
+    """The backends of `results` this machine lacks (see the module's rule), in first-seen
+    order."""
+    gpus = environment.get("gpus")
+    if not isinstance(gpus, list):
+        return []
+    by_backend: dict[str, list[Record]] = {}
+    for record in results:
+        by_backend.setdefault(str(record.get("backend")), []).append(record)
+    found = []
+    for backend, records in by_backend.items():
+        if backend in ("cpu", "n/a", "None") or _has_gpu(backend, mappings(gpus)):
+            continue
+        if all(r.get("status") == "skipped" for r in records):
+            reasons = Counter(_reason(r) for r in records)
+            found.append(AbsentBackend(
+                backend, tuple(str(r.get("case_id")) for r in records),
+                tuple(dict.fromkeys(str(r.get("kernel_name")) for r in records)),
+                tuple(reasons.most_common())))
+    return found
+
+
+def _has_gpu(backend: str, gpus: Sequence[Record]) -> bool:
+    words = GPU_VENDORS.get(backend)
+    if words is None:  # a backend named nowhere here: any GPU may be it
+        return bool(gpus)
+    text = " ".join(f"{g.get('vendor') or ''} {g.get('name') or ''}".lower() for g in gpus)
+    return any(word in text for word in words)
+
+
+def _reason(record: Record) -> str:
+    """The skip reason without the "process 1 of N: " prefix that replicates add."""
+    reason = str(record.get("reason") or "no reason recorded")
+    head, sep, rest = reason.partition(": ")
+    return rest if sep and head.startswith("process ") and " of " in head else reason
+
+
+def absent_case_ids(absent: Sequence[AbsentBackend]) -> set[str]:
+    return {case for backend in absent for case in backend.case_ids}
+
+
+def present_only(results: Sequence[Record], absent: Sequence[AbsentBackend]) -> list[Record]:
+    """`results` less the cases of absent backends."""
+    names = {a.backend for a in absent}
+    return [r for r in results if str(r.get("backend")) not in names]
