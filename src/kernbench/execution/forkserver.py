@@ -35,12 +35,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from kernbench.execution.reaping import sweep
+
 PR_SET_CHILD_SUBREAPER = 36
 PRELOADS: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "pytorch": ("torch",),
                                         "jax": ("jax",)}
 """What a server imports for each framework; every other framework gets kernbench alone."""
 MESSAGE_BYTES = 1 << 16
-SWEEP_ROUNDS = 20
 CHILD_FAILED = 70
 """Exit code of a child that could not set itself up (the traceback is on its stderr)."""
 
@@ -188,72 +189,6 @@ def _redirect(fds: list[int]) -> None:
     os.dup2(fds[1], 2)
     for fd in (null, *fds):
         os.close(fd)
-
-
-def sweep(pid: int) -> int:
-    """Kill what the case `pid` left behind: its process group, then every child of this
-    (subreaper) process, round after round, since killing one orphans the next generation."""
-    from kernbench.execution.isolation import kill_in_rounds
-
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    killed = kill_in_rounds(_reaped_children, SWEEP_ROUNDS, pause_s=0.002)
-    _reap()
-    return killed
-
-
-def _reaped_children() -> list[int]:
-    """This server's live children, after reaping the ones that have exited."""
-    _reap()
-    return own_children()
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def own_children() -> list[int]:
-    """Live (non-zombie) children of this process: the kernel's list of each thread's
-    children, a few small reads, instead of a scan of every process in /proc."""
-    found: list[int] = []
-    try:
-        threads = os.listdir("/proc/self/task")
-        for tid in threads:
-            with open(f"/proc/self/task/{tid}/children", "rb") as handle:
-                found.extend(int(pid) for pid in handle.read().split())
-    except OSError:  # no CONFIG_PROC_CHILDREN: scan
-        return child_pids(os.getpid())
-    return [pid for pid in found if (fields := _stat(pid)) is not None and fields[0] != b"Z"]
-
-
-def child_pids(parent: int) -> list[int]:
-    """Live (non-zombie) children of `parent`, from a scan of /proc."""
-    found = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            fields = _stat(int(entry.name))
-            if fields is not None and int(fields[1]) == parent and fields[0] != b"Z":
-                found.append(int(entry.name))
-    return found
-
-
-def _stat(pid: int) -> list[bytes] | None:
-    """The fields of /proc/PID/stat after the command name (state, parent pid, ...); None
-    once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields or None
 
 
 def _prctl(option: int, value: int) -> None:
