@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "BenchComparison",
+    "BenchResult",
     "BenchmarkRunner",
     "ConfigError",
     "KernbenchError",
@@ -21,10 +23,16 @@ __all__ = [
     "SkipCase",
     "UnsupportedPrecision",
     "__version__",
+    "bench",
+    "compare",
     "run_suite",
 ]
 
 _LAZY = {
+    "bench": "kernbench.api.bench",
+    "compare": "kernbench.api.bench",
+    "BenchResult": "kernbench.api.display",
+    "BenchComparison": "kernbench.api.display",
     "BenchmarkRunner": "kernbench.execution.runner",
     "RunSettings": "kernbench.execution.settings",
     "KernelDiscovery": "kernbench.discovery.scan",
@@ -39,6 +47,8 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from kernbench.api import run_suite
+    from kernbench.api.bench import bench, compare
+    from kernbench.api.display import BenchComparison, BenchResult
     from kernbench.discovery.scan import KernelDiscovery
     from kernbench.errors import ConfigError, KernbenchError, SkipCase, UnsupportedPrecision
     from kernbench.execution.runner import BenchmarkRunner

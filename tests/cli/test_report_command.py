@@ -26,7 +26,8 @@ def run_benchmark():
 """
 
 EVERY_FILE = ("summary.json", "env.json", "summary.md", "index.html", "results.csv",
-              "pytorch_v3.json", "github_benchmark.json", "junit.xml")
+              "pytorch_v3.json", "github_benchmark.json", "junit.xml", "bmf.json",
+              "pytest_benchmark.json")
 
 
 def tree(root: Path) -> Path:
@@ -140,3 +141,15 @@ def test_comment_validate_refuses_a_malformed_artifact(tmp_path: Path,
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "summary.json" in captured.err and "$.results[0]" in captured.err
+
+
+def test_standard_exports_by_their_consumers_names(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run(tree(tmp_path / "repo"), out, "--format", "json") == 1
+    assert main(["report", str(out), "--format", "bmf,pytorch-oss,pytest-benchmark"]) == 0
+    bmf = json.loads((out / "bmf.json").read_text())
+    assert {m["latency"]["value"] for m in bmf.values()} == {2e6}  # 2 ms per call, in ns
+    v3 = json.loads((out / "pytorch_v3.json").read_text())
+    assert {r["metric"]["name"] for r in v3} >= {"latency_ms", "latency_ms_p50"}
+    pytest_json = json.loads((out / "pytest_benchmark.json").read_text())
+    assert {b["stats"]["median"] for b in pytest_json["benchmarks"]} == {0.002}  # seconds

@@ -286,3 +286,59 @@ def test_odd_records_render_with_empty_values() -> None:
     assert json.loads(render_github_benchmark(inputs)) == []
     case = next(ET.fromstring(render_junit(inputs)).iter("testcase"))
     assert case.get("time") == "0.000000" and case.find("failure") is None
+
+
+# --------------------------------------------------------------------------- the v3 schema
+
+_TEXT_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+V3_RECORD = {
+    "type": "object", "required": ["benchmark", "model", "metric", "runners"],
+    "properties": {
+        "benchmark": {"type": "object", "required": ["name", "mode", "dtype", "extra_info"],
+                      "properties": {"name": {"type": "string"}, "mode": {"type": "string"},
+                                     "dtype": {"type": "string"}, "extra_info": _TEXT_MAP}},
+        "model": {"type": "object", "required": ["name", "type", "origins"],
+                  "properties": {"name": {"type": "string"}, "type": {"type": "string"},
+                                 "backend": {"type": "string"},
+                                 "origins": {"type": "array", "items": {"type": "string"}},
+                                 "extra_info": _TEXT_MAP}},
+        "metric": {"type": "object",
+                   "required": ["name", "benchmark_values", "target_value", "extra_info"],
+                   "properties": {"name": {"type": "string"},
+                                  "benchmark_values": {"type": "array", "minItems": 1,
+                                                       "items": {"type": "number"}},
+                                  "target_value": {"type": ["number", "null"]},
+                                  "extra_info": _TEXT_MAP}},
+        "runners": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["name", "type"],
+            "properties": {**{k: {"type": "string"} for k in
+                              ("name", "type", "cpu_info", "mem_info", "gpu_info",
+                               "gpu_mem_info")},
+                           **{k: {"type": "integer", "minimum": 0} for k in
+                              ("cpu_count", "avail_mem_in_gb", "gpu_count",
+                               "avail_gpu_mem_in_gb")},
+                           "extra_info": _TEXT_MAP}}},
+        "dependencies": {"type": "object", "additionalProperties": {
+            "type": "object", "properties": {k: {"type": "string"} for k in
+                                             ("repo", "branch", "sha", "version")}}},
+    },
+}
+"""One record of the PyTorch OSS benchmark database, schema v3: the column types of its
+oss_ci_benchmark_v3 table (Tuple/Map/Array of String, UInt32 and Float32 fields)."""
+
+
+def test_v3_records_fit_the_database_columns() -> None:
+    import jsonschema
+
+    records = json.loads(render_pytorch_v3(load_fixture()))
+    assert records
+    for entry in records:
+        jsonschema.validate(entry, V3_RECORD)
+
+
+def test_pytorch_oss_is_the_v3_export() -> None:
+    from kernbench.reporting.formats import parse_formats
+
+    assert parse_formats("pytorch-oss,bmf,pytest-benchmark") == (
+        "pytorch_v3", "bmf", "pytest-benchmark")
+    assert parse_formats("pytorch_v3,pytorch-oss") == ("pytorch_v3",)

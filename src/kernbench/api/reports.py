@@ -25,7 +25,8 @@ from kernbench.results.serialize import spec_dict
 # removes them first, so no report of an earlier run into the same directory survives to be
 # mistaken for this one's (comparison.json above all: every format reads it).
 OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
-               "pytorch_v3.json", "github_benchmark.json", "junit.xml")
+               "pytorch_v3.json", "github_benchmark.json", "junit.xml", "bmf.json",
+               "pytest_benchmark.json")
 OWNED_DIRS = ("plots", "profiles")
 
 

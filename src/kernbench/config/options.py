@@ -31,10 +31,13 @@ DEFAULT_PROFILE_ITERS = 5
 """Kernel calls made under ``--profile``."""
 PROFILERS = ("cprofile", "torch", "jax")
 """``--profile`` choices: the profilers :mod:`kernbench.measure.profiling` runs."""
-REPORT_FORMATS = ("json", "md", "html", "csv", "pytorch_v3", "github", "junit", "png")
+REPORT_FORMATS = ("json", "md", "html", "csv", "pytorch_v3", "github", "junit", "png", "bmf",
+                  "pytest-benchmark")
 """``--format`` names a user may write besides ``all``; the suite schema checks them. The
 writers behind them are the registry of :mod:`kernbench.reporting.formats` (a test keeps the
 two equal; config may not import reporting)."""
+FORMAT_ALIASES = {"pytorch-oss": "pytorch_v3"}
+"""Other names of a format: the name its consumer knows it by."""
 DEFAULT_FORMATS = ("json", "md", "html")
 
 
@@ -95,8 +98,9 @@ class Command:
 DESCRIPTION = ("Discover compute kernels, measure them under one protocol, and write JSON and "
                "Markdown reports.")
 
-FORMAT = Option(("--format",), "report formats: json, md, html, csv, pytorch_v3, github, junit, "
-                "png (matplotlib), or all", "formats", DEFAULT_FORMATS, "json,md,html",
+FORMAT = Option(("--format",), "report formats: json, md, html, csv, pytorch_v3 (or "
+                "pytorch-oss), github, junit, png (matplotlib), bmf, pytest-benchmark, or all",
+                "formats", DEFAULT_FORMATS, "json,md,html",
                 metavar="F[,F]", suite_key="formats")
 
 COMPARISON = (

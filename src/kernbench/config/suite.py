@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernbench.config.options import REPORT_FORMATS, suite_options
+from kernbench.config.options import FORMAT_ALIASES, REPORT_FORMATS, suite_options
 from kernbench.config.sizes import parse_size
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results.model import SweepPoint
@@ -68,7 +68,7 @@ def load_suite(path: Path) -> SuiteConfig:
     data = parse_yaml(text, source)
     if data is None:
         raise ConfigError(source, "", "a mapping of run options (the file is empty)")
-    validate_suite_config(data, source, (*REPORT_FORMATS, "all"))
+    validate_suite_config(data, source, (*REPORT_FORMATS, *FORMAT_ALIASES, "all"))
     assert isinstance(data, dict)  # the schema's top-level "type": "object"
     sweep_overrides(data.get("sweeps") or {}, source)  # checked now, before anything runs
     if "max_memory" in data:
@@ -106,7 +106,8 @@ def _convert(key: str, value: Any) -> Any:
     if option.kind == "path":
         return Path(value)
     if option.kind == "formats":  # the schema checked the names
-        return REPORT_FORMATS if "all" in value else tuple(dict.fromkeys(value))
+        return REPORT_FORMATS if "all" in value else tuple(dict.fromkeys(
+            FORMAT_ALIASES.get(name, name) for name in value))
     if option.kind in ("positive_float", "non_negative_float"):
         return float(value)
     if option.kind == "list":

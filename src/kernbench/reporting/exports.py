@@ -1,6 +1,7 @@
-"""Standard export formats: CSV, PyTorch OSS benchmark database v3, github-action-benchmark and
-JUnit XML (:mod:`kernbench.reporting.junit`), each rendered as text from a run's documents
-(:class:`ReportInputs`).
+"""Standard export formats: CSV, PyTorch OSS benchmark database v3, github-action-benchmark,
+JUnit XML (:mod:`kernbench.reporting.junit`), Bencher's BMF (:mod:`kernbench.reporting.bmf`) and
+pytest-benchmark's JSON (:mod:`kernbench.reporting.pytestbench`), each rendered as text from a
+run's documents (:class:`ReportInputs`).
 
 The renderers are pure: the same documents give byte-identical output (nothing comes from the
 clock or the host the renderer runs on). A figure appears only when a document holds it; a
@@ -25,8 +26,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kernbench.reporting.bmf import render_bmf
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.junit import render_junit  # re-exported: FILES, tests
+from kernbench.reporting.pytestbench import render_pytest_benchmark
 from kernbench.reporting.views import (
     Record,
     case_id,
@@ -373,5 +376,7 @@ FILES: dict[str, tuple[str, Callable[[ReportInputs], str]]] = {
     "pytorch_v3": ("pytorch_v3.json", render_pytorch_v3),
     "github": ("github_benchmark.json", render_github_benchmark),
     "junit": ("junit.xml", render_junit),
+    "bmf": ("bmf.json", render_bmf),
+    "pytest-benchmark": ("pytest_benchmark.json", render_pytest_benchmark),
 }
 """Format name -> (file name, renderer) for the format registry."""

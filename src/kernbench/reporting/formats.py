@@ -10,10 +10,13 @@ json       summary.json, env.json, comparison.json      machines; the source of 
 md         summary.md, regressions.md (with a baseline) people, PR comments
 html       index.html (self-contained)                  people, in a browser
 csv        results.csv                                  spreadsheets, pandas
-pytorch_v3 pytorch_v3.json                              the PyTorch OSS benchmark database (v3)
+pytorch_v3 pytorch_v3.json (also named pytorch-oss)    the PyTorch OSS benchmark database (v3)
 github     github_benchmark.json                        github-action-benchmark (customSmallerIs…)
 junit      junit.xml                                    CI test views
 png        plots/*.png (needs matplotlib: [plots])      docs and PR comments
+bmf        bmf.json                                     Bencher (Bencher Metric Format)
+pytest-    pytest_benchmark.json                        pytest-benchmark's compare, and the tools
+benchmark                                               that read its JSON
 ========== ============================================ ==========================================
 """
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernbench.config.options import DEFAULT_FORMATS
+from kernbench.config.options import DEFAULT_FORMATS, FORMAT_ALIASES
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.results.files import write_json_atomic, write_text_atomic
@@ -77,14 +80,16 @@ def _png(inputs: ReportInputs, out: Path) -> list[Path]:
 WRITERS: dict[str, Writer] = {
     "json": _json, "md": _markdown, "html": _html, "csv": _export("csv"),
     "pytorch_v3": _export("pytorch_v3"), "github": _export("github"),
-    "junit": _export("junit"), "png": _png,
+    "junit": _export("junit"), "png": _png, "bmf": _export("bmf"),
+    "pytest-benchmark": _export("pytest-benchmark"),
 }
 ALL_FORMATS = tuple(WRITERS)
 
 
 def parse_formats(text: str) -> tuple[str, ...]:
-    """`json,md` -> ("json", "md"); `all` -> every format; unknown names are an error."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    """`json,md` -> ("json", "md"); `all` -> every format; an alias (`pytorch-oss`) -> the
+    format's name; unknown names are an error."""
+    names = [FORMAT_ALIASES.get(n.strip(), n.strip()) for n in text.split(",") if n.strip()]
     if not names:
         raise KernbenchError(f"--format: expected a comma list of {', '.join(ALL_FORMATS)} "
                              "or all")

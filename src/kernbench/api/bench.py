@@ -1,0 +1,238 @@
+"""Measure a live function under the protocol: ``kernbench.bench`` and the pytest fixture.
+
+``bench(fn, *args, **kwargs)`` times ``fn(*args, **kwargs)`` exactly as a worker times a
+kernel (:class:`~kernbench.measure.metrics.MetricsCollector`: warmup, a calibrated inner loop,
+timed samples; peak memory around them), in this process by default or in forked children
+(``isolation="fork"``, ``processes=N``: each child is one replicate, as ``--processes`` gives a
+run). The outcome is a frozen :class:`~kernbench.results.model.CaseResult` with the raw
+samples, wrapped in a :class:`BenchResult` that notebooks display.
+
+``backend`` and ``precision`` are labels of the record (what the case id says), not
+conversions: the function runs on what it is given. Asynchronous results (CUDA tensors, JAX
+arrays) are waited for, chosen from the first result as for a kernel of unknown framework. A
+precision left out is read off the dtype of the result (float64 -> fp64), else ``native``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kernbench.api.display import BenchComparison, BenchResult
+from kernbench.errors import KernbenchError
+from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings
+
+__all__ = ["ISOLATIONS", "BenchOptions", "bench", "compare", "measure_function"]
+
+ISOLATIONS = ("none", "fork")
+"""``none``: measure in this process; ``fork``: in forked children, one per process."""
+
+NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None,
+                       "reason": "not measured: kernbench.bench and the pytest fixture read no "
+                                 "energy counter (kernbench run does)"}
+NOT_MEASURED_ACCURACY = {"rmse": None, "max_error": None, "passed": None,
+                         "reason": "not measured: a live function has no reference (the test's "
+                                   "own assertions check it)"}
+
+_FRAMEWORKS = {"numpy": "numpy", "torch": "pytorch", "jax": "jax", "jaxlib": "jax",
+               "cupy": "cupy"}
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How one function is measured and labelled (the keywords of ``bench`` and of
+    ``@pytest.mark.kernbench``)."""
+
+    iterations: int = 30
+    """Timed samples per process."""
+    warmup: int = 3
+    backend: str = "cpu"
+    precision: str | None = None
+    isolation: str = "none"
+    processes: int = 1
+    """Forked processes (replicates); more than one needs ``isolation="fork"``."""
+    timeout_s: float | None = None
+    """Time limit of each forked process (isolation ``fork`` only)."""
+    name: str | None = None
+    """The record's kernel name (default: the function's qualified name)."""
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str,
+                     base: BenchOptions | None = None) -> BenchOptions:
+        """Options from `values` over `base`; KernbenchError naming `source` and every
+        unknown key at once."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise KernbenchError(f"{source}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                                 f"expected some of {', '.join(sorted(known))}")
+        return dataclasses.replace(base or cls(), **values).checked(source)
+
+    def checked(self, source: str = "kernbench.bench") -> BenchOptions:
+        """Self, or KernbenchError naming `source`, the option and what was expected."""
+        for key in ("iterations", "processes"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise KernbenchError(f"{source}: {key} must be an integer >= 1, not {value!r}")
+        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
+            raise KernbenchError(f"{source}: warmup must be an integer >= 0, not "
+                                 f"{self.warmup!r}")
+        if self.isolation not in ISOLATIONS:
+            raise KernbenchError(f"{source}: isolation must be one of {', '.join(ISOLATIONS)}, "
+                                 f"not {self.isolation!r}")
+        if self.processes > 1 and self.isolation != "fork":
+            raise KernbenchError(f"{source}: processes={self.processes} needs isolation='fork' "
+                                 "(replicates are separate processes)")
+        for key in ("backend", "precision", "name"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise KernbenchError(f"{source}: {key} must be a non-empty string, not "
+                                     f"{value!r}")
+        return self
+
+    @property
+    def protocol(self) -> ProtocolSettings:
+        return ProtocolSettings(warmup=self.warmup, iterations=self.iterations)
+
+
+def bench(fn: Callable[..., object], *args: Any, backend: str = "cpu",
+          precision: str | None = None, name: str | None = None, iterations: int = 30,
+          warmup: int = 3, isolation: str = "none", processes: int = 1,
+          timeout_s: float | None = None, **kwargs: Any) -> BenchResult:
+    """Time ``fn(*args, **kwargs)`` under kernbench's protocol; the result keeps the samples.
+
+    The keywords above are kernbench's; every other keyword goes to `fn` (pass a function
+    whose own parameters share those names through ``functools.partial``). An exception
+    raised by `fn` propagates (in-process) or becomes a KernbenchError with the child's
+    traceback (``isolation="fork"``)."""
+    options = BenchOptions(iterations=iterations, warmup=warmup, backend=backend,
+                           precision=precision, isolation=isolation, processes=processes,
+                           timeout_s=timeout_s, name=name).checked()
+    return measure_function(fn, args, kwargs, options)[0]
+
+
+def compare(baseline: BenchResult, candidate: BenchResult, threshold: float = 0.10,
+            alpha: float = 0.05) -> BenchComparison:
+    """`candidate` against `baseline` with the statistics of ``kernbench compare``: the ratio
+    of medians (candidate / baseline), its interval, and a verdict that claims a change only
+    when it is significant at `alpha` and beyond `threshold` (0.10: 10%).
+
+    Results measured in one process each are compared sample against sample (Mann-Whitney),
+    which the comparison's note calls optimistic; ``processes=3`` or more on both sides
+    (``isolation="fork"``) compares process medians (Welch), as a run does."""
+    from kernbench.analysis.compare import Thresholds, compare_results
+
+    for side, value in (("baseline", baseline), ("candidate", candidate)):
+        if not isinstance(value, BenchResult):
+            raise KernbenchError(f"kernbench.compare: {side} must be what kernbench.bench "
+                                 f"returned, not {type(value).__name__}")
+    base = baseline.case
+    renamed = dataclasses.replace(  # one case measured twice: the same key on both sides
+        candidate.case, kernel_name=base.kernel_name, backend=base.backend,
+        precision=base.precision, problem_size=base.problem_size, point=base.point,
+        implementation=base.implementation)
+    cases = compare_results([base], [renamed], Thresholds(latency=threshold), alpha)
+    return BenchComparison(baseline, candidate, cases[0])
+
+
+def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
+                     kwargs: Mapping[str, Any], options: BenchOptions,
+                     kernel_path: str | None = None, problem_size: Any = None,
+                     point: str | None = None) -> tuple[BenchResult, object]:
+    """The protocol on ``fn(*args, **kwargs)`` with `options`: the result, and what the last
+    timed call returned (None with isolation ``fork``: it stayed in the child). `kernel_path`,
+    `problem_size` and `point` label the record (the pytest plugin passes the test's file
+    and parameters)."""
+    def call() -> object:
+        return fn(*args, **kwargs)
+
+    started = _now_iso()
+    value: object = None
+    if options.isolation == "fork":
+        from kernbench.execution.forked import run_forked
+
+        parts = [run_forked(lambda: _measure_once(call, options.protocol)[0],
+                            options.timeout_s) for _ in range(options.processes)]
+    else:
+        part, value = _measure_once(call, options.protocol)
+        parts = [part]
+    name = options.name or getattr(fn, "__qualname__", None) or type(fn).__name__
+    path = kernel_path if kernel_path is not None else _source_of(fn)
+    results = [_case_result(part, name, path, options, problem_size, point, started)
+               for part in parts]
+    if len(results) == 1:
+        return BenchResult(results[0]), value
+    from kernbench.execution.replicates import merge_replicates
+
+    return BenchResult(merge_replicates(results)), value
+
+
+def _measure_once(call: Callable[[], object],
+                  protocol: ProtocolSettings) -> tuple[dict[str, Any], object]:
+    """One process's measurement as JSON-able facts (a forked child sends them back), and the
+    last timed call's result."""
+    from kernbench.execution.describe import describe_output
+    from kernbench.measure.metrics import MetricsCollector
+
+    collector = MetricsCollector(protocol)
+    began = time.monotonic()
+    with collector.measure_memory() as memory:
+        outcome = collector.time_execution(call)
+    measurement = outcome.measurement
+    return {"samples_ms": [s / 1e6 for s in measurement.samples_ns],
+            "inner_loops": measurement.inner_loops,
+            "warmup_ms": [s / 1e6 for s in measurement.warmup_ns],
+            "warmup_s": measurement.warmup_s, "timer": measurement.timer,
+            "timer_overhead_ns": measurement.timer_overhead_ns, "memory": dict(memory),
+            "output": describe_output(outcome.last_result),
+            "framework": _framework_of(outcome.last_result),
+            "duration_s": time.monotonic() - began, "pid": os.getpid()}, outcome.last_result
+
+
+def _case_result(part: Mapping[str, Any], name: str, path: str, options: BenchOptions,
+                 problem_size: Any, point: str | None, started: str) -> CaseResult:
+    output = part["output"]
+    return CaseResult(
+        kernel_name=name, kernel_path=path, framework=part["framework"],
+        backend=options.backend, precision=options.precision or output.get("precision") or NATIVE,
+        problem_size=problem_size, status="ok", samples_ms=tuple(part["samples_ms"]),
+        inner_loops=part["inner_loops"], warmup_iterations=options.warmup,
+        warmup_ms=tuple(part["warmup_ms"]), warmup_s=part["warmup_s"], timer=part["timer"],
+        timer_overhead_ns=part["timer_overhead_ns"], memory=part["memory"], output=output,
+        energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY,
+        started_at=started, duration_s=part["duration_s"], point=point,
+        worker={"pid": part["pid"], "isolation": options.isolation})
+
+
+def _framework_of(value: object) -> str:
+    """The framework of a result: the package of its first leaf's type, else python."""
+    from kernbench.measure.backends.base import walk_leaves
+
+    leaf = next(iter(walk_leaves(value)), value)
+    root = type(leaf).__module__.split(".")[0]
+    return _FRAMEWORKS.get(root, "python")
+
+
+def _source_of(fn: Callable[..., object]) -> str:
+    import inspect
+
+    try:
+        found = inspect.getsourcefile(fn)
+    except TypeError:
+        found = None
+    if not found:
+        return "<unknown>"
+    try:
+        return os.path.relpath(found).replace(os.sep, "/")
+    except ValueError:  # another drive (Windows)
+        return found
+
+
+def _now_iso() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,126 @@
+"""The pytest plugin (entry point ``pytest11: kernbench``): a kernel's benchmark beside its tests.
+
+* the ``kernbench`` fixture: ``kernbench(fn, *args, **kwargs)`` measures ``fn(*args,
+  **kwargs)`` under kernbench's protocol (warmup, calibrated inner loop, samples; in this
+  process unless isolation ``fork`` is asked) and returns what `fn` returned, as
+  pytest-benchmark's ``benchmark`` fixture does; the measurement is ``kernbench.result``;
+* ``@pytest.mark.kernbench(iterations=, warmup=, backend=, precision=, isolation=, processes=,
+  timeout_s=, name=)``: a test's own protocol settings and labels;
+* ``--kernbench-save NAME`` writes the session's results as a kernbench report set
+  (summary.json, env.json, kernels/*.json: the versioned JSON of ``kernbench run``) under
+  ``--kernbench-storage`` (default ``.kernbench``); ``--kernbench-compare [NAME]`` judges each
+  case against a saved set (the newest by default) with kernbench's comparison statistics,
+  and ``--kernbench-compare-fail`` fails the session when one regressed;
+* a table of the measured cases (and verdicts) at the end of the terminal report.
+
+This module imports only pytest and the standard library: the plugin loads in every pytest
+session of an environment where kernbench is installed, and a session that never asks for the
+fixture pays nothing more (:mod:`kernbench.pytest_plugin.session` and the measuring code load
+on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from kernbench.api.display import BenchResult
+    from kernbench.pytest_plugin.session import PluginSession
+
+__all__ = ["KernbenchFixture"]
+
+MARKER = ("kernbench(**options): kernbench protocol settings and labels for the kernbench "
+          "fixture: iterations, warmup, backend, precision, isolation ('none' or 'fork'), "
+          "processes, timeout_s, name")
+_SESSION: pytest.StashKey[PluginSession] = pytest.StashKey()
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kernbench", "kernbench: kernel benchmarks beside the tests")
+    add = group.addoption
+    add("--kernbench-storage", metavar="DIR", default=".kernbench",
+        help="where --kernbench-save writes and --kernbench-compare reads report sets "
+             "(default: .kernbench)")
+    add("--kernbench-save", metavar="NAME",
+        help="save this session's results as the report set DIR/NAME (summary.json, env.json, "
+             "kernels/*.json)")
+    add("--kernbench-compare", metavar="NAME", nargs="?", const="", default=None,
+        help="compare every case with the saved report set NAME (default: the newest one)")
+    add("--kernbench-compare-fail", action="store_true",
+        help="fail the session when the comparison finds a regression")
+    add("--kernbench-threshold", metavar="R", type=float, default=0.10,
+        help="practical threshold of a comparison: the relative change of the median that "
+             "counts (default 0.10 = 10%%)")
+    add("--kernbench-format", metavar="F[,F]", default=None,
+        help="also render these report formats into the saved set (e.g. md,html,bmf)")
+    add("--kernbench-iterations", metavar="N", type=_positive_int, default=None,
+        help="timed samples per case (default 30; a marker's iterations wins)")
+    add("--kernbench-warmup", metavar="N", type=int, default=None,
+        help="warmup calls per case (default 3; a marker's warmup wins)")
+    add("--kernbench-isolation", choices=("none", "fork"), default=None,
+        help="measure in this process (none, the default) or in a forked child (fork)")
+    add("--kernbench-disable", action="store_true",
+        help="call each benchmarked function once, untimed: a quick correctness run")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    config.stash[_SESSION] = _new_session(config)
+
+
+def _new_session(config: pytest.Config) -> PluginSession:
+    from kernbench.pytest_plugin.session import PluginSession
+
+    return PluginSession(config)
+
+
+class KernbenchFixture:
+    """``kernbench(fn, *args, **kwargs)``: measure the call once per test; returns what `fn`
+    returned (with isolation ``fork``, from one untimed call in the pytest process)."""
+
+    def __init__(self, node: pytest.Item, session: PluginSession) -> None:
+        self._node = node
+        self._session = session
+        self.result: BenchResult | None = None
+        """The measurement, once the fixture was called."""
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.result is not None:
+            raise pytest.UsageError(f"{self._node.nodeid}: the kernbench fixture measures one "
+                                    "function per test; it was called twice")
+        if self._session.disabled:
+            return fn(*args, **kwargs)
+        self.result, value = self._session.measure(self._node, fn, args, kwargs)
+        return value
+
+
+@pytest.fixture
+def kernbench(request: pytest.FixtureRequest) -> Iterator[KernbenchFixture]:
+    """Measure a function under kernbench's protocol: ``kernbench(fn, *args, **kwargs)``."""
+    node = request.node
+    assert isinstance(node, pytest.Item)
+    yield KernbenchFixture(node, request.config.stash[_SESSION])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    plugin = session.config.stash.get(_SESSION, None)
+    if plugin is not None and plugin.finish() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    plugin = config.stash.get(_SESSION, None)
+    if plugin is not None:
+        plugin.summary(terminalreporter)

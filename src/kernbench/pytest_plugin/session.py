@@ -1,0 +1,256 @@
+"""What the pytest plugin keeps for one session: the measured cases, the saved report set, the
+comparison with a saved one, and the table at the end of the terminal report.
+
+Imported when pytest configures the plugin, so only the standard library loads at import;
+measuring, saving and comparing import kernbench's rooms when they first run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from kernbench.api.bench import BenchOptions
+    from kernbench.api.display import BenchResult
+    from kernbench.results.inputs import LoadedRun
+
+__all__ = ["PluginSession", "case_name", "json_params"]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def case_name(node: pytest.Item) -> str:
+    """A test's kernel name: ``test_ops.TestMatmul.test_small`` (module stem, class, function
+    without its parameters): file-name safe, and the same in every session."""
+    parts = [node.path.stem]
+    cls = getattr(node, "cls", None)
+    if cls is not None:
+        parts.append(cls.__name__)
+    parts.append(getattr(node, "originalname", None) or node.name)
+    return ".".join(parts)
+
+
+def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A parametrized test's parameters as a problem size: JSON values as they are, any other
+    object by its ``str`` (its type's name where that str names a memory address, which would
+    differ from one session to the next)."""
+    found: dict[str, Any] = {}
+    for key, value in params.items():
+        try:
+            json.dumps(value)
+            found[key] = value
+        except (TypeError, ValueError):
+            text = str(value)
+            found[key] = f"<{type(value).__name__}>" if " at 0x" in text else text
+    return found
+
+
+class PluginSession:
+    """The session's cases, and what ``--kernbench-save`` / ``--kernbench-compare`` made of
+    them."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[BenchResult] = []
+        self.kernels: dict[str, tuple[str, str]] = {}
+        """Kernel name -> (test file relative to the root, test function)."""
+        self.started = _now()
+        self.notes: list[str] = []
+        self.cases: list[dict[str, Any]] = []
+        """The comparison's cases (comparison.json's layout), when one was made."""
+
+    def option(self, name: str) -> Any:
+        return self.config.getoption(f"kernbench_{name}")
+
+    @property
+    def disabled(self) -> bool:
+        return bool(self.option("disable"))
+
+    def options_for_session(self) -> BenchOptions:
+        """The defaults with the command line's settings over them."""
+        from kernbench.api.bench import BenchOptions
+
+        given = {"iterations": self.option("iterations"), "warmup": self.option("warmup"),
+                 "isolation": self.option("isolation")}
+        return BenchOptions.from_mapping({k: v for k, v in given.items() if v is not None},
+                                         "--kernbench options")
+
+    def options_for(self, node: pytest.Item) -> BenchOptions:
+        """The command line's settings, then the test's marker over them."""
+        from kernbench.api.bench import BenchOptions
+
+        base = self.options_for_session()
+        marker = node.get_closest_marker("kernbench")
+        if marker is None:
+            return base
+        source = f"{node.nodeid}: @pytest.mark.kernbench"
+        if marker.args:
+            raise pytest.UsageError(f"{source}: takes keyword arguments only, got "
+                                    f"{marker.args!r}")
+        return BenchOptions.from_mapping(marker.kwargs, source, base)
+
+    def measure(self, node: pytest.Item, fn: Callable[..., Any], args: tuple[Any, ...],
+                kwargs: Mapping[str, Any]) -> tuple[BenchResult, Any]:
+        from kernbench.api.bench import measure_function
+
+        options = self.options_for(node)
+        name = options.name or case_name(node)
+        callspec = getattr(node, "callspec", None)
+        path = node.path.relative_to(self.config.rootpath).as_posix() \
+            if node.path.is_relative_to(self.config.rootpath) else str(node.path)
+        result, value = measure_function(
+            fn, args, kwargs, dataclasses.replace(options, name=name), kernel_path=path,
+            problem_size=json_params(callspec.params) if callspec else None,
+            point=callspec.id if callspec else None)
+        if options.isolation == "fork":  # the timed calls ran in the children
+            value = fn(*args, **kwargs)
+        self.results.append(result)
+        self.kernels.setdefault(name, (path, getattr(node, "originalname", node.name)))
+        return result, value
+
+    # ------------------------------------------------------------------ end of the session
+
+    def finish(self) -> bool:
+        """Compare and save as asked; True when the session must fail (a regression under
+        ``--kernbench-compare-fail``, or a comparison that could not be made)."""
+        from kernbench.errors import KernbenchError
+
+        compare, save = self.option("compare"), self.option("save")
+        if compare is None and save is None:
+            return False
+        try:
+            baseline = self._baseline(compare) if compare is not None else None
+            saved = self._save(save) if save is not None and self.results else None
+            if save is not None and not self.results:
+                self.notes.append("nothing measured: no report set saved")
+            if baseline is not None:
+                self._compare(baseline, saved)
+        except KernbenchError as exc:
+            self.notes.append(f"error: {exc}")
+            return bool(self.option("compare_fail"))
+        regressed = any(c.get("verdict") == "regressed" for c in self.cases)
+        return regressed and bool(self.option("compare_fail"))
+
+    def _storage(self) -> Path:
+        return self.config.rootpath / str(self.option("storage"))
+
+    def _baseline(self, name: str) -> LoadedRun | None:
+        from kernbench.results.inputs import load_run
+
+        storage = self._storage()
+        if name:
+            return load_run(storage / name)
+        saved = sorted(storage.glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
+        if not saved:
+            self.notes.append(f"nothing saved in {storage} to compare with")
+            return None
+        return load_run(saved[-1].parent)
+
+    def _save(self, name: str) -> Path:
+        from kernbench.api.reports import render_reports, write_report_set
+        from kernbench.errors import KernbenchError
+        from kernbench.measure.environment import collect_environment
+        from kernbench.reporting.formats import parse_formats
+        from kernbench.results.model import KernelSpec, RunResult
+        from kernbench.results.serialize import manifest_dict
+
+        if not name or Path(name).name != name or name.startswith("."):
+            raise KernbenchError(f"--kernbench-save: {name!r} must be a plain directory name")
+        directory = self._storage() / name
+        if directory.exists():
+            if not (directory / "summary.json").is_file():
+                raise KernbenchError(f"--kernbench-save: {directory} exists and is not a "
+                                     "kernbench report set; not overwriting it")
+            shutil.rmtree(directory)
+        root = self.config.rootpath
+        specs = [KernelSpec(name=kernel, path=path, function_name=function)
+                 for kernel, (path, function) in self.kernels.items()]
+        defaults = self.options_for_session()
+        settings = {"runner": "pytest", "iterations": defaults.iterations,
+                    "warmup": defaults.warmup, "isolation": defaults.isolation, "seed": None,
+                    "note": "a test's @pytest.mark.kernbench may set its own"}
+        run = RunResult(started_at=self.started, finished_at=_now(), complete=True,
+                        settings=settings, environment=collect_environment(root),
+                        kernels=tuple(specs), results=tuple(r.case for r in self.results))
+        write_report_set(directory, run, manifest_dict(str(root), sorted(
+            {path for path, _ in self.kernels.values()}), specs))
+        formats = self.option("format")
+        if formats:
+            render_reports(directory, parse_formats(formats))
+        self.notes.append(f"saved {len(self.results)} case(s) to {directory}")
+        return directory
+
+    def _compare(self, baseline: LoadedRun, saved: Path | None) -> None:
+        from kernbench.analysis.compare import Thresholds, case_dict, case_key, compare_results
+        from kernbench.api.compare import write_run_comparison
+        from kernbench.results.inputs import LoadedRun, load_run
+
+        current = [r.case for r in self.results]
+        keys = {case_key(r) for r in current}
+        kept = [r for r in baseline.results if case_key(r) in keys]
+        if len(kept) < len(baseline.results):
+            self.notes.append(f"{len(baseline.results) - len(kept)} saved case(s) not run in "
+                              "this session were left out of the comparison")
+        base = LoadedRun(kept, baseline.meta)
+        thresholds = Thresholds(latency=float(self.option("threshold")))
+        if saved is not None:
+            document = write_run_comparison(base, load_run(saved), saved, thresholds)
+            self.cases = list(document["cases"])
+        else:
+            self.cases = [case_dict(c) for c in compare_results(base.results, current,
+                                                                thresholds)]
+        self.notes.append(f"compared with {baseline.meta.get('source')}")
+
+    # ------------------------------------------------------------------ the table
+
+    def summary(self, reporter: Any) -> None:
+        if not self.results and not self.notes:
+            return
+        reporter.write_sep("-", "kernbench")
+        if self.results:
+            for line in table(self.results, self.cases):
+                reporter.write_line(line)
+        for note in self.notes:
+            reporter.write_line(f"kernbench: {note}")
+
+
+def table(results: Sequence[BenchResult], cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The measured cases, one row each, every time in its own unit; with a comparison, each
+    case's ratio to the baseline (its time / the saved time), its interval and the verdict."""
+    from kernbench.api.display import format_ms
+
+    by_label = {str(c.get("label")): c for c in cases}
+    header = ["case", "median", "IQR", "min", "samples"] + (["vs saved", "verdict"] if cases
+                                                            else [])
+    rows = [header]
+    for result in results:
+        timing = result.timing
+        row = [result.name, format_ms(result.median_ms), format_ms(result.iqr_ms),
+               format_ms(timing["latency_ms_min"]),
+               f"{result.n} x {result.case.inner_loops}"]
+        if cases:
+            case = by_label.get(result.name) or {}
+            row += [_ratio(case), str(case.get("verdict", "new"))]
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def _ratio(case: Mapping[str, Any]) -> str:
+    ratio, low, high = case.get("ratio"), case.get("ci_low"), case.get("ci_high")
+    if not isinstance(ratio, (int, float)):
+        return "-"
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        return f"{ratio:.3f}x [{low:.3f}, {high:.3f}]"
+    return f"{ratio:.3f}x"

@@ -1,0 +1,78 @@
+"""kernbench.bench: a live function under the run's protocol, in this process or forked."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import kernbench
+from kernbench.api.bench import BenchOptions
+from kernbench.errors import KernbenchError
+
+
+def test_bench_measures_in_process_with_the_protocol() -> None:
+    calls: list[int] = []
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return x * 2
+
+    shown = kernbench.bench(kernel, np.ones(64, dtype=np.float32), iterations=7, warmup=2)
+    case = shown.case
+    assert shown.n == 7 and all(s > 0 for s in case.samples_ms)
+    assert len(calls) >= 2 + 7 * case.inner_loops  # warmup, calibration, then the samples
+    assert (case.precision, case.framework, case.backend) == ("fp32", "numpy", "cpu")
+    assert case.kernel_name.endswith("kernel") and case.worker["pid"] == os.getpid()
+    assert case.energy["energy_j"] is None and "not measured" in case.energy["reason"]
+    assert "median" in repr(shown)
+
+
+def test_labels_and_keywords_go_where_they_belong() -> None:
+    seen: dict[str, object] = {}
+
+    def kernel(a: int, *, scale: int) -> int:
+        seen.update(a=a, scale=scale)
+        return a * scale
+
+    shown = kernbench.bench(kernel, 3, scale=4, backend="cuda", precision="bf16", name="mul",
+                            iterations=3)
+    assert seen == {"a": 3, "scale": 4}
+    assert shown.name == "mul[cuda,bf16]"
+
+
+def test_a_result_without_dtype_is_native() -> None:
+    assert kernbench.bench(len, "abc", iterations=2).case.precision == "native"
+
+
+def test_forked_processes_are_replicates() -> None:
+    parent = os.getpid()
+    shown = kernbench.bench(os.getpid, isolation="fork", processes=3, iterations=4)
+    assert shown.case.process_sample_counts == (4, 4, 4)
+    assert shown.case.worker["pid"] != parent and shown.case.worker["processes"] == 3
+
+
+def test_a_forked_exception_names_the_error() -> None:
+    def broken() -> None:
+        raise ValueError("bad input")
+
+    with pytest.raises(KernbenchError, match="ValueError: bad input"):
+        kernbench.bench(broken, isolation="fork")
+
+
+def test_an_exception_in_process_propagates() -> None:
+    with pytest.raises(ZeroDivisionError):
+        kernbench.bench(lambda: 1 / 0)
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"iterations": 0}, "iterations must be an integer >= 1"),
+    ({"warmup": -1}, "warmup must be an integer >= 0"),
+    ({"isolation": "spawn"}, "isolation must be one of none, fork"),
+    ({"processes": 2}, "processes=2 needs isolation='fork'"),
+    ({"iters": 3, "speed": 1}, "unknown option\\(s\\) 'iters', 'speed'"),
+])
+def test_bad_options_are_named(values: dict[str, object], message: str) -> None:
+    with pytest.raises(KernbenchError, match=message):
+        BenchOptions.from_mapping(values, "test.py")

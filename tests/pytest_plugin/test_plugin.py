@@ -1,0 +1,167 @@
+"""The pytest plugin, run as users run it: real inner pytest sessions (pytester)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FAST = ("--kernbench-iterations", "6", "--kernbench-warmup", "1", "-p", "no:cacheprovider")
+
+KERNELS = '''
+import os
+import pytest
+
+def work(n):
+    return sum(range(n))
+
+SIZE = int(os.environ.get("WORK_SIZE", "10"))
+
+def test_sum(kernbench):
+    assert kernbench(work, SIZE) == SIZE * (SIZE - 1) // 2
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.kernbench(iterations=4, precision="int64")
+def test_param(kernbench, n):
+    assert kernbench(work, n) == n * (n - 1) // 2
+
+def test_plain():
+    assert work(3) == 3
+'''
+
+
+def _summary(pytester: pytest.Pytester, name: str) -> dict:
+    path = pytester.path / ".kernbench" / name / "summary.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_the_fixture_measures_and_the_table_shows_the_cases(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    outcome = pytester.runpytest_subprocess(*FAST)
+    outcome.assert_outcomes(passed=4)
+    outcome.stdout.fnmatch_lines([
+        "*- kernbench -*", "case*median*IQR*min*samples",
+        "test_kernels.test_sum?cpu,native?  *6 x *",
+        "test_kernels.test_param?cpu,int64,3?  *4 x *",
+        "test_kernels.test_param?cpu,int64,5?  *4 x *"])
+
+
+def test_save_writes_the_run_report_set(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    pytester.runpytest_subprocess(*FAST, "--kernbench-save", "base",
+                       "--kernbench-format", "md,bmf").assert_outcomes(passed=4)
+    summary = _summary(pytester, "base")
+    assert summary["schema_version"] == 1 and summary["counts"]["ok"] == 3
+    by_id = {r["case_id"]: r for r in summary["results"]}
+    assert set(by_id) == {"test_kernels.test_sum[cpu,native]",
+                          "test_kernels.test_param[cpu,int64,3]",
+                          "test_kernels.test_param[cpu,int64,5]"}
+    param = by_id["test_kernels.test_param[cpu,int64,3]"]
+    assert param["problem_size"] == {"n": 3} and len(param["timing"]["samples_ms"]) == 4
+    assert param["kernel_path"] == "test_kernels.py"
+    folder = pytester.path / ".kernbench" / "base"
+    assert (folder / "kernels" / "test_kernels.test_param.json").is_file()
+    assert (folder / "summary.md").is_file() and (folder / "bmf.json").is_file()
+    from kernbench.results.inputs import load_run
+
+    assert len(load_run(folder).results) == 3  # kernbench's own reader takes it back
+
+
+def test_compare_judges_against_the_saved_set(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    args = (*FAST, "--kernbench-iterations", "20", "-k", "test_sum")
+    monkeypatch.setenv("WORK_SIZE", "10")
+    fast = pytester.runpytest_subprocess(*args, "--kernbench-save", "fast",
+                                         "--kernbench-compare")
+    fast.assert_outcomes(passed=1, deselected=3)
+    fast.stdout.fnmatch_lines(["kernbench: nothing saved in *.kernbench to compare with"])
+    monkeypatch.setenv("WORK_SIZE", "20000")  # about a thousand times the work
+    slow = pytester.runpytest_subprocess(*args, "--kernbench-compare", "--kernbench-compare-fail",
+                              "--kernbench-save", "slow")
+    slow.stdout.fnmatch_lines(["*vs saved*verdict*", "test_kernels.test_sum*regressed",
+                               "kernbench: compared with *fast*"])
+    assert slow.ret == pytest.ExitCode.TESTS_FAILED
+    document = json.loads((pytester.path / ".kernbench" / "slow" / "comparison.json")
+                          .read_text(encoding="utf-8"))
+    assert document["counts"]["regressed"] == 1
+    without_fail = pytester.runpytest_subprocess(*args, "--kernbench-compare", "fast")
+    assert without_fail.ret == pytest.ExitCode.OK
+
+
+def test_fork_isolation_returns_the_value_and_keeps_replicates(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_forked='''
+import os
+import pytest
+
+@pytest.mark.kernbench(isolation="fork", processes=2, iterations=3)
+def test_forked(kernbench):
+    assert kernbench(os.getpid) == os.getpid()  # one untimed call in the pytest process
+    case = kernbench.result.case
+    assert case.process_sample_counts == (3, 3) and case.worker["pid"] != os.getpid()
+''')
+    pytester.runpytest_subprocess(*FAST).assert_outcomes(passed=1)
+
+
+def test_a_marker_with_an_unknown_option_fails_the_test_by_name(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bad='''
+import pytest
+
+@pytest.mark.kernbench(iters=3)
+def test_bad(kernbench):
+    kernbench(len, "abc")
+''')
+    outcome = pytester.runpytest_subprocess(*FAST)
+    outcome.assert_outcomes(failed=1)
+    outcome.stdout.fnmatch_lines(["*test_bad.py::test_bad: @pytest.mark.kernbench: unknown "
+                                  "option(s) 'iters'*"])
+
+
+def test_disable_calls_once_untimed_and_a_second_call_is_an_error(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_calls='''
+calls = []
+
+def test_once(kernbench):
+    kernbench(calls.append, 1)
+    assert kernbench.result is None and calls == [1]
+''', test_twice='''
+def test_twice(kernbench):
+    kernbench(len, "a")
+    kernbench(len, "b")
+''')
+    disabled = pytester.runpytest_subprocess(*FAST, "--kernbench-disable", "test_calls.py")
+    disabled.assert_outcomes(passed=1)
+    assert "- kernbench -" not in disabled.stdout.str()
+    twice = pytester.runpytest_subprocess(*FAST, "test_twice.py")
+    twice.assert_outcomes(failed=1)
+    twice.stdout.fnmatch_lines(["*measures one function per test; it was called twice*"])
+
+
+def test_a_session_without_the_fixture_gets_no_table(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    outcome = pytester.runpytest_subprocess(*FAST)
+    outcome.assert_outcomes(passed=1)
+    assert "- kernbench -" not in outcome.stdout.str()
+
+
+def test_loading_the_plugin_imports_nothing_heavy() -> None:
+    code = ("import sys, kernbench.pytest_plugin\n"
+            "print(sorted(m for m in ('numpy', 'scipy', 'jinja2', 'torch', 'jax', "
+            "'kernbench.api', 'kernbench.measure') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_entry_point_is_registered() -> None:
+    from importlib.metadata import entry_points
+
+    found = {e.name: e.value for e in entry_points(group="pytest11")}
+    assert found.get("kernbench") == "kernbench.pytest_plugin"
