@@ -280,6 +280,19 @@ def test_cuda_backend_for_a_torch_kernel_skips_without_a_gpu(tmp_path: Path) -> 
         reason="CUDA not available (torch.cuda.is_available() is False)")
 
 
+def test_a_triton_kernel_goes_to_the_torch_cuda_backend(tmp_path: Path) -> None:
+    """A file importing `triton` is discovered as framework "triton"; its case is checked by
+    PyTorch's CUDA backend (not the CPU-only one, which would say it never runs on CUDA)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
+                        framework="triton", backend="cuda")
+    assert result == WorkerReply(
+        status="skipped", backend_unavailable=True,
+        reason="CUDA not available (torch.cuda.is_available() is False)")
+
+
 @pytest.mark.parametrize(("raised", "reason"), [
     ("SkipCase('matrix too small for this kernel')",
      "SkipCase: matrix too small for this kernel"),

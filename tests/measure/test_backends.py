@@ -175,12 +175,30 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch, available: bool = True, is_hip: b
 @pytest.mark.parametrize(("framework", "kind"), [
     ("pytorch", TorchBackend), ("jax", JaxBackend), ("cupy", CupyBackend),
     ("numpy", NumpyBackend), ("python", CpuOnlyBackend), ("numba", CpuOnlyBackend),
+    ("triton", TorchBackend),
 ])
 def test_backend_for(framework: str, kind: type) -> None:
     backend = backend_for(framework)
     assert type(backend) is kind
     if issubclass(kind, CpuOnlyBackend):
         assert backend.framework == framework
+
+
+def test_a_file_importing_triton_is_timed_by_the_torch_backend() -> None:
+    """Discovery names a Triton kernel's framework "triton" (GPU only); the backend that runs
+    it is PyTorch's, so its CUDA cases are timed with CUDA events, graphs and the profiler."""
+    import ast
+
+    from kernbench.discovery.source import find_function, spec_from_tree
+
+    tree = ast.parse("import torch\nimport triton\n\ndef run_benchmark(problem_size=8):\n"
+                     "    return problem_size\n")
+    definition = find_function(tree, "run_benchmark")
+    assert definition is not None
+    spec = spec_from_tree("k.py", tree, "run_benchmark", definition)
+    assert spec.framework == "triton"
+    assert spec.backends == ("cuda",)
+    assert isinstance(backend_for(spec.framework), TorchBackend)
 
 
 def test_device_kinds_and_labels() -> None:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from kernbench.errors import UnsupportedPrecision
 
 __all__ = [
+    "BACKEND_FRAMEWORK",
     "BACKEND_LABELS",
     "BACKEND_NAMES",
     "DTYPE_NAMES",
@@ -78,6 +79,11 @@ GPU_ONLY_FRAMEWORKS: frozenset[str] = frozenset({"cupy", "triton"})
 GPU_CAPABLE_FRAMEWORKS: frozenset[str] = frozenset(
     {"pytorch", "jax", "cupy", "triton", "tensorflow", "numba"})
 """Frameworks whose kernels may run on a GPU."""
+
+BACKEND_FRAMEWORK: Mapping[str, str] = MappingProxyType({"triton": "pytorch"})
+"""Frameworks whose kernels run through another framework's backend: a Triton kernel is
+launched on PyTorch tensors, so PyTorch's CUDA/ROCm backend times it (events, graphs,
+profiler)."""
 
 
 COMPILE_MODE_NAMES: tuple[str, ...] = (
