@@ -33,7 +33,7 @@ __all__ = ["RECORD_KIND", "ErrorSink", "check_record", "decompress_history", "en
 
 RECORD_KIND = "kernbench-history"
 SETTINGS_KEYS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
-                 "precisions", "filters", "timeout_s", "fake_call_ms")
+                 "precisions", "filters", "timeout_s", "fake_call_ms", "gpu_timing")
 """Settings copied into a record (machine-specific paths such as `root` are left out)."""
 ACCURACY_KEYS = ("rmse", "max_error", "relative_error", "passed")
 GIT_KEYS = ("commit", "short_commit", "branch", "dirty")
@@ -134,6 +134,7 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
         "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
         "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
         **({"machine": record["machine"]} if record.get("machine") else {}),
+        **({"gpu_timing": timing["gpu_timing"]} if timing.get("gpu_timing") else {}),
         **_sweep_case_id(record),
         **({"implementation": record["implementation"]} if record.get("implementation") else {}),
     }

@@ -24,6 +24,8 @@ __all__ = [
     "FRAMEWORK_NAMES",
     "GPU_CAPABLE_FRAMEWORKS",
     "GPU_ONLY_FRAMEWORKS",
+    "GPU_TIMING_CHOICES",
+    "GPU_TIMING_MODES",
     "NARROW_PRECISIONS",
     "PRECISION_ALIASES",
     "PRECISION_NAMES",
@@ -85,6 +87,11 @@ BACKEND_FRAMEWORK: Mapping[str, str] = MappingProxyType({"triton": "pytorch"})
 launched on PyTorch tensors, so PyTorch's CUDA/ROCm backend times it (events, graphs,
 profiler)."""
 
+
+GPU_TIMING_MODES: tuple[str, ...] = ("cold", "hot", "graph", "kernel", "sync")
+"""How a GPU case's time is taken (kernbench.measure.gpu_timing); ``all`` takes every one."""
+GPU_TIMING_CHOICES: tuple[str, ...] = (*GPU_TIMING_MODES, "all")
+"""What ``--gpu-timing`` (suite key and bench.yaml key ``gpu_timing``) accepts."""
 
 COMPILE_MODE_NAMES: tuple[str, ...] = (
     "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

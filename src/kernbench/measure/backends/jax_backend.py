@@ -60,7 +60,7 @@ class JaxBackend(Backend):
         """JAX dispatches asynchronously on every device, the CPU included."""
         return BlockUntilReady()
 
-    def device_memory(self, backend: str) -> dict[str, Any] | None:
+    def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
         if backend == "cpu":
             return None
         import jax
