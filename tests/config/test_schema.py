@@ -202,9 +202,13 @@ def test_schema_1_gpu_records_say_they_were_timed_with_a_sync_per_call() -> None
            "timing": {"samples_ms": [1.0]}}
     compact = {"kernel_name": "k", "backend": "rocm", "precision": "fp32", "status": "ok",
                "samples_ms": [0.5]}
-    document = migrate({"schema_version": 1, "results": [gpu, cpu, compact]}, "old.json")
+    skipped = {"kernel_name": "k", "backend": "cuda", "precision": "fp32", "status": "skipped",
+               "timing": {"samples_ms": []}}
+    document = migrate({"schema_version": 1, "results": [gpu, cpu, compact, skipped]},
+                       "old.json")
     assert document["schema_version"] == SCHEMA_VERSION
-    migrated_gpu, migrated_cpu, migrated_compact = document["results"]
+    migrated_gpu, migrated_cpu, migrated_compact, migrated_skipped = document["results"]
+    assert migrated_skipped["timing"] == {"samples_ms": []}  # nothing was timed
     assert migrated_cpu["timing"] == {"samples_ms": [1.0]}
     assert migrated_gpu["timing"]["mode"] == "sync"
     sync = migrated_gpu["timing"]["gpu_timing"]["modes"]["sync"]

@@ -23,6 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.gpu_modes import mode_figures, timing_mode
 from kernbench.reporting.html_charts import (
     anchors_by_case,
     bandwidth_charts,
@@ -182,6 +183,7 @@ def board_row(record: Record, anchor: str, rank: int) -> dict[str, Any]:
     pct, pct_title = peak_share(work)
     accuracy, accuracy_title = accuracy_text(section(record, "accuracy"))
     return {"rank": rank, "anchor": anchor, "record": record, "timing": record["timing"],
+            "mode": timing_mode(record),
             "size": size_label(record.get("problem_size")),
             "gflops": work.get("gflops_per_s"), "gbs": work.get("gb_per_s"),
             "work_reason": None if work else "no flop or byte counts for this kernel",
@@ -235,7 +237,8 @@ def detail_view(record: Record, anchor: str, verdict: str | None) -> dict[str, A
             "timing": timing, "memory": section(record, "memory"),
             "energy": section(record, "energy"), "work": section(record, "work"),
             "accuracy": accuracy_text(section(record, "accuracy")),
-            "profile": profile_link(record)}
+            "profile": profile_link(record), "mode": timing_mode(record),
+            "modes": mode_figures(record)}
 
 
 def profile_link(record: Record) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ import jinja2
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
 from kernbench.reporting.digest import regression_digest
+from kernbench.reporting.gpu_modes import gpu_timing_table, mode_suffix
 from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.views import PROBLEM_STATUSES
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
@@ -41,6 +42,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["num"] = fmt_num
     env.filters["md"] = md_escape
     env.filters["kernel_label"] = kernel_label
+    env.filters["mode_suffix"] = mode_suffix
     return env
 
 
@@ -82,6 +84,7 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
         advice=rx.recommendations(document, comparison),
         no_advice=rx.NO_RECOMMENDATIONS,
         digest=regression_digest(comparison), impl_tables=implementation_tables(document),
+        gpu_table=gpu_timing_table(results),
     )
 
 

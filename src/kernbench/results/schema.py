@@ -45,12 +45,13 @@ def _gpu_records_say_sync(document: dict[str, Any]) -> dict[str, Any]:
     for entry in entries if isinstance(entries, list) else ():  # a reader names a bad shape
         if not isinstance(entry, dict) or entry.get("backend") not in GPU_BACKENDS:
             continue
-        if isinstance(entry.get("timing"), dict):
-            timing = entry["timing"]
-            timing.setdefault("gpu_timing", _schema_1_gpu_timing(entry, timing))
+        nested = entry.get("timing")
+        timing: dict[str, Any] = nested if isinstance(nested, dict) else entry
+        if not timing.get("samples_ms"):  # it never ran: nothing was timed in any mode
+            continue
+        timing.setdefault("gpu_timing", _schema_1_gpu_timing(entry, timing))
+        if timing is not entry:  # a history record's compact result keeps samples at the top
             timing.setdefault("mode", "sync")
-        else:  # a history record's compact result: samples at the top level
-            entry.setdefault("gpu_timing", _schema_1_gpu_timing(entry, entry))
     return document
 
 
