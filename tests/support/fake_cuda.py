@@ -232,3 +232,62 @@ def fake_torch(device: FakeDevice, name: str = "Fake GPU 9000", profiler: bool =
         assert where == "cuda", f"the simulator only allocates on cuda, not {where!r}"
         return device
     return torch
+
+
+class FakeArray:
+    """A JAX array on the simulator: ``block_until_ready`` waits for the device queue."""
+
+    def __init__(self, device: FakeDevice) -> None:
+        self.device = device
+
+    def block_until_ready(self) -> FakeArray:
+        self.device.synchronize()
+        return self
+
+
+def jax_kernel(device: FakeDevice, device_ns: float) -> Callable[[], object]:
+    """A jitted JAX call on the simulator: one launch; returns an array to wait for."""
+    def call() -> object:
+        device.launch(device_ns)
+        return FakeArray(device)
+    return call
+
+
+def fake_cupy(device: FakeDevice) -> SimpleNamespace:
+    """The part of ``cupy`` the CuPy clock uses, on `device` (stream capture included)."""
+
+    class Stream:
+        def __init__(self, non_blocking: bool = False) -> None:
+            self.graph: FakeGraph | None = None
+
+        def __enter__(self) -> Stream:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def synchronize(self) -> None:
+            device.synchronize()
+
+        def begin_capture(self) -> None:
+            self.graph = FakeGraph(device)
+            device.capturing = self.graph
+
+        def end_capture(self) -> SimpleNamespace:
+            device.capturing = None
+            graph = self.graph
+            assert graph is not None
+            return SimpleNamespace(launch=lambda stream: graph.replay())
+
+    cuda = SimpleNamespace(
+        Event=lambda: FakeEvent(device, enable_timing=True),
+        get_elapsed_time=lambda start, end: start.elapsed_time(end),
+        Device=lambda: SimpleNamespace(synchronize=device.synchronize, id=0,
+                                       pci_bus_id="0000:41:00.0"),
+        Stream=Stream,
+        runtime=SimpleNamespace(getDeviceProperties=lambda i: {"l2CacheSize": device.l2_bytes}))
+
+    def empty(n: int, dtype: object = None) -> SimpleNamespace:
+        buffer = FakeBuffer(device, int(n))
+        return SimpleNamespace(fill=lambda value: buffer.zero_(), nbytes=buffer.nbytes)
+    return SimpleNamespace(cuda=cuda, uint8="uint8", empty=empty)

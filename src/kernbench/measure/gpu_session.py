@@ -74,9 +74,10 @@ def energy_region(session: Session, meter: EnergyMeter,
     meter.start()
     began = time.monotonic()
     while time.monotonic() - began < min_s:
+        result = None
         for _ in range(session.loops):
-            session.call()
-        session.clock.synchronize()
+            result = session.call()
+        session.clock.wait(result)
         calls += session.loops
     region = meter.stop()
     if (region.get("region_s") or 0.0) < min_s:

@@ -62,15 +62,21 @@ class GpuClock(Protocol):
     name: str
 
     def mark(self) -> object:
-        """A point after all work queued so far."""
+        """A point after all work queued so far (host clock: nothing may be pending)."""
         ...
 
     def mark_after(self, result: object) -> object:
-        """A point after the work behind `result` (and everything queued before it)."""
+        """A point after the work behind `result` (and everything queued before it); a host
+        clock waits for `result` first."""
+        ...
+
+    def wait(self, result: object) -> None:
+        """Wait on the host for the work behind `result` (a device synchronise, or
+        ``block_until_ready``)."""
         ...
 
     def synchronize(self) -> None:
-        """Wait for all queued work; marks may be read after it."""
+        """Wait for all work queued through this clock; marks may be read after it."""
         ...
 
     def elapsed_ns(self, start: object, end: object) -> float:
@@ -173,8 +179,8 @@ class Session:
 def _paired(session: Session, run: Callable[[], object], calls: int) -> float:
     """Per-call time of `run` (`calls` calls) with one `run` queued ahead of the first mark."""
     clock = session.clock
-    run()
-    start = clock.mark()
+    ahead = run()
+    start = clock.mark_after(ahead)
     result = run()
     end = clock.mark_after(result)
     clock.synchronize()
@@ -205,9 +211,7 @@ def time_cold(session: Session) -> ModeResult:
     def block() -> list[float]:
         marks = []
         for _ in range(block_calls):
-            if flush is not None:
-                flush.run()
-            start = clock.mark()
+            start = clock.mark_after(flush.run() if flush is not None else None)
             marks.append((start, clock.mark_after(call())))
         clock.synchronize()
         return [clock.elapsed_ns(start, end) for start, end in marks]
@@ -226,13 +230,10 @@ def time_sync(session: Session) -> ModeResult:
     clock, call, flush, loops = session.clock, session.call, session.flush, session.loops
 
     def sample() -> list[float]:
-        if flush is not None:
-            flush.run()
-        clock.synchronize()
+        clock.wait(flush.run() if flush is not None else None)
         start = clock.mark()
         for _ in range(loops):
-            call()
-            clock.synchronize()
+            clock.wait(call())
         end = clock.mark()
         clock.synchronize()
         return [clock.elapsed_ns(start, end) / loops]
@@ -325,8 +326,7 @@ def warm_up_gpu(call: Callable[[], object], clock: GpuClock,
         clock.synchronize()
         times.append(clock.elapsed_ns(start, end))
     while time.monotonic() - began < settings.warmup_time_s:
-        call()
-        clock.synchronize()
+        clock.wait(call())
     return times, max(min(times), 1.0)
 
 
@@ -359,7 +359,7 @@ def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
                 results.append(cold)
     primary = next(r for r in results if (r.requested or r.mode) == modes_of(mode)[0])
     last = session.call()
-    session.clock.synchronize()
+    session.clock.wait(last)
     measurement = Measurement(samples_ns=primary.samples_ns,
                               inner_loops=primary.calls_per_sample, warmup_ns=tuple(warmup_ns),
                               timer_overhead_ns=mark_overhead_ns(session.clock),

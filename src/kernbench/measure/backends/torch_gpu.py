@@ -39,6 +39,9 @@ class TorchCudaClock:
     def mark_after(self, result: object) -> object:
         return self.mark()  # the stream is in order: the event follows the call's kernels
 
+    def wait(self, result: object) -> None:
+        self._torch.cuda.synchronize()  # the result is never walked: its kernels were queued
+
     def synchronize(self) -> None:
         self._torch.cuda.synchronize()
 
