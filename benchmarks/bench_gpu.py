@@ -72,8 +72,8 @@ def kernbench_us(torch: Any, call: Callable[[], object], iters: int) -> dict[str
     run = measure_gpu(call, TorchCudaClock(torch), l2_flush(torch), settings, "all")
     found: dict[str, Any] = {}
     for result in run.outcome.modes:
-        if result.requested is not None:  # fell back: its figure is another mode's
-            found[f"{result.requested}_reason"] = result.reason
+        if result.requested is not None or not result.samples_ns:  # fell back, or no figure
+            found[f"{result.requested or result.mode}_reason"] = result.reason
             continue
         found[result.mode] = statistics.median(result.samples_ns) / 1e3
     return found

@@ -51,6 +51,14 @@ def test_launch_overhead_is_null_with_a_reason_when_the_kernel_mode_fell_back() 
         "the kernel mode was not measured: torch.profiler failed"
 
 
+def test_launch_overhead_is_null_with_a_reason_when_the_kernel_mode_has_no_figure() -> None:
+    summary = gpu_timing_summary(raw_all(kernel=raw_mode("kernel", [], reason="no CUPTI")))
+    assert summary["modes"]["kernel"]["median_us"] is None
+    assert summary["modes"]["kernel"]["n"] == 0
+    assert summary["launch_overhead_us"] is None
+    assert summary["launch_overhead_reason"] == "the kernel mode has no figure: no CUPTI"
+
+
 def test_one_mode_has_no_launch_overhead_key() -> None:
     summary = gpu_timing_summary({"requested": "hot", "primary": "hot",
                                   "modes": {"hot": raw_mode("hot", [5.0])}})

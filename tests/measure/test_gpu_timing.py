@@ -93,6 +93,16 @@ def test_a_failed_capture_falls_back_to_hot_and_says_why() -> None:
     assert raw["primary"] == "graph"
 
 
+def test_in_all_a_mode_that_cannot_be_measured_is_null_with_the_reason() -> None:
+    raw = gpu_timing_raw(time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS), profiler=False),
+                                  "all", (), 0.0), "all")
+    kernel = raw["modes"]["kernel"]
+    assert kernel["samples_us"] == [] and kernel["requested_mode"] is None
+    assert kernel["reason"].startswith("torch.profiler failed: AttributeError")
+    assert kernel["reason"].endswith("; no figure")
+    assert raw["modes"]["cold"]["samples_us"] == [3.0] * SETTINGS.iterations
+
+
 def test_kernel_mode_without_a_profiler_falls_back_to_cold() -> None:
     raw = gpu_timing_raw(time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS), profiler=False),
                                   "kernel", (), 0.0), "kernel")

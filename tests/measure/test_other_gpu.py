@@ -24,10 +24,11 @@ def test_cupy_gives_the_same_figures_as_pytorch() -> None:
     raw = gpu_timing_raw(time_gpu(run, "all", (), 0.0), "all")
     assert figures(raw) == {"cold": ("cold", {3.0}), "hot": ("hot", {5.0}),
                             "graph": ("graph", {3.0}), "graph_cold": ("graph_cold", {3.0}),
-                            "kernel": ("cold", {3.0}), "sync": ("sync", {16.0})}
+                            "kernel": ("kernel", set()), "sync": ("sync", {16.0})}
     modes = raw["modes"]
     assert isinstance(modes, dict)
     assert modes["kernel"]["reason"].startswith("CuPy has no per-call device-time profiler")
+    assert modes["kernel"]["reason"].endswith("; no figure")  # cold is measured on its own
 
 
 def test_jax_hot_is_n_dispatches_then_one_block_until_ready() -> None:
@@ -47,8 +48,19 @@ def test_jax_hot_is_n_dispatches_then_one_block_until_ready() -> None:
     # cold and sync wait for each call on the host: dispatch + kernel + wait.
     assert found["cold"] == ("cold", {16.0})
     assert found["sync"] == ("sync", {16.0})
-    assert found["graph"] == ("hot", {5.11})  # no CUDA-graph capture in JAX: said, and hot
-    assert found["kernel"] == ("cold", {16.0})
+    # No CUDA-graph capture and no per-call device time in JAX: null, with the reason.
+    assert found["graph"] == ("graph", set())
+    assert found["graph_cold"] == ("graph_cold", set())
+    assert found["kernel"] == ("kernel", set())
     modes = raw["modes"]
     assert isinstance(modes, dict)
     assert modes["graph"]["reason"].startswith("graph capture failed: JAX has no CUDA-graph")
+
+
+def test_jax_graph_alone_falls_back_to_hot_and_says_so() -> None:
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    clock = JaxClock(lambda array: array.block_until_ready(),  # type: ignore[attr-defined]
+                     now=lambda: int(device.host_ns))
+    run = Session(jax_kernel(device, KERNEL_NS), clock, None, 3, 100)
+    raw = gpu_timing_raw(time_gpu(run, "graph", (), 0.0), "graph")
+    assert figures(raw) == {"graph": ("hot", {5.11})}

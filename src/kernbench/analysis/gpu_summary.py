@@ -45,8 +45,10 @@ def launch_overhead(modes: Mapping[str, Mapping[str, Any]]) -> tuple[float | Non
         return None, "needs both the sync and the kernel mode (--gpu-timing all)"
     if kernel.get("requested_mode") is not None:
         return None, f"the kernel mode was not measured: {kernel.get('reason')}"
-    if sync.get("median_us") is None or kernel.get("median_us") is None:
-        return None, "a mode has no samples"
+    if kernel.get("median_us") is None:
+        return None, f"the kernel mode has no figure: {kernel.get('reason')}"
+    if sync.get("median_us") is None:
+        return None, f"the sync mode has no figure: {sync.get('reason')}"
     return float(sync["median_us"]) - float(kernel["median_us"]), None
 
 

@@ -56,7 +56,7 @@ def measure_gpu(call: Callable[[], object], clock: GpuClock, flush: Flush | None
                       guard or KeepEveryBlock())
     outcome = time_gpu(session, mode, warmup_ns, time.monotonic() - began)
     for result in outcome.modes:
-        if not result.samples_ns:
+        if not result.samples_ns and result.discarded:
             raise AllBlocksDiscarded(
                 f"{result.mode} mode: every one of {len(result.discarded)} blocks was discarded "
                 f"({'; '.join(sorted(set(result.discarded)))})")

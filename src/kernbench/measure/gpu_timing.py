@@ -155,6 +155,9 @@ class Session:
     loops: int
     """Calls per hot/graph/sync sample and per cold block."""
     guard: BlockGuard = field(default_factory=KeepEveryBlock)
+    fall_back: bool = True
+    """A mode that cannot be measured is measured in its fallback mode (the record's samples
+    need a figure); False where every mode is measured anyway (``all``): it is then null."""
 
     def guarded(self, take: Callable[[], list[float]]) -> tuple[list[list[float]], list[str]]:
         """`samples` blocks that the guard kept, and why the others were discarded."""
@@ -251,7 +254,7 @@ def time_graph(session: Session) -> ModeResult:
     try:
         replay = session.clock.capture(_repeat(session.call, loops))
     except CaptureFailed as exc:
-        return _fell_back(time_hot(session), "graph", f"graph capture failed: {exc}")
+        return _fell_back(session, time_hot, "graph", f"graph capture failed: {exc}")
     blocks, discarded = session.guarded(lambda: [_paired(session, replay, loops)])
     return _result(session, "graph", blocks, discarded, loops, "none")
 
@@ -270,7 +273,7 @@ def time_graph_cold(session: Session) -> ModeResult | None:
         with_calls = session.clock.capture(_repeat(flushed_call, loops))
         flushes_only = session.clock.capture(_repeat(flush.run, loops))
     except CaptureFailed as exc:
-        return _fell_back(time_cold(session), "graph_cold", f"graph capture failed: {exc}")
+        return _fell_back(session, time_cold, "graph_cold", f"graph capture failed: {exc}")
 
     def sample() -> list[float]:
         return [_paired(session, with_calls, loops) - _paired(session, flushes_only, loops)]
@@ -287,11 +290,17 @@ def time_kernel(session: Session) -> ModeResult:
     try:
         blocks, discarded = session.guarded(block)
     except ProfilerUnavailable as exc:
-        return _fell_back(time_cold(session), "kernel", str(exc))
+        return _fell_back(session, time_cold, "kernel", str(exc))
     return _result(session, "kernel", blocks, discarded, count, "call", cold_blocks=True)
 
 
-def _fell_back(measured: ModeResult, requested: str, reason: str) -> ModeResult:
+def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requested: str,
+               reason: str) -> ModeResult:
+    """The fallback mode's figures, saying so; or no figure (null) and the reason where the
+    fallback mode is measured on its own anyway."""
+    if not session.fall_back:
+        return ModeResult(requested, (), (), 0, "none", reason=f"{reason}; no figure")
+    measured = fallback(session)
     return ModeResult(measured.mode, measured.figures_ns, measured.samples_ns,
                       measured.calls_per_sample, measured.flush_per, requested,
                       f"{reason}; measured in {measured.mode} mode instead",
@@ -351,6 +360,7 @@ def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
              warmup_s: float) -> GpuOutcome:
     """Measure `mode` (or all of them) and keep one last, waited-for result for the checks."""
     results: list[ModeResult] = []
+    session.fall_back = mode != "all"
     for name in modes_of(mode):
         results.append(RUNNERS[name](session))
         if name == "graph":
