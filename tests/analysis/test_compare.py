@@ -423,6 +423,7 @@ def test_a_fallback_counts_as_the_mode_it_measured() -> None:
     hot = replace(result(backend="cuda", sample_data=data), gpu_timing=gpu_mode("hot"))
     graph_fell_back = replace(result(backend="cuda", sample_data=data),
                               gpu_timing=gpu_mode("hot", requested="graph"))
-    assert only(compare_results([hot], [graph_fell_back])).verdict == "unchanged"
+    case = only(compare_results([hot], [graph_fell_back]))
+    assert case.verdict == "unchanged" and case.gpu_mode == "hot"
     same = replace(hot, gpu_timing=gpu_mode("hot"))
     assert only(compare_results([hot], [same])).verdict == "unchanged"

@@ -79,3 +79,23 @@ def test_html_shows_the_mode_beside_the_figure_and_in_the_case_card() -> None:
     assert ", cold mode</td>" in page
     assert ("cold 3 µs; hot 5 µs; graph 3 µs; kernel 3 µs; sync 16 µs; launch overhead 13 µs"
             in page)
+
+
+def test_regressions_md_shows_the_mode_beside_both_medians() -> None:
+    import dataclasses
+
+    from kernbench.analysis.compare import compare_results
+    from kernbench.reporting.regressions import comparison_document, render_regressions
+
+    raw = {"requested": "cold", "primary": "cold", "modes": {"cold": raw_mode("cold", 3.0)}}
+    base = CaseResult(kernel_name="vadd", kernel_path="kernels/vadd.py", framework="triton",
+                      backend="cuda", precision="fp32", problem_size=1024, status="ok",
+                      samples_ms=(0.003, 0.0031, 0.0029) * 3,
+                      process_sample_counts=(3, 3, 3), gpu_timing=raw)
+    cand = dataclasses.replace(base, samples_ms=(0.003, 0.0031, 0.003) * 3)
+    cases = compare_results([base], [cand])
+    assert [c.gpu_mode for c in cases] == ["cold"]
+    document = comparison_document(cases, {"source": "a"}, {"source": "b"},
+                                   {"threshold": 0.1, "alpha": 0.05})
+    line = next(x for x in render_regressions(document).splitlines() if "vadd" in x)
+    assert line.count(" (cold) |") == 2

@@ -77,6 +77,8 @@ class CaseComparison:
     """The implementation, for a kernel with several (part of the case id)."""
     claimed: str | None = None
     """What the statistics alone said, when the machine made the verdict inconclusive."""
+    gpu_mode: str | None = None
+    """The GPU timing mode both sides' figures were taken in (None: a CPU case)."""
 
     @property
     def label(self) -> str:
@@ -200,7 +202,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
             accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
-            point=cand.point, implementation=cand.implementation))
+            point=cand.point, implementation=cand.implementation,
+            gpu_mode=timing_mode(cand.gpu_timing)))
     return sorted(decided, key=lambda c: c.key)
 
 
