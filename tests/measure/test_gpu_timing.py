@@ -62,7 +62,8 @@ def test_cold_synchronises_once_per_block_never_per_call() -> None:
     assert outcome.primary.calls_per_sample == COLD_BLOCK_CALLS
     # One per block; then one for the last result and one reading the marks' own overhead.
     assert device.log.count("sync") == SETTINGS.iterations + 2
-    assert device.log.count("flush") == SETTINGS.iterations * COLD_BLOCK_CALLS
+    assert device.log.count("flush") == SETTINGS.iterations * COLD_BLOCK_CALLS + 11  # + probes
+    assert outcome.measurement.timer_overhead_ns == 0.0  # an event pair costs nothing queued
     assert outcome.primary.flush_per == "call"
     assert outcome.flush_bytes == 2 * device.l2_bytes
 
@@ -142,3 +143,32 @@ def test_the_last_result_is_waited_for() -> None:
     device = FakeDevice(LAUNCH_NS, SYNC_NS)
     time_gpu(session(device), "hot", (), 0.0)
     assert device.log[-1] == "sync" and device.host_ns >= device.free_ns
+
+
+def torch_has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch_has_cuda(), reason="needs a CUDA device")
+def test_real_cuda_modes_keep_their_order() -> None:
+    """On a real GPU, a 1,024-element add: the host sync per call shows in `sync`, and the
+    device time in `cold` and `graph` is below the launch-bound `hot` rate."""
+    import statistics
+
+    import torch
+
+    from kernbench.measure.gpu_session import measure_gpu
+
+    x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    run = measure_gpu(lambda: torch.add(x, y), TorchCudaClock(torch), l2_flush(torch),
+                      ProtocolSettings(warmup=3, iterations=5, warmup_time_s=0.05), "all")
+    medians = {r.mode: statistics.median(r.samples_ns) for r in run.outcome.modes
+               if r.samples_ns and r.requested is None}
+    assert medians["sync"] > medians["hot"] > 0
+    assert medians["cold"] < medians["sync"]
+    assert medians["graph"] < medians["sync"]
