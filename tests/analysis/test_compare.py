@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -396,3 +397,33 @@ def test_two_machines_or_a_changed_one_make_the_whole_comparison_doubtful() -> N
     assert len(two) == 1 and "different machines (a vs b)" in two[0]
     changed = comparison_warnings({"fingerprint": "a"}, {"fingerprint": "a"}, "2x slower")
     assert len(changed) == 1 and changed[0].startswith("the machine changed: 2x slower;")
+
+
+def gpu_mode(mode: str, requested: str | None = None) -> dict[str, Any]:
+    return {"requested": requested or mode, "primary": requested or mode, "modes": {
+        requested or mode: {"mode": mode, "requested_mode": requested, "samples_us": [1.0]}}}
+
+
+def test_figures_of_different_gpu_modes_are_never_compared() -> None:
+    rng = np.random.default_rng(5)
+    base = replace(result(backend="cuda", sample_data=samples(rng, 0.016)),
+                   gpu_timing=gpu_mode("sync"))
+    cand = replace(result(backend="cuda", sample_data=samples(rng, 0.003)),
+                   gpu_timing=gpu_mode("cold"))
+    case = only(compare_results([base], [cand]))
+    assert case.verdict == "inconclusive"
+    assert case.note == ("not compared: timed in different GPU modes (baseline sync, candidate "
+                         "cold); run both with the same --gpu-timing")
+    assert case.ratio is None and not regressions_found([case])
+
+
+def test_a_fallback_counts_as_the_mode_it_measured() -> None:
+    rng = np.random.default_rng(6)
+    data = samples(rng, 0.005)
+    hot = replace(result(backend="cuda", sample_data=data), gpu_timing=gpu_mode("hot"))
+    graph_fell_back = replace(result(backend="cuda", sample_data=data),
+                              gpu_timing=gpu_mode("hot", requested="graph"))
+    case = only(compare_results([hot], [graph_fell_back]))
+    assert case.verdict == "unchanged" and case.gpu_mode == "hot"
+    same = replace(hot, gpu_timing=gpu_mode("hot"))
+    assert only(compare_results([hot], [same])).verdict == "unchanged"

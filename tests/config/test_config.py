@@ -88,8 +88,10 @@ def test_all_optional_keys(tmp_path: Path) -> None:
         framework: jax
         description: "A demo kernel"
         timeout_s: 12.5
+        gpu_timing: graph
         problem_size: 1024
         """)
+    assert config.gpu_timing == "graph"
     assert config.function_name == "compute"
     assert config.framework == "jax"
     assert config.description == "A demo kernel"
@@ -217,6 +219,7 @@ def test_unknown_nested_key_names_its_path(tmp_path: Path) -> None:
     ("framework: keras\n", "framework", "pytorch"),
     ("timeout_s: 0\n", "timeout_s", "expected"),
     ("timeout_s: fast\n", "timeout_s", "a number"),
+    ("gpu_timing: warm\n", "gpu_timing", "one of cold, hot, graph, kernel, sync, all"),
     ("description: [a]\n", "description", "a string"),
     ("problem_size: {grid-size: 4}\n", "problem_size", "identifier"),
     ("problem_size: {precision: fp32}\n", "problem_size.precision", "harness"),

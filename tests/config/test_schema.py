@@ -191,3 +191,30 @@ def test_older_versions_are_migrated_step_by_step(monkeypatch: pytest.MonkeyPatc
     result = migrate({"schema_version": 1, "a": 42}, "old.json")
     assert result == {"schema_version": 3, "c": 42}
     assert seen == [1, 2]
+
+
+def test_schema_1_gpu_records_say_they_were_timed_with_a_sync_per_call() -> None:
+    """Version 1 timed GPU cases with a host synchronise after every call; migrated records
+    say so (mode "sync"), so no comparison puts them beside another mode's figures."""
+    gpu = {"kernel_name": "k", "backend": "cuda", "precision": "fp32", "status": "ok",
+           "l2_flush": True, "timing": {"samples_ms": [0.016, 0.017], "inner_loops": 100}}
+    cpu = {"kernel_name": "k", "backend": "cpu", "precision": "fp32", "status": "ok",
+           "timing": {"samples_ms": [1.0]}}
+    compact = {"kernel_name": "k", "backend": "rocm", "precision": "fp32", "status": "ok",
+               "samples_ms": [0.5]}
+    skipped = {"kernel_name": "k", "backend": "cuda", "precision": "fp32", "status": "skipped",
+               "timing": {"samples_ms": []}}
+    document = migrate({"schema_version": 1, "results": [gpu, cpu, compact, skipped]},
+                       "old.json")
+    assert document["schema_version"] == SCHEMA_VERSION
+    migrated_gpu, migrated_cpu, migrated_compact, migrated_skipped = document["results"]
+    assert migrated_skipped["timing"] == {"samples_ms": []}  # nothing was timed
+    assert migrated_cpu["timing"] == {"samples_ms": [1.0]}
+    assert migrated_gpu["timing"]["mode"] == "sync"
+    sync = migrated_gpu["timing"]["gpu_timing"]["modes"]["sync"]
+    assert migrated_gpu["timing"]["gpu_timing"]["primary"] == "sync"
+    assert sync["samples_us"] == pytest.approx([16.0, 17.0])
+    assert sync["calls_per_sample"] == 100
+    assert sync["flush"] == {"bytes": None, "per": "sample"}
+    assert sync["reason"] == schema.SCHEMA_1_GPU_REASON
+    assert migrated_compact["gpu_timing"]["modes"]["sync"]["samples_us"] == [500.0]

@@ -33,6 +33,7 @@ warmup_time_s: 0.5
 isolation: spawn
 seed: 7
 timeout_s: 120
+gpu_timing: all
 processes: 5
 backends: [cpu]
 precisions: [fp32, bf16]
@@ -102,6 +103,7 @@ def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     assert settings.trace_python is True
     assert settings.profile == "cprofile" and settings.profile_iters == 7
     assert settings.compile_mode == "max-autotune"
+    assert settings.gpu_timing == "all"
     ((pattern, points),) = settings.sweeps
     assert pattern == "gem*" and [p.label for p in points] == ["m=16,k=16,n=16", "m=32,k=32,n=32"]
     # Options that are not RunSettings: the namespace cmd_run reads.
@@ -214,6 +216,13 @@ def test_bad_precision_backend_and_format(tmp_path: Path) -> None:
     assert "key 'backends[0]'" in config_error(tmp_path, "backends: [cdua]\n")
     assert "did you mean 'cuda'?" in config_error(tmp_path, "backends: [cdua]\n")
     assert "key 'formats[1]'" in config_error(tmp_path, "formats: [json, pdf]\n")
+
+
+def test_a_bad_gpu_timing_mode_names_the_file_the_key_and_the_modes(tmp_path: Path) -> None:
+    message = config_error(tmp_path, "gpu_timing: warm\n")
+    assert "suite.yml: key 'gpu_timing': expected one of cold, hot, graph, kernel, sync, all" \
+        in message
+    assert "(got 'warm')" in message
 
 
 def test_not_a_mapping_and_empty_file(tmp_path: Path) -> None:

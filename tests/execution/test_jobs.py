@@ -128,7 +128,8 @@ def _job_data(tmp_path: Path, **changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("version", [JOB_VERSION + 1, 0, None, "1"])
 def test_a_job_of_another_version_is_refused(tmp_path: Path, version: object) -> None:
     path = _write(tmp_path / "job.json", _job_data(tmp_path, version=version))
-    with pytest.raises(KernbenchError, match=r"job\.json: field 'version': expected 1") as err:
+    expected = rf"job\.json: field 'version': expected {JOB_VERSION}"
+    with pytest.raises(KernbenchError, match=expected) as err:
         load_job(path)
     assert str(path) in str(err.value)
     assert "different versions of kernbench" in str(err.value)
@@ -136,7 +137,8 @@ def test_a_job_of_another_version_is_refused(tmp_path: Path, version: object) ->
 
 def test_a_reply_of_another_version_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path / "reply.json", {**to_data(full_reply()), "version": 99})
-    with pytest.raises(KernbenchError, match=r"reply\.json: field 'version': expected 1, got 99"):
+    expected = rf"reply\.json: field 'version': expected {REPLY_VERSION}, got 99"
+    with pytest.raises(KernbenchError, match=expected):
         load_reply(path)
 
 

@@ -273,3 +273,13 @@ def test_failed_payload_keeps_reason_and_traceback() -> None:
     assert record.reason == "ValueError: nope"
     assert record.worker["traceback"].startswith("Traceback")
     assert record.worker["exit_code"] == 0
+
+
+@pytest.mark.parametrize(("flag", "declared", "mode"), [
+    (None, None, "cold"), (None, "graph", "graph"), ("all", "graph", "all"), ("hot", None, "hot")])
+def test_gpu_timing_is_the_flag_else_the_bench_yaml_else_cold(
+        tmp_path: Path, flag: str | None, declared: str | None, mode: str) -> None:
+    kernel = spec(framework="pytorch", config=config(gpu_timing=declared) if declared else None)
+    runner = BenchmarkRunner(RunSettings(root=tmp_path, gpu_timing=flag))
+    job = runner._job(Case(kernel=kernel, backend="cuda", precision="fp32"))
+    assert job.gpu_timing == mode

@@ -280,6 +280,19 @@ def test_cuda_backend_for_a_torch_kernel_skips_without_a_gpu(tmp_path: Path) -> 
         reason="CUDA not available (torch.cuda.is_available() is False)")
 
 
+def test_a_triton_kernel_goes_to_the_torch_cuda_backend(tmp_path: Path) -> None:
+    """A file importing `triton` is discovered as framework "triton"; its case is checked by
+    PyTorch's CUDA backend (not the CPU-only one, which would say it never runs on CUDA)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return 1\n",
+                        framework="triton", backend="cuda")
+    assert result == WorkerReply(
+        status="skipped", backend_unavailable=True,
+        reason="CUDA not available (torch.cuda.is_available() is False)")
+
+
 @pytest.mark.parametrize(("raised", "reason"), [
     ("SkipCase('matrix too small for this kernel')",
      "SkipCase: matrix too small for this kernel"),
@@ -638,3 +651,87 @@ def test_a_framework_without_a_kernel_for_the_dtype_skips_the_case() -> None:
     assert _unsupported_precision(error, "bf16") is None
     assert _unsupported_precision(RuntimeError("shape mismatch"), "fp16") is None
     assert _unsupported_precision(KeyError("not implemented for half"), "fp16") is None
+
+
+# --- GPU cases on the stream simulator (tests/support/fake_cuda.py) --------------------------
+
+
+GPU_KERNEL = """\
+import torch
+
+def setup():
+    return {"scratch": torch.empty(2**20, dtype=torch.uint8, device="cuda")}
+
+def run_benchmark(scratch):
+    return torch.kernel()
+"""
+
+
+@pytest.fixture
+def simulated_gpu(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`torch` is the simulator (kernel 3 us, launch 5 us, sync 8 us) and NVML is absent."""
+    from kernbench.measure.backends.torch_backend import TorchBackend
+    from kernbench.measure.metrics import energy, gpu_state
+    from support.fake_cuda import FakeDevice, fake_torch
+
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    torch = fake_torch(device)
+    torch.kernel = device.kernel(3_000.0)
+    torch.manual_seed = lambda seed: None
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(TorchBackend, "_torch", lambda self: torch)
+
+    def no_nvml(name: str) -> Any:
+        raise ImportError(f"no {name} here")
+    monkeypatch.setattr(energy, "import_optional", no_nvml)
+    monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: no_nvml("pynvml"))
+    return device
+
+
+@pytest.mark.parametrize(("mode", "figure_ns"), [
+    ("cold", 3_000.0), ("hot", 5_000.0), ("graph", 3_000.0), ("kernel", 3_000.0),
+    ("sync", 16_000.0)])
+def test_a_gpu_case_is_timed_in_the_requested_mode(tmp_path: Path, simulated_gpu: Any,
+                                                   mode: str, figure_ns: float) -> None:
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing=mode)
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    assert reply.samples_ns is not None and set(reply.samples_ns) == {figure_ns}
+    assert reply.gpu_timing is not None
+    assert reply.gpu_timing["primary"] == mode
+    assert reply.gpu_timing["modes"][mode]["mode"] == mode
+    assert reply.timer == "cuda_event"
+    assert reply.l2_flush is True
+    # The flush buffer was allocated before the peak was reset and is not the kernel's:
+    # the 1 MiB its setup allocated is.
+    assert reply.memory is not None and reply.memory["allocated_mb"] == 1.0
+    assert reply.energy is not None and reply.energy["energy_j"] is None
+    assert reply.energy["reason"].startswith("NVML not available")
+
+
+def test_all_modes_in_one_gpu_case(tmp_path: Path, simulated_gpu: Any) -> None:
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="all")
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    assert reply.gpu_timing is not None
+    modes = reply.gpu_timing["modes"]
+    assert {name: set(m["samples_us"]) for name, m in modes.items()} == {
+        "cold": {3.0}, "hot": {5.0}, "graph": {3.0}, "graph_cold": {3.0}, "kernel": {3.0},
+        "sync": {16.0}}
+    assert reply.gpu_timing["primary"] == "cold"
+
+
+def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: Any) -> None:
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold", flush_l2=False)
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    assert "flush" not in simulated_gpu.log
+    assert reply.l2_flush is False
+    assert reply.gpu_timing is not None
+    assert reply.gpu_timing["modes"]["cold"]["flush"] == {"bytes": None, "per": "none"}

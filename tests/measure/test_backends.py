@@ -26,8 +26,11 @@ from kernbench.measure.backends.cupy_backend import CupyBackend, CupyEventTimer,
 from kernbench.measure.backends.jax_backend import JaxBackend
 from kernbench.measure.backends.numpy_backend import NumpyBackend
 from kernbench.measure.backends.torch_backend import CudaEventTimer, TorchBackend, TorchDeviceSync
+from kernbench.measure.backends.torch_gpu import TorchCudaClock
 from kernbench.measure.protocol import PerfCounterTimer, SyncFromResult, timer_overhead_ns
 from kernbench.results.vocabulary import BACKEND_NAMES
+from support.fake_cuda import FakeDevice
+from support.fake_cuda import fake_torch as simulated_torch
 
 
 def torch_has_cuda() -> bool:
@@ -68,59 +71,11 @@ class Blocking:
         return self
 
 
-class FakeEvent:
-    def __init__(self, cuda: FakeCuda, enable_timing: bool) -> None:
-        self.cuda = cuda
-        self.enable_timing = enable_timing
-        self.recorded = False
-        self.synchronized = False
-
-    def record(self) -> None:
-        self.recorded = True
-        self.cuda.log.append("record")
-
-    def synchronize(self) -> None:
-        self.synchronized = True
-        self.cuda.log.append("event_sync")
-
-    def elapsed_time(self, end: FakeEvent) -> float:
-        assert self.enable_timing and end.enable_timing, "events must be created for timing"
-        assert self.recorded and end.recorded, "both events must be recorded"
-        assert end.synchronized, "the end event must be waited for before reading the time"
-        self.cuda.log.append("elapsed")
-        return self.cuda.elapsed_ms
-
-
-class FakeCuda:
-    """The part of ``torch.cuda`` the backend uses."""
-
-    def __init__(self, elapsed_ms: float = 1.25, available: bool = True) -> None:
-        self.elapsed_ms = elapsed_ms
-        self.available = available
-        self.log: list[str] = []
-
-    def Event(self, enable_timing: bool = False) -> FakeEvent:  # torch's spelling
-        return FakeEvent(self, enable_timing)
-
-    def synchronize(self) -> None:
-        self.log.append("device_sync")
-
-    def is_available(self) -> bool:
-        return self.available
-
-    def current_device(self) -> int:
-        return 0
-
-    def get_device_properties(self, index: int) -> SimpleNamespace:
-        assert index == 0
-        return SimpleNamespace(name="Fake GPU 9000", total_memory=80 * 2**30)
-
-
-def fake_torch(hip: str | None = None, available: bool = True,
-               elapsed_ms: float = 1.25) -> SimpleNamespace:
-    return SimpleNamespace(cuda=FakeCuda(elapsed_ms, available), __version__="9.9.9",
-                           version=SimpleNamespace(hip=hip, cuda=None if hip else "12.4"),
-                           get_num_threads=lambda: 8)
+def fake_torch(hip: str | None = None, available: bool = True) -> SimpleNamespace:
+    """The stream simulator (launch 5 us, sync 8 us) as ``torch``."""
+    torch = simulated_torch(FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0), hip=hip)
+    torch.cuda.is_available = lambda: available
+    return torch
 
 
 def with_torch(monkeypatch: pytest.MonkeyPatch, torch: SimpleNamespace) -> TorchBackend:
@@ -175,12 +130,30 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch, available: bool = True, is_hip: b
 @pytest.mark.parametrize(("framework", "kind"), [
     ("pytorch", TorchBackend), ("jax", JaxBackend), ("cupy", CupyBackend),
     ("numpy", NumpyBackend), ("python", CpuOnlyBackend), ("numba", CpuOnlyBackend),
+    ("triton", TorchBackend),
 ])
 def test_backend_for(framework: str, kind: type) -> None:
     backend = backend_for(framework)
     assert type(backend) is kind
     if issubclass(kind, CpuOnlyBackend):
         assert backend.framework == framework
+
+
+def test_a_file_importing_triton_is_timed_by_the_torch_backend() -> None:
+    """Discovery names a Triton kernel's framework "triton" (GPU only); the backend that runs
+    it is PyTorch's, so its CUDA cases are timed with CUDA events, graphs and the profiler."""
+    import ast
+
+    from kernbench.discovery.source import find_function, spec_from_tree
+
+    tree = ast.parse("import torch\nimport triton\n\ndef run_benchmark(problem_size=8):\n"
+                     "    return problem_size\n")
+    definition = find_function(tree, "run_benchmark")
+    assert definition is not None
+    spec = spec_from_tree("k.py", tree, "run_benchmark", definition)
+    assert spec.framework == "triton"
+    assert spec.backends == ("cuda",)
+    assert isinstance(backend_for(spec.framework), TorchBackend)
 
 
 def test_device_kinds_and_labels() -> None:
@@ -246,16 +219,30 @@ def test_torch_no_device_fake(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_torch_devices_timers_and_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
-    torch = fake_torch()
-    backend = with_torch(monkeypatch, torch)
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    backend = with_torch(monkeypatch, simulated_torch(device))
     assert [backend.device(k) for k in BACKEND_NAMES] == ["cpu", "cuda", "cuda"]
     assert isinstance(backend.timer("cpu"), PerfCounterTimer)
     assert isinstance(backend.synchronizer("cpu"), SyncFromResult)
+    assert backend.gpu_clock("cpu") is None and backend.l2_flush("cpu") is None
     for kind in ("cuda", "rocm"):
         assert isinstance(backend.timer(kind), CudaEventTimer)
         assert isinstance(backend.synchronizer(kind), TorchDeviceSync)
+        assert isinstance(backend.gpu_clock(kind), TorchCudaClock)
     backend.synchronizer("cuda").synchronize(None)
-    assert torch.cuda.log == ["device_sync"]  # the sync is wired to the given torch module
+    assert device.log == ["sync"]  # the sync is wired to the given torch module
+
+
+def test_torch_flush_buffer_is_twice_the_l2_and_the_bus_id_is_nvmls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = with_torch(monkeypatch, fake_torch())
+    flush = backend.l2_flush("cuda")
+    assert flush is not None and flush.bytes == 2 * 50 * 2**20
+    assert backend.pci_bus_id("cuda") == "00000000:41:00.0"
+    assert backend.device_memory("cuda", flush.bytes) == {
+        "peak_mb": 0.0, "allocated_mb": 0.0,
+        "source": "torch.cuda.max_memory_reserved / max_memory_allocated during the case, "
+                  f"less the {flush.bytes} B L2 flush buffer"}
 
 
 def test_torch_describe_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,7 +250,7 @@ def test_torch_describe_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert backend.describe("cuda") == {
         "framework": "pytorch", "device": "cuda", "torch_version": "9.9.9", "num_threads": 8,
         "device_name": "Fake GPU 9000", "total_memory_mb": 80 * 1024.0,
-        "l2_cache_mb": 0.0, "multiprocessors": None,
+        "l2_cache_mb": 50.0, "multiprocessors": 132,
         "cuda_version": "12.4", "hip_version": None}
 
 
@@ -274,28 +261,27 @@ def test_torch_describe_cpu() -> None:
                     "num_threads": torch.get_num_threads()}
 
 
-def test_cuda_event_timer_converts_ms_to_ns() -> None:
-    torch = fake_torch(elapsed_ms=1.25)
-    timer = CudaEventTimer(torch)
+def test_cuda_event_timer_times_the_queued_work_in_ns() -> None:
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    timer = CudaEventTimer(simulated_torch(device))
     assert timer.name == "cuda_event"
     token = timer.start()
-    assert isinstance(token, FakeEvent)
-    assert token.enable_timing and token.recorded
-    assert torch.cuda.log == ["record"]
-    assert timer.stop(token) == 1.25e6
-    assert torch.cuda.log == ["record", "record", "event_sync", "elapsed"]
+    device.kernel(1_250_000.0)()  # 1.25 ms of device work, queued after a 5 us launch
+    assert timer.stop(token) == 1_255_000.0
+    assert device.log == ["kernel"]  # the stop event is waited for, not the whole device
 
 
 def test_cuda_event_timer_overhead_through_the_protocol() -> None:
-    timer = CudaEventTimer(fake_torch(elapsed_ms=0.002))
-    assert timer_overhead_ns(timer, probes=11) == pytest.approx(2000.0)
+    timer = CudaEventTimer(simulated_torch(FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)))
+    assert timer_overhead_ns(timer, probes=11) == 0.0  # two events with nothing between
 
 
 def test_torch_device_sync_waits_for_the_device_and_never_walks_the_result() -> None:
-    torch = fake_torch()
-    log = torch.cuda.log
-    TorchDeviceSync(torch).synchronize((Blocking("a", log), {"b": Blocking("b", log)}))
-    assert log == ["device_sync"]
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    log: list[str] = []
+    TorchDeviceSync(simulated_torch(device)).synchronize(
+        (Blocking("a", log), {"b": Blocking("b", log)}))
+    assert device.log == ["sync"] and log == []
 
 
 # --- JAX ------------------------------------------------------------------------------------
@@ -446,12 +432,12 @@ def test_the_result_probe_looks_at_a_bounded_number_of_leaves() -> None:
 
 
 def test_a_cuda_tensor_leaf_gets_a_device_synchronise(monkeypatch: pytest.MonkeyPatch) -> None:
-    torch = fake_torch()
-    monkeypatch.setitem(sys.modules, "torch", torch)
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    monkeypatch.setitem(sys.modules, "torch", simulated_torch(device))
     sync = sync_for_result([SimpleNamespace(is_cuda=True)])
     assert isinstance(sync, TorchDeviceSync)
     sync.synchronize(None)
-    assert torch.cuda.log == ["device_sync"]
+    assert device.log == ["sync"]
     assert sync_for_result([SimpleNamespace(is_cuda=False)]) is None
 
 

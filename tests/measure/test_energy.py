@@ -43,6 +43,9 @@ class FakeNVML:
     def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
         return f"handle{index}"
 
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id: str) -> str:
+        return f"bus{bus_id}"
+
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: str) -> int:
         if self._counter is None:
             raise FakeNVMLError("Not Supported")
@@ -73,6 +76,17 @@ def test_nvml_counter_gives_exact_joules() -> None:
     assert region["reason"] is None
     assert region["region_s"] >= 0.01
     assert region["power_w"] == pytest.approx(7.345 / region["region_s"])
+
+
+def test_nvml_reads_the_device_at_the_cases_pci_bus_id() -> None:
+    class Handles(FakeNVML):
+        def nvmlDeviceGetTotalEnergyConsumption(self, handle: str) -> int:
+            assert handle == "bus00000000:41:00.0", handle
+            return super().nvmlDeviceGetTotalEnergyConsumption(handle)
+
+    meter = en.energy_meter_for("cuda", pci_bus_id="00000000:41:00.0",
+                                nvml=Handles(counter_mj=[0, 1_000, 3_000]))
+    assert _measure(meter)["region_energy_j"] == 2.0
 
 
 def test_nvml_counter_that_does_not_advance_is_not_zero_joules() -> None:

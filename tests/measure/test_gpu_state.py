@@ -38,6 +38,11 @@ class FakeNVML:
         self.init_error = init_error
         self.inits = 0
         self.shutdowns = 0
+        self.bus_ids: list[str] = []
+        self.sm_clocks: list[int] = []
+        """SM clocks served in turn (then 1980 MHz, the maximum)."""
+        self.masks: list[int] = []
+        """Throttle reasons served in turn (then `reasons`)."""
 
     def _check(self, name: str) -> None:
         if name in self.failing:
@@ -55,12 +60,19 @@ class FakeNVML:
         self._check("handle")
         return f"h{index}"
 
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id: str) -> str:
+        self._check("handle")
+        self.bus_ids.append(bus_id)
+        return f"bus{bus_id}"
+
     def nvmlDeviceGetName(self, handle: str) -> bytes:
         self._check("name")
         return b"NVIDIA H100 80GB HBM3"
 
     def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:
         self._check("clock")
+        if clock == self.NVML_CLOCK_SM and self.sm_clocks:
+            return self.sm_clocks.pop(0)
         return {self.NVML_CLOCK_SM: 1980, self.NVML_CLOCK_MEM: 2619}[clock]
 
     def nvmlDeviceGetMaxClockInfo(self, handle: str, clock: int) -> int:
@@ -82,7 +94,7 @@ class FakeNVML:
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
         self._check("events")
-        return self.reasons
+        return self.masks.pop(0) if self.masks else self.reasons
 
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: str) -> int:
         self._check("throttle")
@@ -166,3 +178,42 @@ def test_throttle_flags_names_unknown_bits() -> None:
     state = gs.gpu_state(nvml=FakeNVML(reasons=0x1 | 0x4000))
     assert state["throttle_reasons"] == ["GpuIdle", "Unknown(0x4000)"]
     assert state["throttled"] is True
+
+
+# -- the device that ran the case, and the blocks it ran ----------------------------------------
+
+
+def test_the_device_is_found_by_its_pci_bus_id() -> None:
+    fake = FakeNVML()
+    state = gs.gpu_state(nvml=fake, pci_bus_id="00000000:41:00.0")
+    assert fake.bus_ids == ["00000000:41:00.0"]
+    assert state["pci_bus_id"] == "00000000:41:00.0"
+    assert state["source"] == "nvml"
+
+
+def test_a_quiet_block_is_kept() -> None:
+    guard = gs.block_guard("00000000:41:00.0", nvml=FakeNVML())
+    assert guard is not None
+    guard.begin()
+    assert guard.end() is None
+
+
+@pytest.mark.parametrize(("masks", "clocks", "why"), [
+    ([0x4, 0], [], "throttled: SwPowerCap"),  # before the block
+    ([0, 0x40], [], "throttled: HwThermalSlowdown"),  # after it
+    ([0, 0], [1400], "SM clock under 75% of its maximum (1980 MHz)"),  # 1400 < 1485
+    ([0x1, 0x1], [300, 300], None),  # an idle GPU's low clock says nothing of the block
+    ([0x2, 0], [1500], None),  # pinned application clocks are not throttling; 1500 >= 1485
+])
+def test_a_throttled_or_slow_block_is_discarded(masks: list[int], clocks: list[int],
+                                                why: str | None) -> None:
+    fake = FakeNVML()
+    fake.masks, fake.sm_clocks = list(masks), list(clocks)
+    guard = gs.block_guard(None, nvml=fake)
+    assert guard is not None
+    guard.begin()
+    assert guard.end() == why
+
+
+def test_no_guard_without_nvml() -> None:
+    assert gs.block_guard(None, nvml=FakeNVML(init_error=FakeNVMLError("no driver"))) is None

@@ -79,7 +79,7 @@ def test_a_broken_summary_is_an_error_naming_the_file(tmp_path: Path, kind: str,
     message = error_of(loader, tmp_path)
     assert str(path) in message
     if kind == "newer":
-        assert "schema_version 99 is newer than this kernbench reads (1); upgrade" in message
+        assert "schema_version 99 is newer than this kernbench reads (2); upgrade" in message
 
 
 def test_a_broken_kernel_file_is_named_when_resuming(tmp_path: Path) -> None:

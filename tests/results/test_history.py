@@ -124,6 +124,28 @@ def test_a_sweep_points_compact_result_keeps_its_case_id_and_reads_back() -> Non
                                                    "gemm[cpu,fp32]"]
 
 
+def test_a_gpu_case_keeps_its_modes_but_not_their_samples_and_reads_back() -> None:
+    from dataclasses import replace
+
+    from kernbench.analysis.gpu_summary import timing_mode
+    from kernbench.results.inputs import run_from_document
+
+    raw = {"requested": "graph", "primary": "graph", "modes": {"graph": {
+        "mode": "hot", "requested_mode": "graph", "reason": "capture failed",
+        "flush": {"bytes": None, "per": "none"}, "calls_per_sample": 10,
+        "samples_us": [1.0, 2.0], "discarded_blocks": 0, "discard_reasons": {}}}}
+    gpu = replace(case(), backend="cuda", gpu_timing=raw)
+    run = RunResult(started_at="2024-01-01T00:00:00Z", finished_at=None, complete=True,
+                    settings={}, environment=environment(), kernels=(), results=(gpu,))
+    rec = history_record(json.loads(json.dumps(summary_dict(run))), environment())
+    (result,) = rec["results"]
+    assert result["gpu_timing"]["modes"]["graph"] == {
+        "mode": "hot", "requested_mode": "graph", "reason": "capture failed",
+        "flush": {"bytes": None, "per": "none"}, "calls_per_sample": 10}
+    (loaded,) = run_from_document(rec, "history").results
+    assert timing_mode(loaded.gpu_timing) == "hot"  # what a comparison checks
+
+
 def test_process_sample_counts_come_from_the_timing_when_present() -> None:
     doc = summary()
     doc["results"][0]["timing"]["process_sample_counts"] = [1, 3]

@@ -76,6 +76,24 @@ def test_record_round_trip_preserves_the_result() -> None:
     assert rebuilt.samples_ms == SAMPLES
 
 
+def test_a_gpu_record_says_its_mode_and_round_trips() -> None:
+    raw = {"requested": "hot", "primary": "hot", "modes": {"hot": {
+        "mode": "hot", "requested_mode": None, "reason": None,
+        "flush": {"bytes": None, "per": "none"}, "calls_per_sample": 10,
+        "samples_us": [s * 1e3 for s in SAMPLES], "discarded_blocks": 0,
+        "discard_reasons": {}}}}
+    original = ok_result(framework="pytorch", backend="cuda", device="cuda", gpu_timing=raw)
+    record = record_dict(original)
+    timing = record["timing"]
+    assert timing["mode"] == "hot"
+    assert timing["flush"] == {"bytes": None, "per": "none"}
+    assert timing["n"] == 40
+    assert timing["median_us"] == 2500.0
+    assert timing["p10_us"] == pytest.approx(1300.0)
+    assert result_from_dict(json_round_trip(record)) == original
+    assert "mode" not in record_dict(ok_result())["timing"]  # CPU records are unchanged
+
+
 def test_a_sweep_points_case_id_names_it_and_round_trips() -> None:
     original = ok_result(problem_size={"m": 8, "k": 8, "n": 8}, point="m=8,k=8,n=8")
     record = record_dict(original)

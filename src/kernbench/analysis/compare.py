@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from kernbench.analysis.gpu_summary import timing_mode
 from kernbench.analysis.stats import percentile
 from kernbench.analysis.stats_compare import (
     Comparison,
@@ -76,6 +77,8 @@ class CaseComparison:
     """The implementation, for a kernel with several (part of the case id)."""
     claimed: str | None = None
     """What the statistics alone said, when the machine made the verdict inconclusive."""
+    gpu_mode: str | None = None
+    """The GPU timing mode both sides' figures were taken in (None: a CPU case)."""
 
     @property
     def label(self) -> str:
@@ -148,6 +151,18 @@ def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
                      f"candidate {cand.status}: {cand.reason})")
 
 
+def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
+                  threshold: float) -> CaseComparison | None:
+    """Figures taken in different GPU timing modes measure different things (a per-call
+    synchronise, a warm or a cold L2): they are never compared."""
+    before, after = timing_mode(base.gpu_timing), timing_mode(cand.gpu_timing)
+    if before == after:
+        return None
+    return _unpaired(key, cand, "inconclusive", threshold,
+                     f"not compared: timed in different GPU modes (baseline {before}, "
+                     f"candidate {after}); run both with the same --gpu-timing")
+
+
 def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResult],
                     thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
                     confidence: float = 0.95, paired: bool = False) -> list[CaseComparison]:
@@ -169,7 +184,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             limit = thresholds.for_kernel(only.kernel_name)[0]
             decided.append(_unpaired(key, only, "new" if base is None else "missing", limit))
             continue
-        status = _status_verdict(key, base, cand, thresholds.for_kernel(cand.kernel_name)[0])
+        limit = thresholds.for_kernel(cand.kernel_name)[0]
+        status = _status_verdict(key, base, cand, limit) or _mode_verdict(key, base, cand, limit)
         if status is not None:
             decided.append(status)
             continue
@@ -186,7 +202,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
             accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
-            point=cand.point, implementation=cand.implementation))
+            point=cand.point, implementation=cand.implementation,
+            gpu_mode=timing_mode(cand.gpu_timing)))
     return sorted(decided, key=lambda c: c.key)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench import __version__
+from kernbench.analysis.gpu_summary import gpu_timing_summary
 from kernbench.analysis.stats import quality_warnings, summarize_ms
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
@@ -30,6 +31,8 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
                   warmup_ms=list(result.warmup_ms), warmup_s=result.warmup_s,
                   samples_ms=list(result.samples_ms),
                   process_sample_counts=list(result.process_sample_counts))
+    if result.gpu_timing:
+        timing.update(gpu_timing_summary(result.gpu_timing))
     return timing
 
 

@@ -28,7 +28,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         backends=args.backends, precisions=args.precision, filters=args.filter,
         timeout_s=args.timeout, processes=args.processes, shard=args.shard, sku=args.sku,
         trace_python=args.trace_memory,
-        flush_l2=not args.no_l2_flush,
+        flush_l2=not args.no_l2_flush, gpu_timing=getattr(args, "gpu_timing", None),
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
         inject_slowdown=args.debug_inject_slowdown, fake_call_ms=args.debug_fake_timer,
         max_memory_bytes=getattr(args, "max_memory", None),

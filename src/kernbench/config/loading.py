@@ -103,6 +103,7 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         framework=data.get("framework"),
         description=data.get("description"),
         timeout_s=data.get("timeout_s"),
+        gpu_timing=data.get("gpu_timing"),
         reference=_reference(data.get("reference")),
         work=_work(data.get("work"), source),
         sweep=sweep,

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from kernbench.results.vocabulary import BACKEND_NAMES, COMPILE_MODE_NAMES, PRECISION_NAMES
+from kernbench.results.vocabulary import (
+    BACKEND_NAMES,
+    COMPILE_MODE_NAMES,
+    GPU_TIMING_CHOICES,
+    PRECISION_NAMES,
+)
 
 Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative_float", "path",
                "list", "choice", "size", "formats", "shard", "slowdowns"]
@@ -164,7 +169,14 @@ RUN = (
            suite_key="isolation"),
     Option(("--trace-memory",), "also record Python allocations with tracemalloc (slows Python "
            "code)", "switch", False, suite_key="trace_memory"),
-    Option(("--no-l2-flush",), "GPU cases: do not evict the L2 cache before each sample",
+    Option(("--gpu-timing",), "how GPU cases are timed: cold (L2 flushed before each call, an "
+           "event pair per call, one host sync per block of up to 256 calls), hot (N "
+           "back-to-back calls / N), graph (N calls in a CUDA graph / N; also graph_cold), "
+           "kernel (the profiler's device time per call), sync (a host sync after every call) "
+           "or all (every mode, and the launch overhead)", "choice", None,
+           "cold; bench.yaml gpu_timing sets it per kernel", choices=GPU_TIMING_CHOICES,
+           suite_key="gpu_timing"),
+    Option(("--no-l2-flush",), "GPU cases: do not evict the L2 cache before each call",
            "switch", False),
     Option(("--cache-dir",), "machine-level cache, e.g. the CPU peak probe", "path", None,
            "$XDG_CACHE_HOME/kernbench or ~/.cache/kernbench", "DIR"),

@@ -16,6 +16,7 @@ from kernbench.results.vocabulary import (
     BACKEND_NAMES,
     COMPILE_MODE_NAMES,
     FRAMEWORK_NAMES,
+    GPU_TIMING_CHOICES,
     PRECISION_NAMES,
 )
 
@@ -178,6 +179,7 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
         "framework": {"enum": list(FRAMEWORK_NAMES)},
         "description": {"type": "string"},
         "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "gpu_timing": {"enum": list(GPU_TIMING_CHOICES)},
         "reference": {
             "type": "object", "additionalProperties": False, "minProperties": 1,
             "properties": {"backend": {"enum": list(BACKEND_NAMES)},
@@ -228,6 +230,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "isolation": {"enum": ["fork", "spawn"]},
             "seed": {"type": "integer"},
             "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+            "gpu_timing": {"enum": list(GPU_TIMING_CHOICES)},
             "processes": {"type": "integer", "minimum": 1},
             "backends": names(BACKEND_NAMES),
             "precisions": names(PRECISION_NAMES),

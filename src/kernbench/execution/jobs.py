@@ -27,9 +27,9 @@ from kernbench.errors import KernbenchError
 from kernbench.results.files import write_text_atomic
 from kernbench.results.model import ProtocolSettings, SkipRule
 
-JOB_VERSION = 1
+JOB_VERSION = 2
 """Version of the job file; a worker refuses any other (parent and worker out of step)."""
-REPLY_VERSION = 1
+REPLY_VERSION = 2
 """Version of the reply file; the parent refuses any other."""
 REPLY_STATUSES = ("ok", "skipped", "failed")
 SCALARS: dict[Any, tuple[type, ...]] = {str: (str,), bool: (bool,), int: (int,),
@@ -82,6 +82,8 @@ class WorkerJob:
     """The bench.yaml the rules, tolerances and formulas came from (for error messages)."""
     trace_python: bool = False
     flush_l2: bool = True
+    gpu_timing: str = "cold"
+    """The GPU timing mode (kernbench.measure.gpu_timing); CPU cases ignore it."""
     fake_call_ms: float | None = None
     slowdown: float | None = None
     skip_accuracy: bool = False
@@ -126,6 +128,8 @@ class WorkerReply:
     work: Mapping[str, Any] | None = None
     machine: Mapping[str, Any] | None = None
     gpu_state: Mapping[str, Any] | None = None
+    gpu_timing: Mapping[str, Any] | None = None
+    """Each GPU timing mode's samples (kernbench.measure.gpu_record); None off the GPU."""
     compile: Mapping[str, Any] | None = None
     profile: Mapping[str, Any] | None = None
     version: int = REPLY_VERSION

@@ -21,10 +21,13 @@ from kernbench.execution.describe import describe_device, describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.compiling import CompileWatch, compile_function
+from kernbench.measure.gpu_record import gpu_timing_raw
+from kernbench.measure.gpu_session import measure_gpu
+from kernbench.measure.gpu_timing import Flush, GpuClock
 from kernbench.measure.machine import ActivityProbe
 from kernbench.measure.metrics import MetricsCollector
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
-from kernbench.measure.metrics.gpu_state import gpu_state
+from kernbench.measure.metrics.gpu_state import block_guard, gpu_state
 from kernbench.measure.metrics.memory import merge_device_memory
 from kernbench.measure.precision import ignored_precision
 from kernbench.measure.profiling import profile_case
@@ -66,6 +69,7 @@ class Timed:
     l2_flush: bool
     machine: dict[str, Any] | None
     compile: dict[str, Any] | None
+    gpu_timing: dict[str, Any] | None = None
 
 
 def bind(job: WorkerJob, module: ModuleType, function: Callable[..., Any],
@@ -90,9 +94,11 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                  harness: Mapping[str, Any]) -> WorkerReply:
     """Setup, the protocol with memory, energy and GPU state around it, then the checks."""
     fake = job.fake_call_ms is not None
-    gpu_before = gpu_state() if job.backend == "cuda" and not fake else None
+    bus_id = backend.pci_bus_id(job.backend) if job.backend == "cuda" and not fake else None
+    gpu_before = gpu_state(pci_bus_id=bus_id) if job.backend == "cuda" and not fake else None
     timed = _time_case(job, settings, backend, module, function, harness)
-    gpu = None if gpu_before is None else {"before": gpu_before, "after": gpu_state()}
+    gpu = None if gpu_before is None else {"before": gpu_before,
+                                           "after": gpu_state(pci_bus_id=bus_id)}
     m = timed.outcome.measurement
     output = describe_output(timed.outcome.last_result)
     if job.save_output_path is not None:
@@ -108,7 +114,7 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
         memory=timed.memory, energy=timed.energy, output=output,
         device=describe_device(backend, job.backend), l2_flush=timed.l2_flush,
         work=work_counts(job, timed.kernel, output), machine=timed.machine, gpu_state=gpu,
-        compile=timed.compile, accuracy=checked,
+        compile=timed.compile, accuracy=checked, gpu_timing=timed.gpu_timing,
         profile=None if job.profile is None else _profile(job, backend, timed.kernel))
 
 
@@ -116,36 +122,60 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                module: ModuleType, function: Callable[..., Any],
                harness: Mapping[str, Any]) -> Timed:
     """Bind (setup's allocations count as the case's memory), compile outside the protocol,
-    then the protocol itself, with energy and machine activity over the samples."""
+    then the protocol itself (or the GPU timing modes), with energy and machine activity."""
     name, fake = job.backend, job.fake_call_ms is not None
     collector = MetricsCollector(settings, backend.timer(name), backend.synchronizer(name))
+    clock = None if fake else backend.gpu_clock(name)
     meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
-        else energy_meter_for(name)
-    region: dict[str, Any] = {}
+        else energy_meter_for(name, pci_bus_id=backend.pci_bus_id(name))
     options = job.implementation.compile if job.implementation is not None else None
     watch = CompileWatch(options) if options is not None else None
     if options is not None:
         function = compile_function(function, options)
-    backend.reset_device_memory(name)
+    flush = backend.l2_flush(name) if clock is not None and job.flush_l2 else None
+    backend.reset_device_memory(name)  # after the flush buffer exists: it is not the kernel's
     with collector.measure_memory(job.trace_python) as host_memory:
         kernel = bind(job, module, function, harness)
         call = kernel.bare_call()
         if watch is not None:  # compiles outside the protocol: never in warmup or samples
             watch.first_call(call, backend.synchronizer(name))
         if job.fake_call_ms is not None:  # no settling on a fake clock: calls take no time
-            clock = FakeClock(job.fake_call_ms * 1e6)
-            call, collector.timer = clock.wrap(call), clock
+            fake_clock = FakeClock(job.fake_call_ms * 1e6)
+            call, collector.timer = fake_clock.wrap(call), fake_clock
             collector.settings = dataclasses.replace(settings, warmup_time_s=0.0)
         if job.slowdown:
             call = slowed(call, job.slowdown)
-        flush = backend.l2_flusher(name) if job.flush_l2 else None
         probe = None if fake else ActivityProbe()
-        outcome = collector.time_execution(call, flush, _metered(meter, region))
+        if clock is None:
+            outcome, energy, gpu_timing = _protocol(collector, call, meter)
+        else:
+            outcome, energy, gpu_timing = _gpu_modes(job, backend, call, clock, flush, meter)
         machine = None if probe is None else probe.stop()
+    device_memory = backend.device_memory(name, flush.bytes if flush is not None else 0)
+    return Timed(kernel, outcome, merge_device_memory(host_memory, device_memory), energy,
+                 flush is not None, machine, None if watch is None else watch.record(),
+                 gpu_timing)
+
+
+def _protocol(collector: MetricsCollector, call: Callable[[], object],
+              meter: EnergyMeter) -> tuple[Outcome, dict[str, Any], None]:
+    """The CPU protocol (and a fake clock), with energy over the timed samples."""
+    region: dict[str, Any] = {}
+    outcome = collector.time_execution(call, None, _metered(meter, region))
     m = outcome.measurement
-    return Timed(kernel, outcome, merge_device_memory(host_memory, backend.device_memory(name)),
-                 energy_record(region, m.inner_loops * len(m.samples_ns)), flush is not None,
-                 machine, None if watch is None else watch.record())
+    return outcome, energy_record(region, m.inner_loops * len(m.samples_ns)), None
+
+
+def _gpu_modes(job: WorkerJob, backend: Backend, call: Callable[[], object], clock: GpuClock,
+               flush: Flush | None,
+               meter: EnergyMeter) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
+    """The GPU timing modes, throttled blocks discarded, energy over a hot region."""
+    bus_id = backend.pci_bus_id(job.backend)
+    guard = block_guard(bus_id) if job.backend == "cuda" else None
+    run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter)
+    outcome = Outcome(run.outcome.measurement, run.outcome.last_result)
+    return (outcome, energy_record(run.energy_region, run.energy_calls),
+            gpu_timing_raw(run.outcome, job.gpu_timing))
 
 
 def _verdict(job: WorkerJob, kernel: BoundKernel, value: object,

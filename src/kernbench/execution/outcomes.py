@@ -83,6 +83,7 @@ def build_result(case: Case, reply: WorkerReply | None, exit_info: WorkerExit,
         output=output, device=device_info.get("device"), device_info=device_info,
         work=work_record(reply.work, samples_ms, peak, base["precision"]),
         gpu_state=reply.gpu_state, l2_flush=reply.l2_flush, profile=reply.profile,
+        gpu_timing=reply.gpu_timing,
         compile=reply.compile, machine=reply.machine, **base)
 
 

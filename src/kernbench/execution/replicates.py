@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kernbench.analysis.gpu_summary import merge_gpu_timing
 from kernbench.results.model import CaseResult
 
 
@@ -43,6 +44,7 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
         warmup_s=max((r.warmup_s for r in results if r.warmup_s is not None), default=None),
         worker={**first.worker, "processes": len(results)},
         machine=_merged_machine([r.machine for r in results]),
+        gpu_timing=merge_gpu_timing([r.gpu_timing for r in results]),
     )
 
 

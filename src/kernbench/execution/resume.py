@@ -30,7 +30,7 @@ from kernbench.results.schema import migrate
 COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes", "protocol",
                      "isolation", "backends",
                      "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
-                     "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps")
+                     "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps", "gpu_timing")
 """summary.json `settings` keys a resumed run must share with the interrupted one."""
 
 
@@ -41,7 +41,7 @@ RESUMED_FLAGS: dict[str, str] = {
     "timeout_s": "timeout", "root": "root", "paths": "paths", "fake_call_ms": "debug_fake_timer",
     "max_memory_bytes": "max_memory", "shard": "shard", "sku": "sku",
     "compile_mode": "compile_mode", "profile": "profile", "profile_iters": "profile_iters",
-    "formats": "format",
+    "formats": "format", "gpu_timing": "gpu_timing",
 }
 """summary.json `settings` key -> the run parser's dest it becomes a default for."""
 

@@ -277,6 +277,7 @@ class BenchmarkRunner:
             work=dict(config.work) if config and config.work else None,
             config_source=config.source if config else None,
             trace_python=settings.trace_python, flush_l2=settings.flush_l2,
+            gpu_timing=settings.gpu_timing or (config.gpu_timing if config else None) or "cold",
             fake_call_ms=settings.fake_call_ms,
             slowdown=_slowdown_for(spec.name, settings.inject_slowdown))
 

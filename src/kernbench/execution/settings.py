@@ -36,7 +36,10 @@ class RunSettings:
     trace_python: bool = False
     """Opt-in tracemalloc of Python allocations (slows Python code inside the timed region)."""
     flush_l2: bool = True
-    """Evict the GPU's L2 cache before every sample (GPU cases only)."""
+    """Evict the GPU's L2 cache before every call (GPU cases only)."""
+    gpu_timing: str | None = None
+    """GPU timing mode (kernbench.measure.gpu_timing) for every kernel; None: each kernel's
+    bench.yaml ``gpu_timing``, else "cold"."""
     cache_dir: Path | None = None
     """Where machine-level measurements (the CPU peak probe) are cached; None: no CPU peak."""
     inject_slowdown: tuple[tuple[str, float], ...] = ()

@@ -31,6 +31,7 @@ from kernbench.reporting.comment_text import (
     number_text,
     table_row,
 )
+from kernbench.reporting.gpu_modes import mode_suffix
 from kernbench.reporting.regressions import headline
 from kernbench.reporting.views import (
     CHANGED,
@@ -140,9 +141,11 @@ def _interval(low: object, high: object) -> str:
 
 
 def _figures(case: Mapping[str, Any]) -> list[str]:
+    mode = case.get("gpu_mode")
+    suffix = f" ({escape(mode, 20)})" if isinstance(mode, str) else ""
     return [number_text(case.get("ratio")), _interval(case.get("ci_low"), case.get("ci_high")),
-            number_text(case.get("q_value"), 2), number_text(case.get("baseline_p50_ms")),
-            number_text(case.get("candidate_p50_ms"))]
+            number_text(case.get("q_value"), 2), number_text(case.get("baseline_p50_ms")) + suffix,
+            number_text(case.get("candidate_p50_ms")) + suffix]
 
 
 def _verdict_cell(case: Mapping[str, Any], bold: bool) -> str:
@@ -177,7 +180,8 @@ def _result_rows(results: Sequence[Mapping[str, Any]]) -> list[str]:
         low, high = ci95_bounds(r)
         samples = r.get("samples_ms", timing.get("samples_ms"))
         rows.append(table_row([escape(r.get("case_id")), escape(r.get("status"), 40),
-                          number_text(timing.get("latency_ms_p50")), _interval(low, high),
+                          number_text(timing.get("latency_ms_p50")) + mode_suffix(r),
+                          _interval(low, high),
                           number_text(timing.get("latency_ms_p99")),
                           str(len(samples)) if isinstance(samples, list) else "n/a"]))
     return rows

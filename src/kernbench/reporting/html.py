@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from kernbench.reporting.availability import absent_backends, present_only
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.gpu_modes import mode_figures, timing_mode
 from kernbench.reporting.html_charts import (
     anchors_by_case,
     bandwidth_charts,
@@ -189,6 +190,7 @@ def board_row(record: Record, anchor: str, rank: int) -> dict[str, Any]:
     pct, pct_title = peak_share(work)
     accuracy, accuracy_title = accuracy_text(section(record, "accuracy"))
     return {"rank": rank, "anchor": anchor, "record": record, "timing": record["timing"],
+            "mode": timing_mode(record),
             "size": size_label(record.get("problem_size")),
             "gflops": work.get("gflops_per_s"), "gbs": work.get("gb_per_s"),
             "work_reason": None if work else "no flop or byte counts for this kernel",
@@ -245,7 +247,8 @@ def detail_view(record: Record, anchor: str, verdict: str | None) -> dict[str, A
             "accuracy": accuracy_text(section(record, "accuracy")),
             "over_peak": [name for name in ("compute", "bandwidth")
                           if over_peak(section(record, "work").get(f"pct_peak_{name}"))],
-            "profile": profile_link(record)}
+            "profile": profile_link(record), "mode": timing_mode(record),
+            "modes": mode_figures(record)}
 
 
 def profile_link(record: Record) -> dict[str, Any] | None:

@@ -33,10 +33,12 @@ __all__ = ["RECORD_KIND", "ErrorSink", "check_record", "decompress_history", "en
 
 RECORD_KIND = "kernbench-history"
 SETTINGS_KEYS = ("iterations", "warmup", "seed", "processes", "protocol", "backends",
-                 "precisions", "filters", "timeout_s", "fake_call_ms")
+                 "precisions", "filters", "timeout_s", "fake_call_ms", "gpu_timing")
 """Settings copied into a record (machine-specific paths such as `root` are left out)."""
 ACCURACY_KEYS = ("rmse", "max_error", "relative_error", "passed")
 GIT_KEYS = ("commit", "short_commit", "branch", "dirty")
+GPU_MODE_KEYS = ("mode", "requested_mode", "reason", "flush", "calls_per_sample")
+"""What a history record keeps of each GPU timing mode (no samples)."""
 
 ErrorSink = Callable[[str], None]
 """Receives one message per file, line or record that reading had to skip."""
@@ -134,9 +136,20 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
         "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
         "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
         **({"machine": record["machine"]} if record.get("machine") else {}),
+        **({"gpu_timing": _gpu_modes(timing["gpu_timing"])} if timing.get("gpu_timing") else {}),
         **_sweep_case_id(record),
         **({"implementation": record["implementation"]} if record.get("implementation") else {}),
     }
+
+
+def _gpu_modes(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What a comparison needs of a GPU record's timing modes: which mode each figure is, not
+    every mode's samples (the primary mode's are `samples_ms`)."""
+    found = raw.get("modes")
+    modes: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    return {"requested": raw.get("requested"), "primary": raw.get("primary"),
+            "modes": {str(name): {key: mode.get(key) for key in GPU_MODE_KEYS}
+                      for name, mode in modes.items() if isinstance(mode, Mapping)}}
 
 
 def _sweep_case_id(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -102,7 +102,8 @@ def _as_record(entry: Mapping[str, Any]) -> dict[str, Any]:
     if "timing" in entry:
         return dict(entry)
     timing = {"samples_ms": entry.get("samples_ms") or [],
-              "process_sample_counts": entry.get("process_sample_counts") or []}
+              "process_sample_counts": entry.get("process_sample_counts") or [],
+              "gpu_timing": entry.get("gpu_timing")}
     return {**entry, "timing": timing}
 
 

@@ -135,6 +135,9 @@ class BenchConfig:
     framework: str | None = None
     description: str | None = None
     timeout_s: float | None = None
+    gpu_timing: str | None = None
+    """How this kernel's GPU cases are timed (kernbench.measure.gpu_timing), unless
+    ``--gpu-timing`` says otherwise."""
     reference: Mapping[str, str] | None = None
     """The case whose output is the reference for the others: {backend?, precision?}."""
     golden: Mapping[str, Mapping[str, float]] | None = None
@@ -286,6 +289,10 @@ class CaseResult:
     gpu_state: Mapping[str, Any] | None = None
     """NVML clocks, temperature and throttle reasons before and after the samples."""
     l2_flush: bool | None = None
+    gpu_timing: Mapping[str, Any] | None = None
+    """A GPU case's timing modes: {requested, primary, modes: {name: {mode, requested_mode,
+    reason, flush, calls_per_sample, samples_us, discarded_blocks, discard_reasons}}}; the
+    primary mode's samples are `samples_ms` too. None for a CPU case."""
     golden: Mapping[str, Any] | None = None
     """The golden-value check for this machine's SKU, when the kernel has a golden table."""
     started_at: str | None = None

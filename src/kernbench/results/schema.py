@@ -12,14 +12,50 @@ from typing import Any
 
 from kernbench.errors import KernbenchError
 
-SCHEMA_VERSION = 1
-"""Version of summary.json, kernels/<name>.json and kernel_manifest.json."""
+SCHEMA_VERSION = 2
+"""Version of summary.json, kernels/<name>.json, kernel_manifest.json and history records.
+2: GPU records say how they were timed (``timing.gpu_timing``, ``timing.mode``)."""
 
 
 # --- versioned result JSON -------------------------------------------------------------
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
-MIGRATIONS: dict[int, Migration] = {}
+
+GPU_BACKENDS = ("cuda", "rocm")
+SCHEMA_1_GPU_REASON = ("measured before kernbench had GPU timing modes (schema 1): a host "
+                       "synchronise after every call, inside the timed region")
+
+
+def _schema_1_gpu_timing(entry: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
+    """What a schema-1 GPU record measured, said the schema-2 way: the ``sync`` mode."""
+    flushed = entry.get("l2_flush")
+    return {"requested": "sync", "primary": "sync", "modes": {"sync": {
+        "mode": "sync", "requested_mode": None, "reason": SCHEMA_1_GPU_REASON,
+        "flush": {"bytes": None, "per": "sample" if flushed else "none" if flushed is False
+                  else None},
+        "calls_per_sample": int(timing.get("inner_loops") or 1),
+        "samples_us": [float(s) * 1e3 for s in timing.get("samples_ms") or ()],
+        "discarded_blocks": 0, "discard_reasons": {}}}}
+
+
+def _gpu_records_say_sync(document: dict[str, Any]) -> dict[str, Any]:
+    """1 -> 2: every GPU record of a summary, kernel file or history record was timed with a
+    host synchronise per call; it now says so, so it is never compared with another mode."""
+    entries = document.get("results")
+    for entry in entries if isinstance(entries, list) else ():  # a reader names a bad shape
+        if not isinstance(entry, dict) or entry.get("backend") not in GPU_BACKENDS:
+            continue
+        nested = entry.get("timing")
+        timing: dict[str, Any] = nested if isinstance(nested, dict) else entry
+        if not timing.get("samples_ms"):  # it never ran: nothing was timed in any mode
+            continue
+        timing.setdefault("gpu_timing", _schema_1_gpu_timing(entry, timing))
+        if timing is not entry:  # a history record's compact result keeps samples at the top
+            timing.setdefault("mode", "sync")
+    return document
+
+
+MIGRATIONS: dict[int, Migration] = {1: _gpu_records_say_sync}
 """`MIGRATIONS[n]` turns a version-n document into version n+1."""
 
 

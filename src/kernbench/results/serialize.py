@@ -37,6 +37,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         output=data.get("output") or {}, device=data.get("device"),
         device_info=data.get("device_info") or {}, work=data.get("work"),
         gpu_state=data.get("gpu_state"), l2_flush=data.get("l2_flush"),
+        gpu_timing=timing.get("gpu_timing"),
         golden=data.get("golden"),
         started_at=data.get("started_at"), duration_s=data.get("duration_s"),
         worker=data.get("worker") or {}, profile=data.get("profile"),

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from kernbench.errors import UnsupportedPrecision
 
 __all__ = [
+    "BACKEND_FRAMEWORK",
     "BACKEND_LABELS",
     "BACKEND_NAMES",
     "DTYPE_NAMES",
@@ -23,6 +24,8 @@ __all__ = [
     "FRAMEWORK_NAMES",
     "GPU_CAPABLE_FRAMEWORKS",
     "GPU_ONLY_FRAMEWORKS",
+    "GPU_TIMING_CHOICES",
+    "GPU_TIMING_MODES",
     "NARROW_PRECISIONS",
     "PRECISION_ALIASES",
     "PRECISION_NAMES",
@@ -79,6 +82,16 @@ GPU_CAPABLE_FRAMEWORKS: frozenset[str] = frozenset(
     {"pytorch", "jax", "cupy", "triton", "tensorflow", "numba"})
 """Frameworks whose kernels may run on a GPU."""
 
+BACKEND_FRAMEWORK: Mapping[str, str] = MappingProxyType({"triton": "pytorch"})
+"""Frameworks whose kernels run through another framework's backend: a Triton kernel is
+launched on PyTorch tensors, so PyTorch's CUDA/ROCm backend times it (events, graphs,
+profiler)."""
+
+
+GPU_TIMING_MODES: tuple[str, ...] = ("cold", "hot", "graph", "kernel", "sync")
+"""How a GPU case's time is taken (kernbench.measure.gpu_timing); ``all`` takes every one."""
+GPU_TIMING_CHOICES: tuple[str, ...] = (*GPU_TIMING_MODES, "all")
+"""What ``--gpu-timing`` (suite key and bench.yaml key ``gpu_timing``) accepts."""
 
 COMPILE_MODE_NAMES: tuple[str, ...] = (
     "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

@@ -14,12 +14,15 @@ from kernbench.measure.backends.base import Backend, CpuOnlyBackend, wait_for_re
 from kernbench.measure.backends.jax_backend import JaxBackend
 from kernbench.measure.backends.numpy_backend import NumpyBackend
 from kernbench.measure.backends.torch_backend import TorchBackend
+from kernbench.results.vocabulary import BACKEND_FRAMEWORK
 
 __all__ = ["Backend", "backend_for", "wait_for_result"]
 
 
 def backend_for(framework: str) -> Backend:
-    """The backend object for a framework name as discovery reports it."""
+    """The backend object for a framework name as discovery reports it (a Triton kernel gets
+    PyTorch's: see :data:`~kernbench.results.vocabulary.BACKEND_FRAMEWORK`)."""
+    framework = BACKEND_FRAMEWORK.get(framework, framework)
     if framework == "pytorch":
         return TorchBackend()
     if framework == "jax":

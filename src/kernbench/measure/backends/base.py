@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from itertools import islice
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernbench.measure.protocol import (
     PerfCounterTimer,
@@ -16,6 +16,9 @@ from kernbench.measure.protocol import (
     Timer,
 )
 from kernbench.results.vocabulary import BACKEND_LABELS, DTYPE_NAMES
+
+if TYPE_CHECKING:
+    from kernbench.measure.gpu_timing import Flush, GpuClock
 
 DtypeTable = Mapping[str, tuple[str, str]]
 """Canonical precision -> (module, attribute) of a framework's dtype for it."""
@@ -125,12 +128,22 @@ class Backend:
         """Reset the device allocator's peak counters before a case (GPU backends)."""
         return None
 
-    def device_memory(self, backend: str) -> dict[str, Any] | None:
-        """Device allocator figures after a case: {peak_mb, allocated_mb, source}, or None."""
+    def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
+        """Device allocator figures after a case: {peak_mb, allocated_mb, source}, or None.
+        `excluded_bytes` (the L2 flush buffer, live all along) is not the kernel's."""
         return None
 
-    def l2_flusher(self, backend: str) -> Callable[[], object] | None:
-        """A call that evicts the device's L2 cache, or None where that does not apply."""
+    def gpu_clock(self, backend: str) -> GpuClock | None:
+        """Marks on the device's timeline for the GPU timing modes; None: not a GPU case (it
+        is timed by the protocol of :mod:`kernbench.measure.protocol`)."""
+        return None
+
+    def l2_flush(self, backend: str) -> Flush | None:
+        """The buffer and write that evict the device's L2 cache; None where unknown."""
+        return None
+
+    def pci_bus_id(self, backend: str) -> str | None:
+        """The PCI address of the device the case runs on (NVML's spelling), if known."""
         return None
 
 

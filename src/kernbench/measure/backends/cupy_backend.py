@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernbench.measure.backends.base import Backend, DtypeTable, label
 from kernbench.measure.backends.numpy_backend import NUMPY_DTYPES
 from kernbench.measure.protocol import Synchronizer, Timer
+
+if TYPE_CHECKING:
+    from kernbench.measure.gpu_timing import Flush, GpuClock
 
 
 class CupyEventTimer:
@@ -68,3 +71,22 @@ class CupyBackend(Backend):
         import cupy
 
         return CupyEventTimer(cupy)
+
+    def gpu_clock(self, backend: str) -> GpuClock | None:
+        import cupy
+
+        from kernbench.measure.backends.other_gpu import CupyClock
+
+        return CupyClock(cupy)
+
+    def l2_flush(self, backend: str) -> Flush | None:
+        import cupy
+
+        from kernbench.measure.backends.other_gpu import cupy_flush
+
+        return cupy_flush(cupy)
+
+    def pci_bus_id(self, backend: str) -> str | None:
+        import cupy
+
+        return str(cupy.cuda.Device().pci_bus_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernbench.measure.backends.base import (
     Backend,
@@ -12,6 +12,9 @@ from kernbench.measure.backends.base import (
     label,
 )
 from kernbench.measure.protocol import SyncChoice
+
+if TYPE_CHECKING:
+    from kernbench.measure.gpu_timing import Flush, GpuClock
 
 _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
 
@@ -60,7 +63,7 @@ class JaxBackend(Backend):
         """JAX dispatches asynchronously on every device, the CPU included."""
         return BlockUntilReady()
 
-    def device_memory(self, backend: str) -> dict[str, Any] | None:
+    def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
         if backend == "cpu":
             return None
         import jax
@@ -68,9 +71,32 @@ class JaxBackend(Backend):
         stats = jax.devices("gpu")[0].memory_stats() or {}
         if "peak_bytes_in_use" not in stats:
             return None
-        return {"peak_mb": stats["peak_bytes_in_use"] / 2**20,
-                "allocated_mb": stats.get("bytes_in_use", 0) / 2**20,
-                "source": "jax Device.memory_stats() peak_bytes_in_use (since the worker started)"}
+        source = ("jax Device.memory_stats() peak_bytes_in_use (since the worker started: JAX "
+                  "cannot reset its peak)")
+        if excluded_bytes:
+            source += f", less the {excluded_bytes} B L2 flush buffer"
+        return {"peak_mb": (stats["peak_bytes_in_use"] - excluded_bytes) / 2**20,
+                "allocated_mb": (stats.get("bytes_in_use", 0) - excluded_bytes) / 2**20,
+                "source": source}
+
+    def gpu_clock(self, backend: str) -> GpuClock | None:
+        if backend == "cpu":
+            return None
+        import jax
+
+        from kernbench.measure.backends.other_gpu import JaxClock
+
+        return JaxClock(jax.block_until_ready)
+
+    def l2_flush(self, backend: str) -> Flush | None:
+        if backend == "cpu":
+            return None
+        import jax
+        import jax.numpy as jnp
+
+        from kernbench.measure.backends.other_gpu import jax_flush
+
+        return jax_flush(jax, jnp)
 
     def describe(self, backend: str) -> dict[str, Any]:
         import jax

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernbench.measure.backends.base import Backend, DtypeTable, dtypes_in, label
 from kernbench.measure.protocol import SyncChoice, Timer
+
+if TYPE_CHECKING:
+    from kernbench.measure.gpu_timing import Flush, GpuClock
 
 
 class CudaEventTimer:
@@ -85,29 +87,37 @@ class TorchBackend(Backend):
         if backend != "cpu":
             self._torch().cuda.reset_peak_memory_stats()
 
-    def device_memory(self, backend: str) -> dict[str, Any] | None:
+    def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
         if backend == "cpu":
             return None
         cuda = self._torch().cuda
-        return {"peak_mb": cuda.max_memory_reserved() / 2**20,
-                "allocated_mb": cuda.max_memory_allocated() / 2**20,
-                "source": "torch.cuda.max_memory_reserved / max_memory_allocated during the case"}
+        source = "torch.cuda.max_memory_reserved / max_memory_allocated during the case"
+        if excluded_bytes:
+            source += f", less the {excluded_bytes} B L2 flush buffer"
+        return {"peak_mb": (cuda.max_memory_reserved() - excluded_bytes) / 2**20,
+                "allocated_mb": (cuda.max_memory_allocated() - excluded_bytes) / 2**20,
+                "source": source}
 
-    def l2_flusher(self, backend: str) -> Callable[[], object] | None:
+    def gpu_clock(self, backend: str) -> GpuClock | None:
         if backend == "cpu":
             return None
-        torch = self._torch()
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        size = int(getattr(props, "L2_cache_size", 0) or 0)
-        if size <= 0:
-            return None
-        buffer = torch.empty(2 * size, dtype=torch.uint8, device="cuda")
+        from kernbench.measure.backends.torch_gpu import TorchCudaClock
 
-        def flush() -> object:
-            buffer.zero_()  # writing twice the L2 size evicts what the last sample left there
-            torch.cuda.synchronize()
+        return TorchCudaClock(self._torch())
+
+    def l2_flush(self, backend: str) -> Flush | None:
+        if backend == "cpu":
             return None
-        return flush
+        from kernbench.measure.backends.torch_gpu import l2_flush
+
+        return l2_flush(self._torch())
+
+    def pci_bus_id(self, backend: str) -> str | None:
+        if backend == "cpu":
+            return None
+        from kernbench.measure.backends.torch_gpu import pci_bus_id
+
+        return pci_bus_id(self._torch())
 
     def describe(self, backend: str) -> dict[str, Any]:
         torch = self._torch()

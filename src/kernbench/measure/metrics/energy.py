@@ -91,11 +91,12 @@ def run_command(argv: list[str]) -> str:
 # --------------------------------------------------------------------------- NVML (cuda)
 
 
-def _nvml_meter(device_index: int, nvml: Any | None) -> EnergyMeter:
+def _nvml_meter(device_index: int, nvml: Any | None, pci_bus_id: str | None) -> EnergyMeter:
     try:
         module = nvml if nvml is not None else import_optional("pynvml")
         module.nvmlInit()
-        handle = module.nvmlDeviceGetHandleByIndex(device_index)
+        handle = (module.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id is not None
+                  else module.nvmlDeviceGetHandleByIndex(device_index))
     except Exception as exc:
         return NullMeter(f"NVML not available: {describe_error(exc)}", "nvml")
     try:
@@ -267,17 +268,19 @@ def _rapl_meter(root: Path) -> EnergyMeter:
 # --------------------------------------------------------------------------- public
 
 
-def energy_meter_for(backend: str, device_index: int = 0, *, nvml: Any | None = None,
+def energy_meter_for(backend: str, device_index: int = 0, *, pci_bus_id: str | None = None,
+                     nvml: Any | None = None,
                      amdsmi: Any | None = None, powercap_root: Path | str | None = None,
                      runner: Runner | None = None) -> EnergyMeter:
     """The best energy meter for ``backend`` ("cuda", "rocm", "cpu"); a null meter otherwise.
 
-    ``nvml`` / ``amdsmi`` / ``powercap_root`` / ``runner`` are test hooks (see the module doc).
-    Never raises.
+    ``pci_bus_id`` picks the NVIDIA device by its PCI address (the device that ran the case),
+    else ``device_index`` does. ``nvml`` / ``amdsmi`` / ``powercap_root`` / ``runner`` are test
+    hooks (see the module doc). Never raises.
     """
     try:
         if backend == "cuda":
-            return _nvml_meter(device_index, nvml)
+            return _nvml_meter(device_index, nvml, pci_bus_id)
         if backend == "rocm":
             return _amd_meter(device_index, amdsmi, runner or run_command)
         if backend == "cpu":

@@ -117,18 +117,75 @@ def _read_state(nvml: Any, handle: Any) -> dict[str, Any]:
     return state
 
 
-def gpu_state(device_index: int = 0, nvml: Any | None = None) -> dict[str, Any]:
-    """Clocks, temperature, power and throttle reasons of one GPU; never raises."""
+def _handle(module: Any, device_index: int, pci_bus_id: str | None) -> Any:
+    if pci_bus_id is not None:
+        return module.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+    return module.nvmlDeviceGetHandleByIndex(device_index)
+
+
+def gpu_state(device_index: int = 0, nvml: Any | None = None,
+              pci_bus_id: str | None = None) -> dict[str, Any]:
+    """Clocks, temperature, power and throttle reasons of one GPU (by PCI bus id where given,
+    the device that ran the case; else by index); never raises."""
     try:
         module = _load_nvml(nvml)
         module.nvmlInit()
     except Exception as exc:
         return {"source": None, "reason": f"NVML not available: {type(exc).__name__}: {exc}"}
+    device = pci_bus_id if pci_bus_id is not None else device_index
     try:
-        handle = module.nvmlDeviceGetHandleByIndex(device_index)
-        return _read_state(module, handle)
+        state = _read_state(module, _handle(module, device_index, pci_bus_id))
+        if pci_bus_id is not None:
+            state["pci_bus_id"] = pci_bus_id
+        return state
     except Exception as exc:
-        return {"source": None, "reason": f"NVML device {device_index}: {type(exc).__name__}: "
-                                          f"{exc}"}
+        return {"source": None, "reason": f"NVML device {device}: {type(exc).__name__}: {exc}"}
     finally:
         _query(lambda: module.nvmlShutdown())
+
+
+MIN_CLOCK_SHARE = 0.75
+"""A block whose SM clock is under this share of the maximum is discarded."""
+
+
+class ThrottleGuard:
+    """Reads throttle reasons and the SM clock before and after each block of calls; a block
+    with a throttle reason (other than idle or pinned clocks) or a low SM clock at either read
+    is discarded. An idle GPU's low clock says nothing of the block and is not held against it.
+    """
+
+    def __init__(self, nvml: Any, handle: Any) -> None:
+        self._nvml, self._handle = nvml, handle
+        self._sm = getattr(nvml, "NVML_CLOCK_SM", _CLOCK_SM)
+        self._max_sm = _query(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, self._sm))
+        self._before: str | None = None
+
+    def begin(self) -> None:
+        self._before = self._problem()
+
+    def end(self) -> str | None:
+        after = self._problem()
+        return self._before or after
+
+    def _problem(self) -> str | None:
+        bitmask = _reasons_bitmask(self._nvml, self._handle)
+        reasons = throttle_flags(bitmask, self._nvml) if bitmask is not None else []
+        throttled = [r for r in reasons if r not in BENIGN_REASONS]
+        if throttled:
+            return f"throttled: {', '.join(throttled)}"
+        if "GpuIdle" in reasons or not self._max_sm:
+            return None
+        sm = _query(lambda: self._nvml.nvmlDeviceGetClockInfo(self._handle, self._sm))
+        if sm is not None and sm < MIN_CLOCK_SHARE * self._max_sm:
+            return f"SM clock under {MIN_CLOCK_SHARE:.0%} of its maximum ({self._max_sm} MHz)"
+        return None
+
+
+def block_guard(pci_bus_id: str | None, nvml: Any | None = None) -> ThrottleGuard | None:
+    """A guard on the device at `pci_bus_id` (index 0 where unknown); None without NVML."""
+    try:
+        module = _load_nvml(nvml)
+        module.nvmlInit()
+        return ThrottleGuard(module, _handle(module, 0, pci_bus_id))
+    except Exception:
+        return None

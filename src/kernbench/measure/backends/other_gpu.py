@@ -1,0 +1,143 @@
+"""CuPy's and JAX's side of the GPU timing modes, in the same vocabulary as PyTorch's.
+
+* CuPy: CUDA events on the current stream, stream capture into a graph (CuPy >= 13), no
+  per-call profiler (``kernel`` falls back to ``cold`` with the reason), the flush a fill of a
+  buffer twice the device's L2 (``l2CacheSize`` from the runtime's device properties).
+* JAX: no events, so marks are the host clock after ``block_until_ready``: ``hot`` is N
+  dispatches then one ``block_until_ready``, divided by N; ``cold`` waits for a jitted write
+  of the flush buffer (donated, so no second buffer lives), then times one call and its wait,
+  so a JAX ``cold`` figure includes dispatch and wait latency. No CUDA-graph capture (XLA
+  compiles the jitted function into its own graph; ``graph`` falls back to ``hot``) and no
+  per-call device time (``kernel`` falls back to ``cold``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kernbench.measure.gpu_timing import CaptureFailed, Flush, ProfilerUnavailable
+
+JAX_FLUSH_BYTES = 512 * 2**20
+"""JAX reports no L2 size: a buffer at least twice the largest last-level GPU cache of current
+parts (256 MB on MI300X) is flushed instead, and the record says how many bytes."""
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+class CupyClock:
+    """CUDA events through CuPy; a device synchronise waits."""
+
+    name = "cuda_event"
+
+    def __init__(self, cupy_module: Any) -> None:
+        self._cp = cupy_module
+        self._graphs: list[Any] = []
+
+    def mark(self) -> object:
+        event = self._cp.cuda.Event()
+        event.record()
+        return event
+
+    def mark_after(self, result: object) -> object:
+        return self.mark()
+
+    def wait(self, result: object) -> None:
+        self.synchronize()
+
+    def synchronize(self) -> None:
+        self._cp.cuda.Device().synchronize()
+
+    def elapsed_ns(self, start: object, end: object) -> float:
+        return float(self._cp.cuda.get_elapsed_time(start, end)) * 1e6
+
+    def capture(self, body: Callable[[], object]) -> Callable[[], object]:
+        stream = self._cp.cuda.Stream(non_blocking=True)
+        try:
+            with stream:
+                body()
+                stream.synchronize()
+                stream.begin_capture()
+                try:
+                    body()
+                finally:
+                    graph = stream.end_capture()
+        except Exception as exc:
+            raise CaptureFailed(_describe(exc)) from exc
+        self._graphs.append((graph, stream))
+
+        def replay() -> object:
+            graph.launch(stream)
+            return None
+        return replay  # replays run on the capture stream; marks are on the current one
+
+    def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
+                        count: int) -> list[float]:
+        raise ProfilerUnavailable("CuPy has no per-call device-time profiler here (use "
+                                  "PyTorch's torch.profiler, or nsys)")
+
+
+def cupy_flush(cupy_module: Any) -> Flush | None:
+    device = cupy_module.cuda.Device()
+    props = cupy_module.cuda.runtime.getDeviceProperties(device.id)
+    size = int(props.get("l2CacheSize", 0) or 0)
+    if size <= 0:
+        return None
+    buffer = cupy_module.empty(2 * size, dtype=cupy_module.uint8)
+
+    def run() -> object:
+        buffer.fill(0)
+        return None
+    return Flush(bytes=2 * size, run=run)
+
+
+class JaxClock:
+    """The host clock, read after ``block_until_ready``."""
+
+    name = "block_until_ready"
+
+    def __init__(self, block: Callable[[object], object],
+                 now: Callable[[], int] = time.perf_counter_ns) -> None:
+        self._block, self._now = block, now
+
+    def mark(self) -> object:
+        return self._now()
+
+    def mark_after(self, result: object) -> object:
+        if result is not None:
+            self._block(result)
+        return self._now()
+
+    def wait(self, result: object) -> None:
+        if result is not None:
+            self._block(result)
+
+    def synchronize(self) -> None:
+        return None  # every mark after a result already waited for it
+
+    def elapsed_ns(self, start: object, end: object) -> float:
+        assert isinstance(start, int) and isinstance(end, int)
+        return float(end - start)
+
+    def capture(self, body: Callable[[], object]) -> Callable[[], object]:
+        raise CaptureFailed("JAX has no CUDA-graph capture here (XLA compiles a jitted "
+                            "function into its own graph)")
+
+    def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
+                        count: int) -> list[float]:
+        raise ProfilerUnavailable("JAX's profiler writes traces, not per-call device times")
+
+
+def jax_flush(jax_module: Any, jnp: Any) -> Flush:
+    """A jitted write of every byte of a donated buffer (no second buffer is ever live)."""
+    touch = jax_module.jit(lambda b: b + 1, donate_argnums=0)
+    state = {"buffer": jnp.zeros(JAX_FLUSH_BYTES, dtype=jnp.uint8)}
+
+    def run() -> object:
+        state["buffer"] = touch(state["buffer"])
+        return state["buffer"]
+    return Flush(bytes=JAX_FLUSH_BYTES, run=run)

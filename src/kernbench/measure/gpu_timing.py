@@ -1,0 +1,383 @@
+"""GPU timing modes: what one GPU figure means, and the loops that measure it.
+
+A GPU case is timed in one of these modes (``--gpu-timing``, default ``cold``):
+
+* ``cold``: the L2 cache is flushed before every call (a buffer of at least twice the L2,
+  written on the device), an event pair brackets each call, and the host synchronises once per
+  block of up to :data:`COLD_BLOCK_CALLS` calls, never per call. The flush keeps the device
+  queue ahead of the host, so each pair holds the kernel alone: neither launch nor sync latency.
+* ``hot``: one event pair around N back-to-back calls, divided by N. One call is queued
+  before the first event, so the pair sees the steady rate of the stream, with no fill or drain
+  at either end: ``max(launch, kernel)`` per call.
+* ``graph``: N calls captured once into a CUDA graph and replayed (one replay queued ahead, as
+  in ``hot``), divided by N. ``graph_cold`` captures the flush before each call too, and
+  subtracts a graph of the flushes alone. A capture that fails (a host sync inside the kernel,
+  dynamic shapes) is reported with its reason and the figure falls back to ``hot``.
+* ``kernel``: the device time of the call's kernels from the profiler (CUPTI), summed per
+  call, the L2 flushed before each call outside the profiled range; where no profiler can
+  read it the figure falls back to ``cold``, with the reason.
+* ``sync``: kernbench's former behaviour, kept for comparison: a host synchronise after every
+  call inside an event pair around N calls, the L2 flushed before each sample. It shows
+  launch + kernel + sync latency.
+* ``all``: every mode in one record, plus ``launch_overhead_us`` (``sync`` - ``kernel``).
+
+The loops know a :class:`GpuClock` (CUDA events for PyTorch and CuPy, the host clock after
+``block_until_ready`` for JAX) and a :class:`BlockGuard` (NVML clocks and throttle reasons);
+tests hand in a FIFO stream simulator, so every mode's arithmetic is asserted exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kernbench.results.model import Measurement, ProtocolSettings
+from kernbench.results.vocabulary import GPU_TIMING_MODES
+
+COLD_BLOCK_CALLS = 256
+"""Most calls between two host synchronisations in ``cold`` (their events wait meanwhile)."""
+SAMPLE_TARGET_NS = 1e6
+"""A ``hot``/``graph``/``sync`` sample, and a ``cold`` block, holds about this much device
+time (at least one call): event resolution (~0.5 us) is then under 0.1% of a sample."""
+MAX_GRAPH_CALLS = 1000
+"""Most calls captured into one graph (a graph's memory grows with its nodes)."""
+MAX_ATTEMPTS_FACTOR = 2
+"""Blocks discarded for throttling are retaken, up to this many times the blocks wanted."""
+
+
+class CaptureFailed(Exception):
+    """A graph could not be captured; the message says why."""
+
+
+class ProfilerUnavailable(Exception):
+    """No device time could be read from a profiler; the message says why."""
+
+
+class GpuClock(Protocol):
+    """Marks on the device's timeline (CUDA events), or the host's after a wait (JAX)."""
+
+    name: str
+
+    def mark(self) -> object:
+        """A point after all work queued so far (host clock: nothing may be pending)."""
+        ...
+
+    def mark_after(self, result: object) -> object:
+        """A point after the work behind `result` (and everything queued before it); a host
+        clock waits for `result` first."""
+        ...
+
+    def wait(self, result: object) -> None:
+        """Wait on the host for the work behind `result` (a device synchronise, or
+        ``block_until_ready``)."""
+        ...
+
+    def synchronize(self) -> None:
+        """Wait for all work queued through this clock; marks may be read after it."""
+        ...
+
+    def elapsed_ns(self, start: object, end: object) -> float:
+        """Nanoseconds between two marks (after :meth:`synchronize`)."""
+        ...
+
+    def capture(self, body: Callable[[], object]) -> Callable[[], object]:
+        """Capture `body` once into a graph; returns its replay. Raises CaptureFailed."""
+        ...
+
+    def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
+                        count: int) -> list[float]:
+        """Device time of each of `count` calls' kernels (`before` runs unprofiled ahead of
+        each). Raises ProfilerUnavailable."""
+        ...
+
+
+class BlockGuard(Protocol):
+    """Checks the device's state around one block of calls (NVML clocks, throttling)."""
+
+    def begin(self) -> None: ...
+
+    def end(self) -> str | None:
+        """Why the block just taken must be discarded, or None to keep it."""
+        ...
+
+
+class KeepEveryBlock:
+    """The guard where no device state can be read: every block is kept."""
+
+    def begin(self) -> None:
+        return None
+
+    def end(self) -> str | None:
+        return None
+
+
+@dataclass(frozen=True)
+class Flush:
+    """The L2 flush: `run` writes a buffer of `bytes` on the device (it does not wait)."""
+
+    bytes: int
+    run: Callable[[], object]
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """One mode's figures: per-call times in ns, one per sample (or per call in ``cold`` and
+    ``kernel``); `samples_ns` are what the record's samples hold (``cold``: each block's mean)."""
+
+    mode: str
+    figures_ns: tuple[float, ...]
+    samples_ns: tuple[float, ...]
+    calls_per_sample: int
+    flush_per: str
+    """"call", "sample" or "none"."""
+    requested: str | None = None
+    """The mode asked for, when these figures fell back to another (`reason` says why)."""
+    reason: str | None = None
+    discarded: tuple[str, ...] = ()
+    """Why each discarded block was discarded (throttling, low clocks)."""
+
+    @property
+    def calls(self) -> int:
+        return len(self.samples_ns) * self.calls_per_sample
+
+
+@dataclass
+class Session:
+    """What every mode's loop shares for one case."""
+
+    call: Callable[[], object]
+    clock: GpuClock
+    flush: Flush | None
+    samples: int
+    loops: int
+    """Calls per hot/graph/sync sample and per cold block."""
+    guard: BlockGuard = field(default_factory=KeepEveryBlock)
+    fall_back: bool = True
+    """A mode that cannot be measured is measured in its fallback mode (the record's samples
+    need a figure); False where every mode is measured anyway (``all``): it is then null."""
+
+    def guarded(self, take: Callable[[], list[float]]) -> tuple[list[list[float]], list[str]]:
+        """`samples` blocks that the guard kept, and why the others were discarded."""
+        kept: list[list[float]] = []
+        discarded: list[str] = []
+        for _ in range(self.samples * MAX_ATTEMPTS_FACTOR):
+            if len(kept) == self.samples:
+                break
+            self.guard.begin()
+            figures = take()
+            why = self.guard.end()
+            if why is None:
+                kept.append(figures)
+            else:
+                discarded.append(why)
+        return kept, discarded
+
+    def flush_per(self, per: str) -> str:
+        return per if self.flush is not None else "none"
+
+
+def _paired(session: Session, run: Callable[[], object], calls: int) -> float:
+    """Per-call time of `run` (`calls` calls) with one `run` queued ahead of the first mark."""
+    clock = session.clock
+    ahead = run()
+    start = clock.mark_after(ahead)
+    result = run()
+    end = clock.mark_after(result)
+    clock.synchronize()
+    return clock.elapsed_ns(start, end) / calls
+
+
+def _repeat(call: Callable[[], object], count: int) -> Callable[[], object]:
+    def calls() -> object:
+        result = None
+        for _ in range(count):
+            result = call()
+        return result
+    return calls
+
+
+def _result(session: Session, mode: str, blocks: list[list[float]], discarded: list[str],
+            per_sample: int, flush: str, cold_blocks: bool = False) -> ModeResult:
+    figures = tuple(f for block in blocks for f in block)
+    samples = tuple(sum(b) / len(b) for b in blocks) if cold_blocks else figures
+    return ModeResult(mode, figures, samples, per_sample, session.flush_per(flush),
+                      discarded=tuple(discarded))
+
+
+def time_cold(session: Session) -> ModeResult:
+    clock, call, flush = session.clock, session.call, session.flush
+    block_calls = min(session.loops, COLD_BLOCK_CALLS)
+
+    def block() -> list[float]:
+        marks = []
+        for _ in range(block_calls):
+            start = clock.mark_after(flush.run() if flush is not None else None)
+            marks.append((start, clock.mark_after(call())))
+        clock.synchronize()
+        return [clock.elapsed_ns(start, end) for start, end in marks]
+
+    blocks, discarded = session.guarded(block)
+    return _result(session, "cold", blocks, discarded, block_calls, "call", cold_blocks=True)
+
+
+def time_hot(session: Session) -> ModeResult:
+    loops, calls = session.loops, _repeat(session.call, session.loops)
+    blocks, discarded = session.guarded(lambda: [_paired(session, calls, loops)])
+    return _result(session, "hot", blocks, discarded, loops, "none")
+
+
+def time_sync(session: Session) -> ModeResult:
+    clock, call, flush, loops = session.clock, session.call, session.flush, session.loops
+
+    def sample() -> list[float]:
+        clock.wait(flush.run() if flush is not None else None)
+        start = clock.mark()
+        for _ in range(loops):
+            clock.wait(call())
+        end = clock.mark()
+        clock.synchronize()
+        return [clock.elapsed_ns(start, end) / loops]
+
+    blocks, discarded = session.guarded(sample)
+    return _result(session, "sync", blocks, discarded, loops, "sample")
+
+
+def _graph_loops(session: Session) -> int:
+    return max(1, min(session.loops, MAX_GRAPH_CALLS))
+
+
+def time_graph(session: Session) -> ModeResult:
+    loops = _graph_loops(session)
+    try:
+        replay = session.clock.capture(_repeat(session.call, loops))
+    except CaptureFailed as exc:
+        return _fell_back(session, time_hot, "graph", f"graph capture failed: {exc}")
+    blocks, discarded = session.guarded(lambda: [_paired(session, replay, loops)])
+    return _result(session, "graph", blocks, discarded, loops, "none")
+
+
+def time_graph_cold(session: Session) -> ModeResult | None:
+    """The flush captured before each call; minus a graph of the flushes alone. None without
+    a flush."""
+    flush, call, loops = session.flush, session.call, _graph_loops(session)
+    if flush is None:
+        return None
+
+    def flushed_call() -> object:
+        flush.run()
+        return call()
+    try:
+        with_calls = session.clock.capture(_repeat(flushed_call, loops))
+        flushes_only = session.clock.capture(_repeat(flush.run, loops))
+    except CaptureFailed as exc:
+        return _fell_back(session, time_cold, "graph_cold", f"graph capture failed: {exc}")
+
+    def sample() -> list[float]:
+        return [_paired(session, with_calls, loops) - _paired(session, flushes_only, loops)]
+    blocks, discarded = session.guarded(sample)
+    return _result(session, "graph_cold", blocks, discarded, loops, "call")
+
+
+def time_kernel(session: Session) -> ModeResult:
+    flush = session.flush.run if session.flush is not None else None
+    count = min(session.loops, COLD_BLOCK_CALLS)
+
+    def block() -> list[float]:
+        return session.clock.kernel_times_ns(session.call, flush, count)
+    try:
+        blocks, discarded = session.guarded(block)
+    except ProfilerUnavailable as exc:
+        return _fell_back(session, time_cold, "kernel", str(exc))
+    return _result(session, "kernel", blocks, discarded, count, "call", cold_blocks=True)
+
+
+def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requested: str,
+               reason: str) -> ModeResult:
+    """The fallback mode's figures, saying so; or no figure (null) and the reason where the
+    fallback mode is measured on its own anyway."""
+    if not session.fall_back:
+        return ModeResult(requested, (), (), 0, "none", reason=f"{reason}; no figure")
+    measured = fallback(session)
+    return ModeResult(measured.mode, measured.figures_ns, measured.samples_ns,
+                      measured.calls_per_sample, measured.flush_per, requested,
+                      f"{reason}; measured in {measured.mode} mode instead",
+                      measured.discarded)
+
+
+RUNNERS: dict[str, Callable[[Session], ModeResult]] = {
+    "cold": time_cold, "hot": time_hot, "graph": time_graph, "kernel": time_kernel,
+    "sync": time_sync}
+
+
+@dataclass(frozen=True)
+class GpuOutcome:
+    """Every requested mode's result; `primary` is the one the record's samples hold."""
+
+    modes: tuple[ModeResult, ...]
+    primary: ModeResult
+    measurement: Measurement
+    last_result: object
+    flush_bytes: int | None
+
+
+def warm_up_gpu(call: Callable[[], object], clock: GpuClock,
+                settings: ProtocolSettings) -> tuple[list[float], float]:
+    """Warmup calls, each timed alone (launch included), then untimed calls until
+    `settings.warmup_time_s` has passed; returns (warmup times, the fastest) in ns."""
+    began = time.monotonic()
+    times: list[float] = []
+    for _ in range(max(1, settings.warmup)):
+        start = clock.mark()
+        end = clock.mark_after(call())
+        clock.synchronize()
+        times.append(clock.elapsed_ns(start, end))
+    while time.monotonic() - began < settings.warmup_time_s:
+        clock.wait(call())
+    return times, max(min(times), 1.0)
+
+
+def mark_overhead_ns(clock: GpuClock, ahead: Callable[[], object] | None,
+                     probes: int = 11) -> float:
+    """Median time between two marks with nothing between them, taken as the modes take them:
+    behind queued work (`ahead`, the flush) where there is some, so an event pair's cost on a
+    busy stream is measured, not the host's delay in recording the second event."""
+    pairs = [(clock.mark_after(ahead() if ahead is not None else None), clock.mark())
+             for _ in range(probes)]
+    clock.synchronize()
+    return sorted(clock.elapsed_ns(a, b) for a, b in pairs)[probes // 2]
+
+
+def loops_for(estimate_ns: float, settings: ProtocolSettings) -> int:
+    """Calls per sample: enough for :data:`SAMPLE_TARGET_NS` of device time."""
+    return max(1, min(math.ceil(SAMPLE_TARGET_NS / estimate_ns), settings.max_inner_loops))
+
+
+def modes_of(mode: str) -> tuple[str, ...]:
+    """The modes `mode` stands for (``all``: every one)."""
+    return GPU_TIMING_MODES if mode == "all" else (mode,)
+
+
+def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
+             warmup_s: float) -> GpuOutcome:
+    """Measure `mode` (or all of them) and keep one last, waited-for result for the checks."""
+    results: list[ModeResult] = []
+    session.fall_back = mode != "all"
+    for name in modes_of(mode):
+        results.append(RUNNERS[name](session))
+        if name == "graph":
+            cold = time_graph_cold(session)
+            if cold is not None:
+                results.append(cold)
+    primary = next(r for r in results if (r.requested or r.mode) == modes_of(mode)[0])
+    last = session.call()
+    session.clock.wait(last)
+    measurement = Measurement(samples_ns=primary.samples_ns,
+                              inner_loops=primary.calls_per_sample, warmup_ns=tuple(warmup_ns),
+                              timer_overhead_ns=mark_overhead_ns(
+                                  session.clock, session.flush.run if session.flush else None),
+                              timer=session.clock.name, warmup_s=warmup_s)
+    return GpuOutcome(tuple(results), primary, measurement, last,
+                      session.flush.bytes if session.flush is not None else None)

@@ -1,0 +1,88 @@
+"""Tests for kernbench.analysis.gpu_summary: figures derived from each mode's raw samples,
+processes merged, launch overhead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.analysis.gpu_summary import (
+    gpu_timing_summary,
+    merge_gpu_timing,
+    timing_mode,
+)
+
+
+def raw_mode(mode: str, samples_us: list[float], requested: str | None = None,
+             reason: str | None = None, discarded: dict[str, int] | None = None) -> dict[str, Any]:
+    return {"mode": mode, "requested_mode": requested, "reason": reason,
+            "flush": {"bytes": 100, "per": "call"}, "calls_per_sample": 10,
+            "samples_us": samples_us, "discarded_blocks": sum((discarded or {}).values()),
+            "discard_reasons": discarded or {}}
+
+
+def raw_all(kernel: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"requested": "all", "primary": "cold", "modes": {
+        "cold": raw_mode("cold", [3.0, 3.0, 4.0, 5.0, 3.0]),
+        "sync": raw_mode("sync", [16.0, 16.0, 17.0]),
+        "kernel": kernel or raw_mode("kernel", [2.5, 3.0, 3.5])}}
+
+
+def test_the_primary_mode_is_at_the_top_with_its_quantiles() -> None:
+    summary = gpu_timing_summary(raw_all())
+    assert summary["mode"] == "cold"
+    assert summary["flush"] == {"bytes": 100, "per": "call"}
+    assert summary["n"] == 50  # 5 samples of 10 calls
+    assert summary["median_us"] == 3.0
+    assert summary["iqr_us"] == 1.0
+    assert summary["p10_us"] == 3.0
+    assert summary["p90_us"] == 4.6
+    assert set(summary["modes"]) == {"cold", "sync", "kernel"}
+    assert summary["modes"]["sync"]["median_us"] == 16.0
+    assert summary["launch_overhead_us"] == 13.0  # sync 16 - kernel 3
+    assert summary["launch_overhead_reason"] is None
+    assert summary["gpu_timing"] == raw_all()  # the raw form, for readers
+
+
+def test_launch_overhead_is_null_with_a_reason_when_the_kernel_mode_fell_back() -> None:
+    fell_back = raw_mode("cold", [3.0], requested="kernel", reason="torch.profiler failed")
+    summary = gpu_timing_summary(raw_all(kernel=fell_back))
+    assert summary["launch_overhead_us"] is None
+    assert summary["launch_overhead_reason"] == \
+        "the kernel mode was not measured: torch.profiler failed"
+
+
+def test_launch_overhead_is_null_with_a_reason_when_the_kernel_mode_has_no_figure() -> None:
+    summary = gpu_timing_summary(raw_all(kernel=raw_mode("kernel", [], reason="no CUPTI")))
+    assert summary["modes"]["kernel"]["median_us"] is None
+    assert summary["modes"]["kernel"]["n"] == 0
+    assert summary["launch_overhead_us"] is None
+    assert summary["launch_overhead_reason"] == "the kernel mode has no figure: no CUPTI"
+
+
+def test_one_mode_has_no_launch_overhead_key() -> None:
+    summary = gpu_timing_summary({"requested": "hot", "primary": "hot",
+                                  "modes": {"hot": raw_mode("hot", [5.0])}})
+    assert "launch_overhead_us" not in summary
+    assert summary["median_us"] == 5.0
+
+
+def test_processes_merge_samples_and_discards_before_anything_is_derived() -> None:
+    first = {"requested": "hot", "primary": "hot",
+             "modes": {"hot": raw_mode("hot", [5.0, 5.0], discarded={"throttled: HwSlowdown": 1})}}
+    second = {"requested": "hot", "primary": "hot",
+              "modes": {"hot": raw_mode("hot", [6.0], discarded={"throttled: HwSlowdown": 2})}}
+    merged = merge_gpu_timing([first, second])
+    assert merged is not None
+    hot = merged["modes"]["hot"]
+    assert hot["samples_us"] == [5.0, 5.0, 6.0]
+    assert hot["discarded_blocks"] == 3
+    assert hot["discard_reasons"] == {"throttled: HwSlowdown": 3}
+    assert merge_gpu_timing([None, None]) is None
+
+
+def test_timing_mode_is_what_the_samples_hold() -> None:
+    assert timing_mode(None) is None
+    assert timing_mode(raw_all()) == "cold"
+    fell_back = {"requested": "graph", "primary": "graph",
+                 "modes": {"graph": raw_mode("hot", [5.0], requested="graph")}}
+    assert timing_mode(fell_back) == "hot"

@@ -1,0 +1,174 @@
+"""Tests for kernbench.measure.gpu_timing on the FIFO stream simulator (tests/support/fake_cuda):
+every mode's figure is asserted exactly from the simulator's fixed costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernbench.measure.backends.torch_gpu import TorchCudaClock, l2_flush
+from kernbench.measure.gpu_record import gpu_timing_raw
+from kernbench.measure.gpu_timing import (
+    COLD_BLOCK_CALLS,
+    Session,
+    loops_for,
+    time_gpu,
+    warm_up_gpu,
+)
+from kernbench.results.model import ProtocolSettings
+from support.fake_cuda import FakeDevice, fake_torch
+
+KERNEL_NS, LAUNCH_NS, SYNC_NS = 3_000.0, 5_000.0, 8_000.0
+SETTINGS = ProtocolSettings(warmup=2, iterations=4, warmup_time_s=0.0)
+
+
+def session(device: FakeDevice, loops: int = 100, profiler: bool = True,
+            flush: bool = True, **kwargs: object) -> Session:
+    torch = fake_torch(device, profiler=profiler)
+    return Session(device.kernel(KERNEL_NS), TorchCudaClock(torch),
+                   l2_flush(torch) if flush else None, SETTINGS.iterations, loops,
+                   **kwargs)  # type: ignore[arg-type]
+
+
+def medians_us(mode: str, device: FakeDevice | None = None, **kwargs: object) -> dict[str, float]:
+    device = device or FakeDevice(LAUNCH_NS, SYNC_NS)
+    outcome = time_gpu(session(device, **kwargs), mode, (), 0.0)  # type: ignore[arg-type]
+    raw = gpu_timing_raw(outcome, mode)
+    return {name: sorted(m["samples_us"])[len(m["samples_us"]) // 2]
+            for name, m in raw["modes"].items()}
+
+
+def test_the_issue_figures_kernel_3_launch_5_sync_8() -> None:
+    """sync shows launch + kernel + sync, hot the launch rate, the rest the kernel alone."""
+    assert medians_us("all") == {"cold": 3.0, "hot": 5.0, "graph": 3.0, "graph_cold": 3.0,
+                                 "kernel": 3.0, "sync": 16.0}
+
+
+@pytest.mark.parametrize("mode", ["cold", "hot", "graph", "kernel", "sync"])
+def test_each_mode_alone_gives_the_same_figure_as_in_all(mode: str) -> None:
+    expected = {"cold": 3.0, "hot": 5.0, "graph": 3.0, "kernel": 3.0, "sync": 16.0}[mode]
+    assert medians_us(mode)[mode] == expected
+
+
+def test_a_kernel_longer_than_its_launch_is_kernel_bound_when_hot() -> None:
+    device = FakeDevice(launch_ns=2_000.0, sync_ns=SYNC_NS)
+    outcome = time_gpu(session(device), "hot", (), 0.0)
+    assert set(outcome.primary.samples_ns) == {KERNEL_NS}
+
+
+def test_cold_synchronises_once_per_block_never_per_call() -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    run = session(device, loops=1000)
+    outcome = time_gpu(run, "cold", (), 0.0)
+    assert outcome.primary.calls_per_sample == COLD_BLOCK_CALLS
+    # One per block; then one for the last result and one reading the marks' own overhead.
+    assert device.log.count("sync") == SETTINGS.iterations + 2
+    assert device.log.count("flush") == SETTINGS.iterations * COLD_BLOCK_CALLS + 11  # + probes
+    assert outcome.measurement.timer_overhead_ns == 0.0  # an event pair costs nothing queued
+    assert outcome.primary.flush_per == "call"
+    assert outcome.flush_bytes == 2 * device.l2_bytes
+
+
+def test_cold_without_a_flush_says_so() -> None:
+    outcome = time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS), flush=False), "cold", (), 0.0)
+    raw = gpu_timing_raw(outcome, "cold")["modes"]["cold"]
+    assert raw["flush"] == {"bytes": None, "per": "none"}
+
+
+def test_a_failed_capture_falls_back_to_hot_and_says_why() -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    torch = fake_torch(device)
+    kernel = device.kernel(KERNEL_NS)
+
+    def syncs_inside() -> object:
+        kernel()
+        torch.cuda.synchronize()  # a host sync in the kernel: not capturable
+        return None
+
+    run = Session(syncs_inside, TorchCudaClock(torch), l2_flush(torch), 3, 10)
+    raw = gpu_timing_raw(time_gpu(run, "graph", (), 0.0), "graph")
+    graph = raw["modes"]["graph"]
+    assert graph["mode"] == "hot" and graph["requested_mode"] == "graph"
+    assert graph["reason"] == ("graph capture failed: RuntimeError: operation not permitted "
+                               "when stream is capturing; measured in hot mode instead")
+    assert raw["modes"]["graph_cold"]["mode"] == "cold"
+    assert raw["primary"] == "graph"
+
+
+def test_in_all_a_mode_that_cannot_be_measured_is_null_with_the_reason() -> None:
+    raw = gpu_timing_raw(time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS), profiler=False),
+                                  "all", (), 0.0), "all")
+    kernel = raw["modes"]["kernel"]
+    assert kernel["samples_us"] == [] and kernel["requested_mode"] is None
+    assert kernel["reason"].startswith("torch.profiler failed: AttributeError")
+    assert kernel["reason"].endswith("; no figure")
+    assert raw["modes"]["cold"]["samples_us"] == [3.0] * SETTINGS.iterations
+
+
+def test_kernel_mode_without_a_profiler_falls_back_to_cold() -> None:
+    raw = gpu_timing_raw(time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS), profiler=False),
+                                  "kernel", (), 0.0), "kernel")
+    kernel = raw["modes"]["kernel"]
+    assert kernel["mode"] == "cold"
+    assert kernel["reason"].startswith("torch.profiler failed: AttributeError")
+    assert kernel["samples_us"] == [3.0] * SETTINGS.iterations
+
+
+def test_throttled_blocks_are_discarded_counted_and_retaken() -> None:
+    class EverySecondBlock:
+        def __init__(self) -> None:
+            self.blocks = 0
+
+        def begin(self) -> None:
+            self.blocks += 1
+
+        def end(self) -> str | None:
+            return "throttled: SwPowerCap" if self.blocks % 2 == 0 else None
+
+    run = session(FakeDevice(LAUNCH_NS, SYNC_NS), guard=EverySecondBlock())
+    raw = gpu_timing_raw(time_gpu(run, "hot", (), 0.0), "hot")["modes"]["hot"]
+    assert len(raw["samples_us"]) == SETTINGS.iterations
+    assert raw["discarded_blocks"] == SETTINGS.iterations - 1
+    assert raw["discard_reasons"] == {"throttled: SwPowerCap": SETTINGS.iterations - 1}
+
+
+def test_warmup_estimate_sets_the_calls_per_sample() -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    run = session(device)
+    times, fastest = warm_up_gpu(run.call, run.clock, SETTINGS)
+    assert times == [LAUNCH_NS + KERNEL_NS] * SETTINGS.warmup  # the device waited on the launch
+    assert loops_for(fastest, SETTINGS) == 125  # 1 ms / 8 us
+
+
+def test_the_last_result_is_waited_for() -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    time_gpu(session(device), "hot", (), 0.0)
+    assert device.log[-1] == "sync" and device.host_ns >= device.free_ns
+
+
+def torch_has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch_has_cuda(), reason="needs a CUDA device")
+def test_real_cuda_modes_keep_their_order() -> None:
+    """On a real GPU, a 1,024-element add: the host sync per call shows in `sync`, and the
+    device time in `cold` and `graph` is below the launch-bound `hot` rate."""
+    import statistics
+
+    import torch
+
+    from kernbench.measure.gpu_session import measure_gpu
+
+    x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    run = measure_gpu(lambda: torch.add(x, y), TorchCudaClock(torch), l2_flush(torch),
+                      ProtocolSettings(warmup=3, iterations=5, warmup_time_s=0.05), "all")
+    medians = {r.mode: statistics.median(r.samples_ns) for r in run.outcome.modes
+               if r.samples_ns and r.requested is None}
+    assert medians["sync"] > medians["hot"] > 0
+    assert medians["cold"] < medians["sync"]
+    assert medians["graph"] < medians["sync"]

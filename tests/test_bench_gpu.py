@@ -1,0 +1,45 @@
+"""benchmarks/bench_gpu.py: it refuses to run without a CUDA GPU (never printing a figure it
+did not measure), and its acceptance checks read the issue's limits."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
+
+
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_gpu", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_without_a_gpu_it_says_why_and_exits_2() -> None:
+    reason = script().no_gpu_reason()
+    if reason is None:
+        pytest.skip("a CUDA GPU is present")
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"bench_gpu.py needs a CUDA GPU and cannot run here: {reason}.\n"
+
+
+def test_the_checks_apply_the_issues_limits() -> None:
+    checks = script().checks
+    assert checks("copy_256m", {"cold": 168.0, "do_bench": 165.0}, "NVIDIA H100 80GB HBM3") == [
+        "PASS copy_256m: cold 168.0 us vs do_bench 165.0 us (1.8% apart, limit 5%)",
+        "PASS copy_256m: cold 0.168 ms >= 0.16 ms (H100 bandwidth limit)"]
+    assert checks("matmul_4k", {"cold": 120.0, "do_bench": 100.0}, "A100") == [
+        "FAIL matmul_4k: cold 120.0 us vs do_bench 100.0 us (20.0% apart, limit 5%)"]
+    assert checks("copy_8m", {"cold": 12.0, "hot": 11.0}, "A100") == [
+        "FAIL copy_8m: cold / hot = 1.09 (>= 1.2: the L2 flush shows)"]
+    assert checks("add_1k", {"cold": 3.0}, "A100") == []
