@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from kernbench.results.schema import SCHEMA_VERSION
+
 pytest_plugins = ["pytester"]
 
 FAST = ("--kernbench-iterations", "6", "--kernbench-warmup", "1", "-p", "no:cacheprovider")
@@ -55,7 +57,7 @@ def test_save_writes_the_run_report_set(pytester: pytest.Pytester) -> None:
     pytester.runpytest_subprocess(*FAST, "--kernbench-save", "base",
                        "--kernbench-format", "md,bmf").assert_outcomes(passed=4)
     summary = _summary(pytester, "base")
-    assert summary["schema_version"] == 1 and summary["counts"]["ok"] == 3
+    assert summary["schema_version"] == SCHEMA_VERSION and summary["counts"]["ok"] == 3
     by_id = {r["case_id"]: r for r in summary["results"]}
     assert set(by_id) == {"test_kernels.test_sum[cpu,native]",
                           "test_kernels.test_param[cpu,int64,3]",
