@@ -110,7 +110,8 @@ def test_custom_function_name(tmp_path: Path) -> None:
             return 1.5
     """, function_name="bench")
     assert result.status == "ok"
-    assert result.output["precision"] == "fp64"
+    assert result.output["precision"] is None  # a Python float labels no precision
+    assert result.output["items"] == [{"type": "float", "dtype": "python float"}]
 
 
 def test_missing_function_fails(tmp_path: Path) -> None:
@@ -567,7 +568,11 @@ def test_describe_keeps_eight_items_but_counts_every_leaf() -> None:
 
 
 def test_describe_plain_python_values() -> None:
-    assert describe_output(2.5)["precision"] == "fp64"
+    assert describe_output(2.5) == {"type": "float", "leaves": 1, "precision": None,
+                                    "items": [{"type": "float", "dtype": "python float"}],
+                                    "nbytes": None}
+    assert describe_output(1j)["items"] == [{"type": "complex", "dtype": "python complex"}]
+    assert describe_output((2.5, np.zeros(2, np.float32)))["precision"] == "fp32"
     assert describe_output(None) == {"type": "NoneType", "leaves": 1, "precision": None,
                                      "items": [{"type": "NoneType"}], "nbytes": None}
 

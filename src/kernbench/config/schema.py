@@ -104,23 +104,27 @@ _MATRIX_SHAPES = {
                         "properties": {"name": {"const": name}, **options}}}
               for name, options in _GENERATOR_OPTIONS.items()],
 }
+def _sweep_lists(unique: bool) -> dict[str, Any]:
+    return {"type": "object", "minProperties": 1, "propertyNames": {"pattern": IDENTIFIER},
+            "additionalProperties": {
+                "type": "array", "minItems": 1, "uniqueItems": unique,
+                "items": {"type": ["integer", "number", "boolean", "string"],
+                          "pattern": POINT_TEXT}}}
+
+
 SWEEP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "minProperties": 1,
     "properties": {
         "matrix_shapes": {"type": "array", "minItems": 1, "items": _MATRIX_SHAPES},
-        "params": {
-            "type": "object", "minProperties": 1, "propertyNames": {"pattern": IDENTIFIER},
-            "additionalProperties": {
-                "type": "array", "minItems": 1, "uniqueItems": True,
-                "items": {"type": ["integer", "number", "boolean", "string"],
-                          "pattern": POINT_TEXT}},
-        },
+        "params": _sweep_lists(unique=True),
+        "zip": _sweep_lists(unique=False),  # a value may repeat; a row may not
     },
 }
-"""JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators and
-``params`` lists (checks jsonschema cannot make are in :mod:`kernbench.config.sweeps`)."""
+"""JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators, ``params``
+lists (their product) and ``zip`` lists (paired, of one length; checks jsonschema cannot make
+are in :mod:`kernbench.config.sweeps`)."""
 
 IMPL_NAME = "^[A-Za-z_][A-Za-z0-9_-]{0,39}$"
 """An implementation's name: it becomes part of case ids and file names."""
