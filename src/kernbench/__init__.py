@@ -21,6 +21,7 @@ __all__ = [
     "SkipCase",
     "UnsupportedPrecision",
     "__version__",
+    "current_precision",
     "run_suite",
 ]
 
@@ -35,6 +36,7 @@ _LAZY = {
     "KernbenchError": "kernbench.errors",
     "SkipCase": "kernbench.errors",
     "UnsupportedPrecision": "kernbench.errors",
+    "current_precision": "kernbench.measure.precision",
 }
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from kernbench.execution.runner import BenchmarkRunner
     from kernbench.execution.settings import RunSettings
     from kernbench.measure.metrics import MetricsCollector
+    from kernbench.measure.precision import current_precision
     from kernbench.reporting import ReportGenerator
 
 

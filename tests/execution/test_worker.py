@@ -330,11 +330,11 @@ def test_problem_size_key_the_function_does_not_accept_fails(tmp_path: Path) -> 
     result = run_kernel(tmp_path, "def run_benchmark(n):\n    return n\n",
                         problem_size={"n": 4, "m": 5})
     assert result.status == "failed"
-    assert result.reason == ("ContractError: run_benchmark() has no parameter 'm' "
-                                "(passed from bench.yaml problem_size)")
+    assert result.reason == ("ContractError: bench.yaml problem_size 'm' is not a parameter "
+                             "of run_benchmark() and no work formula reads it")
 
 
-def test_problem_size_key_setup_does_not_accept_fails(tmp_path: Path) -> None:
+def test_problem_size_key_neither_setup_nor_the_function_accepts_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
         def setup(n):
             return {"x": n}
@@ -343,7 +343,8 @@ def test_problem_size_key_setup_does_not_accept_fails(tmp_path: Path) -> None:
             return x
     """, problem_size={"n": 4, "k": 2})
     assert result.status == "failed"
-    assert "setup() has no parameter 'k'" in result.reason
+    assert ("problem_size 'k' is not a parameter of setup(), run_benchmark() and no work "
+            "formula reads it") in str(result.reason)
 
 
 def test_setup_result_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:

@@ -126,8 +126,18 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         implementations=implementations,
         reference_implementation=_reference_implementation(
             implementations, data.get("reference"), source),
+        sys_path=_sys_path(data.get("sys_path", ()), source),
         raw=data,
     )
+
+
+def _sys_path(entries: list[str], source: str) -> tuple[str, ...]:
+    """bench.yaml `sys_path`: relative folders (discovery checks they stay in the root)."""
+    for index, entry in enumerate(entries):
+        if Path(entry).is_absolute() or entry.startswith("~"):
+            raise ConfigError(source, f"sys_path[{index}]", "a folder relative to the kernel's "
+                              "folder (inside the repository)", got=entry)
+    return tuple(entries)
 
 
 def _implementations(entry: dict[str, Any] | None, framework: str | None,

@@ -21,6 +21,8 @@ from kernbench.results.vocabulary import (
 )
 
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
+FUNCTION = "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)?$"
+"""A kernel function: a module-level name, or `Class.method`."""
 
 _TOLERANCE_VALUES = {
     "rmse": {"type": "number", "minimum": 0},
@@ -138,7 +140,7 @@ IMPLEMENTATIONS_SCHEMA: dict[str, Any] = {
         "additionalProperties": False,
         "required": ["function"],
         "properties": {
-            "function": {"type": "string", "pattern": IDENTIFIER},
+            "function": {"type": "string", "pattern": FUNCTION},
             "framework": {"enum": list(FRAMEWORK_NAMES)},
             "setup": {"type": "string", "pattern": IDENTIFIER},
             "backends": {"type": "array", "minItems": 1, "uniqueItems": True,
@@ -179,7 +181,9 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
                      "items": {"enum": list(BACKEND_NAMES)}},
         "tolerances": _TOLERANCES,
         "skip_conditions": {"type": "array", "items": _SKIP_CONDITION},
-        "function_name": {"type": "string", "pattern": IDENTIFIER},
+        "function_name": {"type": "string", "pattern": FUNCTION},
+        "sys_path": {"type": "array", "minItems": 1, "uniqueItems": True,
+                     "items": {"type": "string", "minLength": 1}},
         "framework": {"enum": list(FRAMEWORK_NAMES)},
         "description": {"type": "string"},
         "timeout_s": {"type": "number", "exclusiveMinimum": 0},
@@ -378,6 +382,7 @@ def _config_error(error: Any, source: str) -> ConfigError:
 
 _PATTERN_WORDS = {
     IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
+    FUNCTION: "a function name, or Class.method (identifiers of letters, digits and _)",
     IMPL_NAME: "an implementation name of letters, digits, _ and - (at most 40, starting with a "
                "letter or _; it names cases)",
     POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "

@@ -73,16 +73,19 @@ def bind(job: WorkerJob, module: ModuleType, function: Callable[..., Any],
     """Setup and arguments: an implementation's own setup as it is, else the kernel's setup,
     whose NumPy arrays an implementation gets converted to its framework and precision."""
     impl = job.implementation
+    formulas = [f for f in (job.work or {}).values() if isinstance(f, str)]
     if impl is None:
-        return bind_kernel(module, function, job.problem_size, harness)
+        return bind_kernel(module, function, job.problem_size, harness, formulas=formulas)
     if impl.setup:
-        return bind_kernel(module, function, job.problem_size, harness, impl.setup)
+        return bind_kernel(module, function, job.problem_size, harness, impl.setup,
+                           formulas=formulas)
 
     def convert(prepared: Mapping[str, Any]) -> Mapping[str, Any]:
         from kernbench.measure.convert import to_framework
 
         return to_framework(prepared, job.framework, job.precision, job.backend)
-    return bind_kernel(module, function, job.problem_size, harness, convert=convert)
+    return bind_kernel(module, function, job.problem_size, harness, convert=convert,
+                       formulas=formulas)
 
 
 def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
@@ -140,7 +143,8 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
             call = slowed(call, job.slowdown)
         flush = backend.l2_flusher(name) if job.flush_l2 else None
         probe = None if fake else ActivityProbe()
-        outcome = collector.time_execution(call, flush, _metered(meter, region))
+        outcome = collector.time_execution(call, flush, _metered(meter, region),
+                                           kernel.reset_call())
         machine = None if probe is None else probe.stop()
     m = outcome.measurement
     return Timed(kernel, outcome, merge_device_memory(host_memory, backend.device_memory(name)),
