@@ -278,8 +278,10 @@ def readme_yaml_blocks(heading: str) -> list[str]:
 
 
 def test_the_readme_examples_are_valid_and_expand_as_documented() -> None:
-    reference, example, generators = (
+    reference, example, zipped, generators = (
         readme_yaml_blocks("## bench.yaml reference")[0], *readme_yaml_blocks("### Sweeps"))
+    assert [p.label for p in bench_config_from_data(yaml.safe_load(zipped), SOURCE).sweep] == [
+        f"batch={b},heads={h},dim={d}" for b in (1, 8) for h, d in ((8, 128), (16, 64), (32, 64))]
     assert len(bench_config_from_data(yaml.safe_load(reference), SOURCE).sweep) == 3
     config = bench_config_from_data(yaml.safe_load(example), SOURCE)
     assert [p.label for p in config.sweep][:2] == ["m=64,k=64,n=64,block=32",

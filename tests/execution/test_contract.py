@@ -151,8 +151,8 @@ def run_benchmark(x):
     x *= 2.0          # in place: without reset, every call doubles the last call's output
     return x
 
-def reference(x):
-    return np.arange(len(x), dtype=np.float64) * 2.0
+def reference(x0):    # the pristine copy: x itself is the output being checked
+    return x0 * 2.0
 """
 
 

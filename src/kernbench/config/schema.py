@@ -382,7 +382,8 @@ def _config_error(error: Any, source: str) -> ConfigError:
 
 _PATTERN_WORDS = {
     IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
-    FUNCTION: "a function name, or Class.method (identifiers of letters, digits and _)",
+    FUNCTION: "an identifier (a module-level function) or Class.method, of letters, digits "
+              "and _",
     IMPL_NAME: "an implementation name of letters, digits, _ and - (at most 40, starting with a "
                "letter or _; it names cases)",
     POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "

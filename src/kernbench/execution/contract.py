@@ -144,11 +144,16 @@ class BoundKernel:
         return None
 
     def reference(self) -> object:
-        """The kernel's own reference result, called like the benchmark function."""
+        """The kernel's own reference result, called like the benchmark function. With a
+        `reset`, it also may take setup's keys only `reset` takes (the pristine copy an
+        in-place kernel's input is restored from: the input itself is as the last call left
+        it, and may be the very output being checked)."""
         reference = self.reference_function()
         assert reference is not None
-        kwargs = bind_arguments(reference, {k: v for k, v in self.run_kwargs.items()
-                                            if k not in self.harness}, self.harness,
+        inputs = {k: v for k, v in self.run_kwargs.items() if k not in self.harness}
+        if self.inputs is not None and self.reset_call() is not None:
+            inputs = accepted(reference, {**self.inputs, **inputs})
+        kwargs = bind_arguments(reference, inputs, self.harness,
                                 "the benchmark function's arguments")
         return reference(**kwargs)
 
