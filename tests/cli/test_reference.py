@@ -161,7 +161,10 @@ def test_quiet_and_json_mean_the_same_in_every_command(
     argv = command_lines(tmp_path)[name]
     assert main([*argv, "-q", "--json"]) == 0
     captured = capsys.readouterr()
-    assert captured.err == ""  # -q: nothing but errors
+    # -q: nothing but errors and a comparison's verdict (compare, merge of --ab shards)
+    verdicts = [line for line in captured.err.splitlines() if line.endswith("regressions.md")]
+    assert captured.err.splitlines() == verdicts
+    assert len(verdicts) == (name == "compare")
     json.loads(captured.out)  # --json: the result, as one JSON document
     assert main(argv) == 0
     text = capsys.readouterr()

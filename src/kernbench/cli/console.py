@@ -88,7 +88,8 @@ def report_comparison(document: Mapping[str, Any], output_dir: Path, fail: bool)
     """Print the verdict and counts; the exit code the comparison asks for."""
     counts = ", ".join(f"{n} {v}" for v, n in document["counts"].items() if n)
     detail = "" if document.get("baseline_note") else f" ({counts or 'no cases'})"
-    status(f"{document['verdict']}{detail}. See {output_dir}/regressions.md")
+    # A verdict is what a comparison found, not chatter: printed under -q too, like an error.
+    error(f"{document['verdict']}{detail}. See {output_dir}/regressions.md")
     return 1 if fail and document["regression"] else 0
 
 
