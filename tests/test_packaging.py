@@ -9,8 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 from packaging.version import Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (the lowest-versions job): the same parser, as tomli
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (the lowest-versions job): the same parser, as tomli
+    import tomli as tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
