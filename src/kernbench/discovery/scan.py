@@ -136,8 +136,8 @@ class KernelDiscovery:
             source = path.read_bytes()
         except OSError as exc:
             return _invalid(rel, candidates[0], f"{rel}: cannot read: {exc}")
-        present = [name for name in candidates
-                   if name.rpartition(".")[2].encode() in source]
+        present = [name for name in candidates  # Class.method: the class may be imported
+                   if name.partition(".")[0].encode() in source]
         if not present:
             self._log(f"discovery: {rel}: no {' or '.join(candidates)}(), not a kernel")
             return None

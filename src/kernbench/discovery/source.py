@@ -27,12 +27,13 @@ FRAMEWORK_IMPORTS: tuple[tuple[str, str], ...] = (
 
 def find_function(tree: ast.Module, name: str) -> ast.AST | None:
     """The last module-level definition (def, class, assignment or import) binding `name`, if
-    any; for `Class.method`, the method's def in the module-level class."""
+    any; for `Class.method`, the method's def in the module-level class (or the class's
+    binding, when the module imports or assigns it: its signature is then unknown)."""
     owner, _, method = name.rpartition(".")
     if owner:
         cls = find_function(tree, owner)
-        if not isinstance(cls, ast.ClassDef):
-            return None
+        if not isinstance(cls, ast.ClassDef):  # imported or assigned: the binding, unseen
+            return cls
         return next((node for node in cls.body if _binds(node, method)), None)
     found: ast.AST | None = None
     for node in _module_level(tree.body):
