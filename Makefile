@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 OUTPUT_DIR ?= reports
 BENCH_ARGS ?=
 
-.PHONY: bench bench-quick test lint lint-workflows actionlint check clean
+.PHONY: bench bench-quick test test-lowest lint lint-workflows actionlint check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,20 @@ bench-quick: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The tests at the lowest versions pyproject.toml declares (requirements/lowest.txt), on the
+# lowest supported Python, in a venv of their own; the CI job "lowest declared versions"
+# (.github/workflows/tests.yml) runs the same.
+PYTHON_LOWEST ?= python3.10
+VENV_LOWEST ?= .venv-lowest
+
+test-lowest:
+	$(PYTHON_LOWEST) -m venv $(VENV_LOWEST)
+	$(VENV_LOWEST)/bin/python -m pip install --quiet -r requirements/lowest.txt \
+		-c requirements/lowest.txt pytest hypothesis ml_dtypes
+	$(VENV_LOWEST)/bin/python -m pip install --quiet --no-deps -e .
+	$(VENV_LOWEST)/bin/python -m pip check
+	$(VENV_LOWEST)/bin/python -m pytest -q -m "not gpu"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools benchmarks kernels integrations
@@ -46,4 +60,4 @@ lint-workflows: $(STAMP) actionlint
 check: test lint lint-workflows
 
 clean:
-	rm -rf $(VENV) $(OUTPUT_DIR) .pytest_cache .mypy_cache .ruff_cache .cache
+	rm -rf $(VENV) $(VENV_LOWEST) $(OUTPUT_DIR) .pytest_cache .mypy_cache .ruff_cache .cache

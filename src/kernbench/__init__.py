@@ -25,6 +25,7 @@ __all__ = [
     "__version__",
     "bench",
     "compare",
+    "current_precision",
     "run_suite",
 ]
 
@@ -43,6 +44,7 @@ _LAZY = {
     "KernbenchError": "kernbench.errors",
     "SkipCase": "kernbench.errors",
     "UnsupportedPrecision": "kernbench.errors",
+    "current_precision": "kernbench.measure.precision",
 }
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from kernbench.execution.runner import BenchmarkRunner
     from kernbench.execution.settings import RunSettings
     from kernbench.measure.metrics import MetricsCollector
+    from kernbench.measure.precision import current_precision
     from kernbench.reporting import ReportGenerator
 
 

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (the lowest-versions job): the same parser, as tomli
+    import tomli as tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +46,42 @@ def steps(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             for step in job.get("steps", [])]
 
 
-def test_there_are_the_two_workflows() -> None:
-    assert [p.name for p in FILES] == ["bench-comment.yml", "bench.yml"]
+COPYABLE = ("bench-comment.yml", "bench.yml")
+"""The workflows a repository that uses kernbench copies (tests.yml is kernbench's own)."""
+KERNBENCH = '"kernbench{extras} @ ${{KERNBENCH_URL:-file://$PWD}}"'
+
+
+def test_there_are_the_three_workflows() -> None:
+    assert [p.name for p in FILES] == ["bench-comment.yml", "bench.yml", "tests.yml"]
+
+
+@pytest.mark.parametrize("name", COPYABLE)
+def test_copyable_workflows_install_kernbench_explicitly(name: str) -> None:
+    """A copy must not install the repository it runs in as kernbench: every install names
+    kernbench, from KERNBENCH_URL (empty here: this checkout, which is kernbench), and the URL
+    a copy sets must be pinned to a full commit."""
+    document = load(WORKFLOWS / name)
+    assert document["env"]["KERNBENCH_URL"] == ""
+    for job_name, job in document["jobs"].items():
+        for line in pip_installs(job):
+            if "requirements/ci-bot.txt" in line:
+                continue
+            assert re.search(r"\bkernbench(\[[a-z,]+\])? @ \$\{KERNBENCH_URL:-file://\$PWD\}",
+                             line), f"{name}: job {job_name}: {line}"
+            assert " -e ." not in line and "'.[" not in line
+    assert "OWNER/kernbench@<40-hex commit>" in (WORKFLOWS / name).read_text(encoding="utf-8")
+
+
+def test_lowest_declared_versions_are_installed_and_tested() -> None:
+    (job,) = load(WORKFLOWS / "tests.yml")["jobs"].values()
+    python = next(s["with"]["python-version"] for s in job["steps"]
+                  if s.get("uses", "").startswith("actions/setup-python@"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["requires-python"] == f">={python}"
+    runs = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "-r requirements/lowest.txt -c requirements/lowest.txt" in runs
+    assert "pip install --no-deps -e ." in runs and "python -m pytest" in runs
+    assert job["permissions"] == {"contents": "read"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -178,7 +216,7 @@ def test_jobs_holding_a_write_token_install_only_hash_pinned_packages() -> None:
         for line in installs:
             hashed = "--require-hashes" in line and "-r requirements/ci-bot.txt" in line
             local = ("--no-deps" in line and "--no-build-isolation" in line
-                     and line.rstrip().endswith(" -e ."))
+                     and line.rstrip().endswith(KERNBENCH.format(extras="")))
             assert hashed or local, f"{file}: job {name}: unpinned install: {line}"
 
 

@@ -430,3 +430,59 @@ def test_pyproject_invalid_toml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="valid TOML") as info:
         load_pyproject_settings(tmp_path)
     assert str(tmp_path / "pyproject.toml") in str(info.value)
+
+
+# -- YAML numbers and unknown keys ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1e-5", 1e-5), ("1E3", 1000.0), ("1.0e5", 1e5), ("-2.5e-3", -2.5e-3), (".5e-2", 0.005),
+    ("+3e2", 300.0), ("1.0e-5", 1e-5), ("3", 3), ("0.25", 0.25)])
+def test_yaml_numbers_with_an_exponent_are_numbers(text: str, value: float) -> None:
+    from kernbench.config.loading import parse_yaml
+
+    parsed = parse_yaml(f"x: {text}\n", SOURCE)
+    assert parsed == {"x": value} and type(parsed["x"]) is type(value)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("text", ["e5", "1e", "abc1e5", "'1e-5'", "1e-5x", "v1.0e3"])
+def test_yaml_text_that_only_looks_like_a_number_stays_text(text: str) -> None:
+    from kernbench.config.loading import parse_yaml
+
+    assert isinstance(parse_yaml(f"x: {text}\n", SOURCE), dict)
+    assert isinstance(parse_yaml(f"x: {text}\n", SOURCE)["x"], str)  # type: ignore[index]
+
+
+def test_a_tolerance_written_1e_5_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bench.yaml"
+    path.write_text("tolerances: {relative_error: 1e-5, fp16: {rmse: 2e-2}}\n", encoding="utf-8")
+    config = load_bench_config(path, SOURCE)
+    assert config.tolerances == {"relative_error": 1e-5, "fp16": {"rmse": 0.02}}
+
+
+def test_the_yaml_loader_stays_safe() -> None:
+    from kernbench.config.loading import parse_yaml
+
+    with pytest.raises(ConfigError):
+        parse_yaml("x: !!python/object/apply:os.system ['true']\n", SOURCE)
+
+
+def test_every_unknown_key_is_reported_at_once_with_its_nearest() -> None:
+    data = {"precision": ["fp32"], "tolerance": {}, "backends": ["cpu"],
+            "work": {"flop": "1"}}
+    with pytest.raises(ConfigError) as raised:
+        bench_config_from_data(data, SOURCE)
+    message = raised.value.message
+    assert message.startswith(f"{SOURCE}: 3 unknown keys: 'precision' (did you mean "
+                              "'precisions'?), 'tolerance' (did you mean 'tolerances'?), "
+                              "'work.flop' (did you mean 'flops'?); expected known keys: at "
+                              "the top level: backends, ")
+    assert message.endswith("; at work: bytes, flops")
+    assert raised.value.source == SOURCE and raised.value.key == "precision"
+
+
+def test_one_unknown_key_keeps_the_single_key_message() -> None:
+    with pytest.raises(ConfigError) as raised:
+        bench_config_from_data({"precision": ["fp32"]}, SOURCE)
+    assert raised.value.message.startswith(f"{SOURCE}: key 'precision': expected a known key: ")
+    assert "(did you mean 'precisions'?)" in raised.value.message

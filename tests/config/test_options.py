@@ -93,7 +93,8 @@ def test_readme_other_commands_table_has_their_own_flags() -> None:
 def test_readme_names_no_flag_the_table_lacks() -> None:
     section = readme_reference()
     known = {f for c in COMMANDS for o in c.options for f in o.flags} | {"--help", "--version"}
-    assert sorted(set(FLAG.findall(section)) - known) == []
+    misspelt = {"--iter"}  # the README's example of a flag kernbench refuses
+    assert sorted(set(FLAG.findall(section)) - known - misspelt) == []
     synopses = re.findall(r"^- `kernbench (\w+)([^`]*)`", section, re.M)
     assert {name for name, _ in synopses} == {c.name for c in COMMANDS} - {"run"}
     for name, text in synopses:  # each command's synopsis names only its own flags

@@ -278,8 +278,10 @@ def readme_yaml_blocks(heading: str) -> list[str]:
 
 
 def test_the_readme_examples_are_valid_and_expand_as_documented() -> None:
-    reference, example, generators = (
+    reference, example, zipped, generators = (
         readme_yaml_blocks("## bench.yaml reference")[0], *readme_yaml_blocks("### Sweeps"))
+    assert [p.label for p in bench_config_from_data(yaml.safe_load(zipped), SOURCE).sweep] == [
+        f"batch={b},heads={h},dim={d}" for b in (1, 8) for h, d in ((8, 128), (16, 64), (32, 64))]
     assert len(bench_config_from_data(yaml.safe_load(reference), SOURCE).sweep) == 3
     config = bench_config_from_data(yaml.safe_load(example), SOURCE)
     assert [p.label for p in config.sweep][:2] == ["m=64,k=64,n=64,block=32",
@@ -289,3 +291,41 @@ def test_the_readme_examples_are_valid_and_expand_as_documented() -> None:
     # custom 2, llama 4, pow2 3 - 1 repeat, pow2_extended 4 - 2 repeats, sweep 8, lists 3
     assert len(shapes) == 2 + 4 + 2 + 2 + 8 + 3
     assert shapes[2].label == "attn.wqkv_m16384"
+
+
+# -- zip: paired axes ---------------------------------------------------------------------------
+
+
+def test_zip_pairs_its_lists_instead_of_their_product() -> None:
+    assert labels({"zip": {"m": [64, 128, 256], "n": [32, 64, 64]}}) == [
+        "m=64,n=32", "m=128,n=64", "m=256,n=64"]  # a value may repeat in one list
+
+
+def test_zip_rows_are_taken_with_params_and_shapes() -> None:
+    spec = {"matrix_shapes": [{"name": "custom", "shapes": [[1, 2, 3]]}],
+            "params": {"block": [8, 16]}, "zip": {"heads": [4, 8], "dim": [64, 32]}}
+    assert labels(spec) == ["m=1,k=2,n=3,block=8,heads=4,dim=64",
+                            "m=1,k=2,n=3,block=8,heads=8,dim=32",
+                            "m=1,k=2,n=3,block=16,heads=4,dim=64",
+                            "m=1,k=2,n=3,block=16,heads=8,dim=32"]
+    point = expand_sweep(spec)[1]
+    assert point.values == {"m": 1, "k": 2, "n": 3, "block": 8, "heads": 8, "dim": 32}
+
+
+@pytest.mark.parametrize(("zipped", "params", "key", "expected"), [
+    ({"m": [1, 2], "n": [1]}, {}, "sweep.zip", "lists of one length"),
+    ({"m": [1, 1], "n": [2, 2]}, {}, "sweep.zip", "rows that read differently"),
+    ({"block": [1, 2]}, {"block": [3]}, "sweep.zip.block", "a name that sweep.params"),
+    ({"seed": [1, 2]}, {}, "sweep.zip.seed", "a kernel parameter"),
+])
+def test_bad_zips_are_config_errors(zipped: dict[str, Any], params: dict[str, Any], key: str,
+                                    expected: str) -> None:
+    data: dict[str, Any] = {"sweep": {"zip": zipped, **({"params": params} if params else {})}}
+    error = error_for(data)
+    assert error.key == key and expected in error.expected
+
+
+def test_zip_counts_towards_the_point_limit() -> None:
+    error = error_for({"sweep": {"params": {"a": list(range(200))},
+                                 "zip": {"b": list(range(100)), "c": list(range(100))}}})
+    assert error.key == "sweep" and "20000 points" in error.message

@@ -610,3 +610,29 @@ def test_bundled_kernels_are_discovered() -> None:
     for spec in specs:
         assert (REPO_ROOT / spec.path).is_file()
         assert not spec.path.startswith("/")
+
+
+# -- function_name: Class.method ----------------------------------------------------------------
+
+
+def test_a_class_method_is_a_kernel_with_the_methods_parameters(tmp_path: Path) -> None:
+    write(tmp_path, "kernels/ops/ops.py", """
+        class Ops:
+            def run(self, n, precision):
+                return precision
+
+            @staticmethod
+            def fixed(n, device):
+                return n
+    """)
+    write(tmp_path, "kernels/ops/bench.yaml", "function_name: Ops.run\nproblem_size: {n: 4}\n")
+    write(tmp_path, "kernels/fixed/fixed.py", "from ops_lib import Ops\n")
+    write(tmp_path, "kernels/fixed/bench.yaml", "function_name: Ops.fixed\n")
+    write(tmp_path, "kernels/missing/missing.py", "class Ops:\n    pass\n")
+    write(tmp_path, "kernels/missing/bench.yaml", "function_name: Ops.run\n")
+    specs = by_name(tmp_path)
+    assert specs["ops"].function_name == "Ops.run"
+    assert specs["ops"].parameters == ("n", "precision")  # self is not one
+    assert specs["ops"].takes_precision
+    assert specs["fixed"].signature_known is False  # imported: its parameters are unseen
+    assert "missing" not in specs  # names Ops.run, but Ops has no run

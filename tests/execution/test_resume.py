@@ -80,9 +80,11 @@ def interrupt_after(proc: subprocess.Popen[str], out: Path, finished: int,
     return proc.returncode, err
 
 
-def resume(root: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def resume(root: Path, out: Path, *extra: str,
+           quiet: bool = True) -> subprocess.CompletedProcess[str]:
+    flags = FLAGS if quiet else tuple(f for f in FLAGS if f != "-q")
     return subprocess.run(
-        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), *FLAGS,
+        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), *flags,
          "--resume", str(out), *extra], cwd=root.parent, env=subprocess_env(),
         capture_output=True, text=True, timeout=180)
 
@@ -158,7 +160,7 @@ def test_resumed_kernel_files_hold_each_case_once(interrupted: dict[str, Any]) -
 def test_resume_of_a_complete_run_says_so_and_runs_nothing(interrupted: dict[str, Any]) -> None:
     out = interrupted["out"]
     stamp = (out / "summary.json").stat().st_mtime_ns
-    proc = resume(interrupted["root"], out)
+    proc = resume(interrupted["root"], out, quiet=False)  # -q would silence the status line
     assert proc.returncode == 0, proc.stderr
     assert "already complete" in proc.stderr
     assert "nothing to resume" in proc.stderr
@@ -283,10 +285,10 @@ def test_resuming_inside_a_kernel_keeps_its_earlier_points(tmp_path: Path) -> No
 
     with pytest.raises(KeyboardInterrupt):
         run_suite(settings, out, on_result=stop_after_two)
-    first = load(out / "kernels" / "swept.json")["results"]
-    assert [r["case_id"] for r in first] == ["swept[cpu,fp64,n=1]", "swept[cpu,fp64,n=2]"]
+    first = load(out / "kernels" / "swept.json")["results"]  # a Python float labels nothing
+    assert [r["case_id"] for r in first] == ["swept[cpu,native,n=1]", "swept[cpu,native,n=2]"]
     outcome = run_suite(settings, out, resume=True)
-    ids = ["swept[cpu,fp64,n=1]", "swept[cpu,fp64,n=2]", "swept[cpu,fp64,n=3]"]
+    ids = ["swept[cpu,native,n=1]", "swept[cpu,native,n=2]", "swept[cpu,native,n=3]"]
     assert [r.case_id for r in outcome.run.results] == ids
     document = load(out / "kernels" / "swept.json")
     assert [r["case_id"] for r in document["results"]] == ids

@@ -110,7 +110,8 @@ def test_custom_function_name(tmp_path: Path) -> None:
             return 1.5
     """, function_name="bench")
     assert result.status == "ok"
-    assert result.output["precision"] == "fp64"
+    assert result.output["precision"] is None  # a Python float labels no precision
+    assert result.output["items"] == [{"type": "float", "dtype": "python float"}]
 
 
 def test_missing_function_fails(tmp_path: Path) -> None:
@@ -342,11 +343,11 @@ def test_problem_size_key_the_function_does_not_accept_fails(tmp_path: Path) -> 
     result = run_kernel(tmp_path, "def run_benchmark(n):\n    return n\n",
                         problem_size={"n": 4, "m": 5})
     assert result.status == "failed"
-    assert result.reason == ("ContractError: run_benchmark() has no parameter 'm' "
-                                "(passed from bench.yaml problem_size)")
+    assert result.reason == ("ContractError: bench.yaml problem_size 'm' is not a parameter "
+                             "of run_benchmark() and no work formula reads it")
 
 
-def test_problem_size_key_setup_does_not_accept_fails(tmp_path: Path) -> None:
+def test_problem_size_key_neither_setup_nor_the_function_accepts_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
         def setup(n):
             return {"x": n}
@@ -355,7 +356,8 @@ def test_problem_size_key_setup_does_not_accept_fails(tmp_path: Path) -> None:
             return x
     """, problem_size={"n": 4, "k": 2})
     assert result.status == "failed"
-    assert "setup() has no parameter 'k'" in result.reason
+    assert ("problem_size 'k' is not a parameter of setup(), run_benchmark() and no work "
+            "formula reads it") in str(result.reason)
 
 
 def test_setup_result_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:
@@ -580,7 +582,11 @@ def test_describe_keeps_eight_items_but_counts_every_leaf() -> None:
 
 
 def test_describe_plain_python_values() -> None:
-    assert describe_output(2.5)["precision"] == "fp64"
+    assert describe_output(2.5) == {"type": "float", "leaves": 1, "precision": None,
+                                    "items": [{"type": "float", "dtype": "python float"}],
+                                    "nbytes": None}
+    assert describe_output(1j)["items"] == [{"type": "complex", "dtype": "python complex"}]
+    assert describe_output((2.5, np.zeros(2, np.float32)))["precision"] == "fp32"
     assert describe_output(None) == {"type": "NoneType", "leaves": 1, "precision": None,
                                      "items": [{"type": "NoneType"}], "nbytes": None}
 

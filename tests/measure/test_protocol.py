@@ -518,3 +518,55 @@ def test_one_slow_call_during_calibration_does_not_shorten_the_loop() -> None:
     outcome = measure(kernel, None, clock, settings)
     assert outcome.measurement.inner_loops >= 10
     assert outcome.measurement.inner_loops * 10 * US >= 100 * US
+
+
+# --- the untimed per-call reset ---------------------------------------------------------------
+
+
+class FakeReset:
+    """Restores the fake kernel's input: costs `cost` ns, logs "reset", returns a token."""
+
+    def __init__(self, clock: FakeClock, cost: float) -> None:
+        self.clock, self.cost, self.calls = clock, cost, 0
+
+    def __call__(self) -> object:
+        self.calls += 1
+        self.clock.now += self.cost
+        self.clock.log("reset")
+        return f"reset {self.calls}"
+
+
+def test_reset_runs_untimed_before_every_call_and_a_sample_is_one_call() -> None:
+    clock = FakeClock(read_cost=10.0)
+    kernel, reset = FakeKernel(clock, 2 * US), FakeReset(clock, 50 * US)
+    outcome = measure(kernel, None, clock, settings(warmup=2, iterations=4), reset=reset)
+    m = outcome.measurement
+    assert m.inner_loops == 1  # no inner loop: the input is restored between any two calls
+    assert m.samples_ns == (2 * US + 10.0,) * 4  # the reset's 50 us are in no sample
+    assert m.warmup_ns == (2 * US + 10.0,) * 2
+    assert reset.calls == kernel.calls == 6
+    calls = [e for e in clock.events if e in ("reset", "call")]
+    assert calls == ["reset", "call"] * 6  # a reset before every single call
+    assert all(run == ["call"] for run in timed_runs(
+        [e for e in clock.events if e != "reset"][2 * OVERHEAD_PROBES:]))
+    assert outcome.last_result == 6
+
+
+def test_reset_is_waited_for_with_the_kernels_synchroniser() -> None:
+    clock = FakeClock(read_cost=0.0)
+    kernel, reset = FakeKernel(clock, 1 * US), FakeReset(clock, 5 * US)
+    sync = FakeSync(clock)
+    outcome = measure(kernel, sync, clock, settings(warmup=1, iterations=2), reset=reset)
+    assert outcome.measurement.samples_ns == (1 * US,) * 2
+    assert [r for r in sync.results if isinstance(r, str)] == ["reset 1", "reset 2", "reset 3"]
+    pairs = [e for e in clock.events[2 * OVERHEAD_PROBES:] if e in ("reset", "sync", "call")]
+    assert pairs == ["reset", "sync", "call", "sync"] * 3
+
+
+def test_reset_with_a_sync_chosen_from_the_first_result() -> None:
+    clock = FakeClock(read_cost=0.0)
+    kernel, reset = FakeKernel(clock, 3 * US), FakeReset(clock, 1 * US)
+    outcome = measure(kernel, SyncFromResult(lambda result: None), clock,
+                      settings(warmup=0, iterations=3), reset=reset)
+    assert outcome.measurement.samples_ns == (3 * US,) * 3
+    assert reset.calls == kernel.calls == 4  # the untimed first call is reset too

@@ -293,6 +293,7 @@ def total_torch(x):
 
 @pytest.fixture(scope="module")
 def accuracy_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    pytest.importorskip("torch")  # total_torch is one of the implementations
     base = tmp_path_factory.mktemp("impls")
     write_kernel(base / "repo", ACCURACY_YAML, ACCURACY_KERNEL, name="total")
     out = base / "out"

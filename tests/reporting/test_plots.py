@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -93,8 +94,8 @@ def test_missing_matplotlib_is_a_kernbench_error(tmp_path: Path,
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(KernbenchError) as raised:
         render_plots(load_fixture(), tmp_path)
-    assert raised.value.message == MISSING_MATPLOTLIB
-    assert MISSING_MATPLOTLIB == "PNG plots need matplotlib: pip install 'kernbench[plots]'"
+    command = f"{shlex.quote(sys.executable)} -m pip install 'matplotlib>=3.7'"
+    assert raised.value.message == f"{MISSING_MATPLOTLIB}: {command}"
     assert not (tmp_path / "plots").exists()
 
 

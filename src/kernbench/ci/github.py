@@ -176,10 +176,12 @@ def upsert_tracking_issue(t: Transport, repo: str, label: str, title: str, body:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="python -m kernbench.ci.github",
         description="Post kernbench results to GitHub. The token is read from $GITHUB_TOKEN.")
     sub = parser.add_subparsers(dest="command", required=True)
-    comment = sub.add_parser("comment", help="create or update the PR comment")
+    comment = sub.add_parser("comment", allow_abbrev=False,
+                             help="create or update the PR comment")
     comment.add_argument("--repo", required=True, help="base repository OWNER/NAME")
     comment.add_argument("--head-sha", required=True, help="workflow_run.head_sha")
     comment.add_argument("--head-repo", required=True,
@@ -193,14 +195,16 @@ def _parser() -> argparse.ArgumentParser:
     comment.add_argument("--summary-file", type=Path, default=None,
                          help="fallback when no comment can be posted "
                               "(default: $GITHUB_STEP_SUMMARY)")
-    issue = sub.add_parser("tracking-issue", help="create or update the tracking issue")
+    issue = sub.add_parser("tracking-issue", allow_abbrev=False,
+                           help="create or update the tracking issue")
     issue.add_argument("--repo", required=True, help="repository OWNER/NAME")
     issue.add_argument("--body-file", type=Path, required=True)
     issue.add_argument("--label", default=DEFAULT_LABEL)
     issue.add_argument("--title", default=DEFAULT_TITLE)
     issue.add_argument("--bot-login", default=DEFAULT_BOT_LOGIN,
                        help=f"the account the token posts as (default: {DEFAULT_BOT_LOGIN})")
-    artifact = sub.add_parser("artifact", help="download a run's artifact, size-capped first")
+    artifact = sub.add_parser("artifact", allow_abbrev=False,
+                              help="download a run's artifact, size-capped first")
     artifact.add_argument("--repo", required=True, help="repository OWNER/NAME")
     artifact.add_argument("--run-id", type=int, required=True, help="workflow_run.id")
     artifact.add_argument("--name", required=True, help="artifact name")

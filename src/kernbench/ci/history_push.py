@@ -113,6 +113,7 @@ def push_history(plan: PushPlan, env: Mapping[str, str], *,
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="python -m kernbench.ci.history_push",
         description="Commit benchmarks/history and push it, rebasing and retrying on a race. "
                     "The token, if any, is read from $GH_TOKEN or $GITHUB_TOKEN.")

@@ -5,15 +5,14 @@ calls :mod:`kernbench.api` or the room that does the work, prints through
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from kernbench.cli.console import (
     history_listing,
     log,
-    output,
     render_manifest,
     report_comparison,
+    result,
     status,
     text_block,
     warnings,
@@ -42,15 +41,15 @@ def dispatch(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from kernbench.api import discover
 
-    specs, manifest = discover(args.root, args.paths, log(args.verbose))
+    specs, manifest = discover(args.root, args.paths, log())
     from kernbench.execution.runner import select_kernels
     from kernbench.results.serialize import manifest_dict
 
     specs = select_kernels(specs, args.filter)
     if args.json:
-        output(json.dumps(manifest_dict(manifest["root"], manifest["paths"], specs), indent=2))
+        result(manifest_dict(manifest["root"], manifest["paths"], specs), None, True)
     else:
-        output(render_manifest(specs, manifest["root"], manifest["paths"]))
+        result(None, render_manifest(specs, manifest["root"], manifest["paths"]), False)
     return EXIT_USAGE if any(s.status == "invalid" for s in specs) else 0
 
 
@@ -59,6 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     document = compare_files(args.baseline, args.candidate, args.output_dir, args.threshold,
                              args.accuracy_drift, args.alpha)
+    result(document, None, args.json)
     return report_comparison(document, args.output_dir, args.fail_on_regression)
 
 
@@ -68,6 +68,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
         path = save_history_of_dir(args.root.resolve(), args.add)
         status(f"History record: {path}")
+        result({"history_record": str(path)}, None, args.json)
         return 0
 
     from kernbench.results.history import load_records_with_errors
@@ -76,10 +77,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         args.root.resolve(), kernel=args.kernel, fingerprint=args.machine, branch=args.branch,
         since=args.since, limit=args.limit)
     warnings(errors)
-    if args.json:
-        output(json.dumps(records, indent=2))
-    else:
-        output(history_listing(records, args.root))
+    result(records, history_listing(records, args.root), args.json)
     return 0
 
 
@@ -110,7 +108,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
     elif shard_comparison is not None:  # shards of an --ab run
         code = report_comparison(shard_comparison, args.output_dir, args.fail_on_regression)
-    render(args, args.output_dir)
+    written = render(args, args.output_dir)
+    result({"output_dir": str(args.output_dir), "counts": document["counts"],
+            "written": written, "exit_code": code}, None, args.json)
     return code
 
 
@@ -125,8 +125,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         recorded = (summary.get("settings") or {}).get("root")
         root = Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else None
     paths = render_reports(output_dir, args.format, history_root=root, source_dir=args.run_dir)
-    names = ", ".join(str(p.relative_to(output_dir)) for p in paths) or "nothing"
-    status(f"Rendered {names} in {output_dir}/")
+    written = [str(p.relative_to(output_dir)) for p in paths]
+    status(f"Rendered {', '.join(written) or 'nothing'} in {output_dir}/")
+    result({"output_dir": str(output_dir), "written": written}, None, args.json)
     return 0
 
 
@@ -138,6 +139,10 @@ def cmd_comment(args: argparse.Namespace) -> int:
         from kernbench.reporting.validate import validate_report_dir
 
         validate_report_dir(args.run_dir)
-    text_block(render_comment(load_report_inputs(args.run_dir), max_chars=args.max_chars,
-                              run_url=args.run_url, fork=args.from_fork))
+    body = render_comment(load_report_inputs(args.run_dir), max_chars=args.max_chars,
+                          run_url=args.run_url, fork=args.from_fork)
+    if args.json:
+        result({"body": body, "chars": len(body)}, None, True)
+    else:
+        text_block(body)
     return 0

@@ -4,10 +4,28 @@ stderr, so ``kernbench list --json | jq`` and ``kernbench comment DIR > body.md`
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+
+@dataclass
+class Verbosity:
+    """What stderr gets, set once per command from its -q/-v (every command has both)."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+VERBOSITY = Verbosity()
+
+
+def configure(quiet: bool, verbose: bool) -> None:
+    """Set what stderr gets for the command about to run (-q wins over -v)."""
+    VERBOSITY.quiet, VERBOSITY.verbose = quiet, verbose and not quiet
 
 
 def output(text: str) -> None:
@@ -15,14 +33,28 @@ def output(text: str) -> None:
     print(text)
 
 
+def result(data: object, text: str | None, as_json: bool) -> None:
+    """The command's result on stdout: `data` as JSON with --json, else `text` (if any)."""
+    if as_json:
+        output(json.dumps(data, indent=2, default=str))
+    elif text is not None:
+        output(text)
+
+
 def status(message: str) -> None:
-    """A line about what happened, on stderr."""
+    """A line about what happened, on stderr; nothing with -q."""
+    if not VERBOSITY.quiet:
+        print(message, file=sys.stderr)
+
+
+def error(message: str) -> None:
+    """An error, on stderr, whatever -q says."""
     print(message, file=sys.stderr)
 
 
-def log(enabled: bool) -> Callable[[str], None] | None:
-    """The `log` callback the API takes: status lines when `enabled`, else None (silent)."""
-    return status if enabled else None
+def log(enabled: bool = True) -> Callable[[str], None] | None:
+    """The `log` callback the API takes: status lines with -v (and `enabled`), else None."""
+    return status if enabled and VERBOSITY.verbose else None
 
 
 def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> str:
@@ -56,7 +88,8 @@ def report_comparison(document: Mapping[str, Any], output_dir: Path, fail: bool)
     """Print the verdict and counts; the exit code the comparison asks for."""
     counts = ", ".join(f"{n} {v}" for v, n in document["counts"].items() if n)
     detail = "" if document.get("baseline_note") else f" ({counts or 'no cases'})"
-    status(f"{document['verdict']}{detail}. See {output_dir}/regressions.md")
+    # A verdict is what a comparison found, not chatter: printed under -q too, like an error.
+    error(f"{document['verdict']}{detail}. See {output_dir}/regressions.md")
     return 1 if fail and document["regression"] else 0
 
 

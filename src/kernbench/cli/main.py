@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 
 from kernbench.cli.commands import dispatch
-from kernbench.cli.console import status
+from kernbench.cli.console import configure, error
 from kernbench.cli.parser import parse_args
 from kernbench.errors import KernbenchError
 
@@ -24,10 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         with signals_handled():  # SIGTERM ends any command as Ctrl-C does: cleanly
+            configure(False, False)
             args = parse_args(argv)
+            configure(args.quiet, args.verbose)
             return dispatch(args)
     except KernbenchError as exc:
-        status(f"kernbench: error: {exc.message}")
+        error(f"kernbench: error: {exc.message}")
         return exc.exit_code
     except KeyboardInterrupt as exc:
         from kernbench.execution.interrupts import exit_code_for_interrupt
@@ -36,5 +38,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         resumable = args is not None and args.command == "run" and not args.ab
         saved = ("; finished cases are saved: continue with --resume "
                  f"{args.output_dir}" if resumable and args is not None else "")
-        status(f"kernbench: interrupted ({what}){saved}")
+        error(f"kernbench: interrupted ({what}){saved}")
         return exit_code_for_interrupt(exc)

@@ -4,9 +4,11 @@ the resolution of `run`'s defaults: flag > suite file (or resumed run) > kernben
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from kernbench.cli.arguments import value_type
 from kernbench.config.options import COMMANDS, DESCRIPTION, Option
@@ -31,14 +33,59 @@ def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     parser.add_argument(*option.flags, metavar=option.metavar, help=help_text, **extra)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without its surprises: no prefix abbreviations (`--iter` is an error, not
+    `--iters`), and an unknown flag or command gets the nearest known one as a suggestion."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is not None:  # the top level: blame the command's parser
+            sub = self._command_parser(getattr(parsed, "command", None))
+            sub.error(unknown_arguments(extras, sub))
+        return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        if (choice := _INVALID_COMMAND.search(message)) is not None:
+            message += did_you_mean(choice.group(1), [c.name for c in COMMANDS])
+        super().error(message)
+
+    def _command_parser(self, name: str | None) -> argparse.ArgumentParser:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]  # type: ignore[no-any-return]
+        return self
+
+
+_INVALID_COMMAND = re.compile(r"argument COMMAND: invalid choice: '([^']*)'")
+
+
+def did_you_mean(word: str, known: Sequence[str]) -> str:
+    """` (did you mean 'x'?)` for the nearest of `known`, or nothing."""
+    hint = difflib.get_close_matches(word, known, n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else ""
+
+
+def unknown_arguments(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments" message, with the nearest flag of each."""
+    flags = [f for f in parser._option_string_actions if f.startswith("--")]
+    words = [f"{e}{did_you_mean(e.split('=')[0], flags) if e.startswith('-') else ''}"
+             for e in extras]
+    return f"unrecognized arguments: {' '.join(words)}"
+
+
 def build_parser(run_defaults: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
     """The CLI parser; `run_defaults` (dest -> value, from a suite file) replace the run
     command's defaults, so flags given on the command line still win."""
-    parser = argparse.ArgumentParser(prog="kernbench", description=DESCRIPTION)
+    parser = Parser(prog="kernbench", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        sub = commands.add_parser(command.name, help=command.help)
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
         for option in command.options:
             add_option(sub, option)
         if command.name == "run" and run_defaults:
@@ -66,6 +113,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             args.suite = suite
         if args.resume is not None:
             args = _parse_resumed(args, argv)
+    if getattr(args, "format", None) and not getattr(args, "list", False):
+        from kernbench.reporting.formats import check_libraries
+
+        check_libraries(args.format)  # before the run, not after it
     return args
 
 

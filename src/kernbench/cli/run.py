@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernbench.cli.console import log, report_comparison, run_tally, status
+from kernbench.cli.console import log, report_comparison, result, run_tally, status
 from kernbench.config.options import DEFAULT_PROFILE_ITERS
 from kernbench.errors import KernbenchError
 from kernbench.results.files import default_cache_dir
@@ -67,7 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = make_progress(args.quiet)
     try:
         outcome = run_suite(
-            settings, args.output_dir, args.paths, log=log(args.verbose and not args.quiet),
+            settings, args.output_dir, args.paths, log=log(),
             on_result=None if progress is None else (
                 lambda result, i, n: progress.case_finished(result_line(result), i, n)),
             on_start=None if progress is None else progress.case_started,
@@ -80,8 +80,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress.close()
     code = max(outcome.exit_code, _after_run(args, outcome.run))
     written = render(args, args.output_dir)
-    if not args.quiet:
-        status(run_tally(outcome.run.results, outcome.output_dir, written))
+    status(run_tally(outcome.run.results, outcome.output_dir, written))
+    result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
     return code
 
 
@@ -95,6 +95,21 @@ def _render_partial(args: argparse.Namespace) -> None:
         render(args, args.output_dir)
     except KernbenchError as exc:
         status(f"kernbench: the partial reports could not be rendered: {exc.message}")
+
+
+def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
+                comparison: Any = None) -> dict[str, Any]:
+    """What `run --json` prints: where the reports are, the counts per status, the exit code
+    (and the comparison's verdict when the run made one)."""
+    counts: dict[str, int] = {}
+    for record in results:
+        counts[record.status] = counts.get(record.status, 0) + 1
+    document: dict[str, Any] = {"output_dir": str(output_dir), "cases": sum(counts.values()),
+                                "counts": counts, "written": written, "exit_code": code}
+    if comparison is not None:
+        document["comparison"] = {"verdict": comparison["verdict"],
+                                  "counts": comparison["counts"]}
+    return document
 
 
 def _check_baseline_first(args: argparse.Namespace) -> Any:
@@ -136,7 +151,10 @@ def _rerender_complete(args: argparse.Namespace) -> int:
     status(f"{args.resume}: the run is already complete (finished "
            f"{previous.summary.get('finished_at')}); nothing to resume. Rendered "
            f"{', '.join(written)}")
-    return exit_code_for(previous.records)
+    code = exit_code_for(previous.records)
+    result({"output_dir": str(args.output_dir), "already_complete": True, "written": written,
+            "exit_code": code}, None, args.json)
+    return code
 
 
 def _suite_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -169,14 +187,17 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     try:
         outcome, document = run_ab(settings, args.ab, args.output_dir, args.rounds, thresholds,
                                    args.alpha, args.paths,
-                                   log(args.verbose and not args.quiet), progress,
+                                   log(), progress,
                                    extra_settings=_suite_settings(args))
     finally:
         if progress is not None:
             progress.close()
-    render(args, args.output_dir)
-    return max(outcome.exit_code, report_comparison(document, args.output_dir,
+    written = render(args, args.output_dir)
+    code = max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))
+    result(run_outcome(args.output_dir, outcome.run.results, written, code, document), None,
+           args.json)
+    return code
 
 
 def _after_run(args: argparse.Namespace, run: Any) -> int:

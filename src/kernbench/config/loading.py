@@ -1,12 +1,14 @@
 """Reading configuration: bench.yaml files and ``[tool.kernbench]`` in pyproject.toml.
 
-A bench.yaml is data. It is parsed with ``yaml.safe_load``, validated against
+A bench.yaml is data. It is parsed with :class:`DataLoader` (PyYAML's safe loader, reading
+numbers as YAML 1.2 does), validated against
 :data:`kernbench.config.schema.BENCH_YAML_SCHEMA`, and its ``skip_conditions[].check`` strings are
 parsed by the safe evaluator in :mod:`kernbench.config.conditions`; nothing in it is executed.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,22 @@ MAX_BENCH_YAML_BYTES = 1 << 20
 PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
 
 
+class DataLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (no tags that build objects, nothing evaluated), reading floats as
+    YAML 1.2 does: YAML 1.1 wants a dot and a signed exponent, so ``1e-5`` and ``1.0e5`` would
+    arrive as strings and a tolerance written that way would be refused as "not a number"."""
+
+
+DataLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
 def parse_yaml(text: str, source: str) -> object:
     """Parse YAML text safely; a syntax error names the file, line and column."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=DataLoader)  # a SafeLoader subclass: still safe
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
@@ -113,8 +127,18 @@ def bench_config_from_data(data: object, source: str) -> BenchConfig:
         implementations=implementations,
         reference_implementation=_reference_implementation(
             implementations, data.get("reference"), source),
+        sys_path=_sys_path(data.get("sys_path", ()), source),
         raw=data,
     )
+
+
+def _sys_path(entries: list[str], source: str) -> tuple[str, ...]:
+    """bench.yaml `sys_path`: relative folders (discovery checks they stay in the root)."""
+    for index, entry in enumerate(entries):
+        if Path(entry).is_absolute() or entry.startswith("~"):
+            raise ConfigError(source, f"sys_path[{index}]", "a folder relative to the kernel's "
+                              "folder (inside the repository)", got=entry)
+    return tuple(entries)
 
 
 def _implementations(entry: dict[str, Any] | None, framework: str | None,

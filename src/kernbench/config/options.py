@@ -104,12 +104,13 @@ DESCRIPTION = ("Discover compute kernels, measure them under one protocol, and w
                "Markdown reports.")
 
 FORMAT = Option(("--format",), "report formats: json, md, html, csv, pytorch_v3 (or "
-                "pytorch-oss), github, junit, png (matplotlib), bmf, pytest-benchmark, or all",
-                "formats", DEFAULT_FORMATS, "json,md,html",
+                "pytorch-oss), github, junit, png (needs matplotlib), bmf, pytest-benchmark, or "
+                "all (see README, Reports)", "formats", DEFAULT_FORMATS, "json,md,html",
                 metavar="F[,F]", suite_key="formats")
 
 COMPARISON = (
-    Option(("--fail-on-regression",), "exit 1 when a regression is found", "switch", False,
+    Option(("--fail-on-regression",), "exit 1 when a comparison finds a regression", "switch",
+           False,
            "warn only", suite_key="fail_on_regression"),
     Option(("--threshold",), "practical threshold for latency changes, e.g. 0.05 for 5%",
            "positive_float", 0.10, "0.10; bench.yaml regression.latency overrides per kernel",
@@ -123,13 +124,12 @@ COMPARISON = (
 DISCOVERY = (
     Option(("--root",), "repository whose discovery paths are scanned", "path", Path("."), ".",
            suite_key="root"),
-    Option(("--paths",), "replace the discovery paths (relative to --root)", "list",
+    Option(("--paths",), "replace the discovery paths, relative to --root (by default the five "
+           "seed paths + [tool.kernbench] paths)", "list",
            metavar="DIR[,DIR]", suite_key="paths"),
-    Option(("--filter",), "only kernels whose name matches one of these globs", "list", (),
+    Option(("--filter",), "only kernels whose name matches one of these globs (by default all)",
+           "list", (),
            metavar="GLOB[,GLOB]", suite_key="kernels"),
-    Option(("-v", "--verbose"), "explain discovery decisions and print more per case",
-           "switch", False),
-    Option(("--json",), "(list) print the manifest as JSON", "switch", False),
 )
 
 RUN = (
@@ -139,13 +139,16 @@ RUN = (
            suite_key="iterations"),
     Option(("--warmup",), "untimed calls before calibration", "count", 3, "3", "N",
            suite_key="warmup"),
-    Option(("--warmup-time",), "least time the kernel runs before its first sample: warmup "
-           "calls, calibration, then untimed blocks", "non_negative_float", 0.1, "0.1",
+    Option(("--warmup-time",), "least time the kernel runs before its first sample: the warmup "
+           "calls, calibration, then untimed blocks of calls (see README, Measurement)",
+           "non_negative_float", 0.1, "0.1",
            "SECONDS", suite_key="warmup_time_s"),
-    Option(("--precision",), "precisions to run, e.g. fp32,fp16", "list", None,
+    Option(("--precision",), "precisions to run, e.g. fp32,fp16 (intersected with the "
+           "kernel's)", "list", None,
            "each kernel's bench.yaml precisions, else fp32", "P[,P]", PRECISION_NAMES,
            suite_key="precisions"),
-    Option(("--backends",), "device kinds, e.g. cpu,cuda", "list", None,
+    Option(("--backends",), "device kinds to run on, e.g. cpu,cuda; a backend missing here is "
+           "skipped with the reason", "list", None,
            "each kernel's declared backends", "B[,B]", BACKEND_NAMES, suite_key="backends"),
     Option(("--processes",), "worker processes per case, each taking --iters samples; the "
            "process is the unit of replication, and comparisons need 3 a side to measure the "
@@ -153,22 +156,25 @@ RUN = (
            minimum=1, suite_key="processes"),
     Option(("--output-dir",), "where reports are written", "path", Path("reports"), "reports",
            "DIR", suite_key="output_dir"),
-    Option(("--seed",), "seed passed to kernels that take `seed` and used for global RNGs",
+    Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "
+           "torch's global RNGs",
            "int", 1337, "1337", suite_key="seed"),
     Option(("--timeout",), "per-case limit; the worker and its children are killed after it",
            "positive_float", 300.0, "300; bench.yaml timeout_s overrides per kernel",
            "SECONDS", suite_key="timeout_s"),
     Option(("--max-memory",), "address-space limit of each worker (RLIMIT_AS), e.g. 512M or "
-           "2G; an allocation past it fails the case, naming the limit (torch needs about 1G, "
-           "jax 2G; see README)", "size", metavar="SIZE", suite_key="max_memory"),
-    Option(("--resume",), "finish the interrupted run in DIR (its report set), running only "
-           "the cases it did not finish; repeat the run's flags", "path", metavar="DIR"),
+           "2G (by default none); an allocation past it fails the case, naming the limit. "
+           "NumPy kernels fit in 512M, torch and jax kernels want 2G-4G (see README, "
+           "Robustness)", "size", metavar="SIZE", suite_key="max_memory"),
+    Option(("--resume",), "finish the interrupted run in DIR: keep its finished cases, run the "
+           "rest, with the run's own settings (a flag that contradicts them is refused; see "
+           "README, Robustness)", "path", metavar="DIR"),
     Option(("--isolation",), "how each case's worker process starts: fork (from a server that "
            "preloaded the framework once; spawned where fork is unsafe) or spawn (a fresh "
            "interpreter per worker)", "choice", "fork", "fork", choices=("fork", "spawn"),
            suite_key="isolation"),
     Option(("--trace-memory",), "also record Python allocations with tracemalloc (slows Python "
-           "code)", "switch", False, suite_key="trace_memory"),
+           "code; flagged)", "switch", False, suite_key="trace_memory"),
     Option(("--gpu-timing",), "how GPU cases are timed: cold (L2 flushed before each call, an "
            "event pair per call, one host sync per block of up to 256 calls), hot (N "
            "back-to-back calls / N), graph (N calls in a CUDA graph / N; also graph_cold), "
@@ -180,7 +186,7 @@ RUN = (
            "switch", False),
     Option(("--cache-dir",), "machine-level cache, e.g. the CPU peak probe", "path", None,
            "$XDG_CACHE_HOME/kernbench or ~/.cache/kernbench", "DIR"),
-    Option(("--no-cpu-peak",), "do not probe (or read) this CPU's peak; % of peak stays empty",
+    Option(("--no-cpu-peak",), "skip the CPU probe; CPU % of peak stays empty",
            "switch", False),
     Option(("--list",), "discover and print the manifest; run nothing", "switch", False),
     Option(("--sku",), "SKU for bench.yaml golden values", "text", None, "detected from the GPU",
@@ -196,37 +202,52 @@ RUN = (
            metavar="FILE"),
     Option(("--ab",), "interleaved A/B on this machine: REF (in a temporary worktree) against "
            "this tree, in alternating rounds; writes regressions.md", metavar="REF"),
-    Option(("--rounds",), "--ab rounds: worker processes per case and side", "count", 30,
+    Option(("--rounds",), "--ab rounds: processes per case and side (30 caught 100% of +10% "
+           "and 90% of +5% slowdowns here, with no false alarm)", "count", 30,
            "30; the sign test over rounds cannot reach p < 0.05 with fewer than 6", "N",
            minimum=2),
     Option(("--debug-inject-slowdown",), "testing aid: matching kernels' calls take FACTOR "
            "times as long (with --ab: on this tree's side only)", "slowdowns", (),
            metavar="GLOB=FACTOR[,...]"),
     Option(("--profile",), "after each case's timed samples, call the kernel again under this "
-           "profiler and write OUTPUT_DIR/profiles/ (the samples are not profiled)", "choice",
+           "profiler and write OUTPUT_DIR/profiles/ (the samples are not profiled; not with "
+           "--ab)", "choice",
            choices=PROFILERS, suite_key="profile"),
     Option(("--profile-iters",), "kernel calls made under --profile", "count",
            DEFAULT_PROFILE_ITERS, str(DEFAULT_PROFILE_ITERS), "N", minimum=1,
            suite_key="profile_iters"),
     Option(("--compile-mode",), "torch.compile mode for every implementation whose bench.yaml "
-           "has `compile:`, instead of the mode it names", "choice",
+           "has `compile:`, instead of the mode it names (see README, Several "
+           "implementations)", "choice",
            choices=COMPILE_MODE_NAMES, suite_key="compile_mode"),
 )
 
 RUN_LAST = (
-    Option(("-q", "--quiet"), "print nothing but errors (no progress)", "switch", False),
     Option(("--debug-fake-timer",), "testing aid: every kernel call takes exactly MS on a fake "
            "clock, so reports hold known numbers", "positive_float", metavar="MS"),
 )
 
+OUTPUT = (
+    Option(("-v", "--verbose"), "print more on stderr: discovery decisions, each step and case",
+           "switch", False),
+    Option(("-q", "--quiet"), "print nothing on stderr but errors and a comparison's verdict: "
+           "no progress, status lines or warnings", "switch", False),
+    Option(("--json",), "print the command's result on stdout as JSON instead of text (run: "
+           "the manifest with --list, else the outcome)", "switch", False),
+)
+"""Every command takes these, with the same meaning: what it produces goes to stdout (text, or
+JSON with --json), what it says about it to stderr (more with -v, nothing but errors with -q)."""
+
 HISTORY = (
-    Option(("--root",), None, "path", Path(".")),
-    Option(("--kernel",), "kernel name glob", metavar="GLOB"),
-    Option(("--machine",), metavar="FINGERPRINT"),
-    Option(("--branch",)),
-    Option(("--since",), "ISO date prefix", metavar="DATE"),
-    Option(("--limit",), kind="count", metavar="N", minimum=1),
-    Option(("--json",), "print the records as JSON", "switch", False),
+    Option(("--root",), "repository whose benchmarks/history is listed", "path", Path("."), "."),
+    Option(("--kernel",), "only records holding a kernel whose name matches this glob",
+           metavar="GLOB"),
+    Option(("--machine",), "only records of this machine fingerprint", metavar="FINGERPRINT"),
+    Option(("--branch",), "only records made on this git branch", metavar="BRANCH"),
+    Option(("--since",), "only records created at or after this ISO date (a prefix such as "
+           "2026-11 works)", metavar="DATE"),
+    Option(("--limit",), "at most N records, newest first", kind="count", metavar="N",
+           minimum=1),
     Option(("--add",), "append the record of the run in RUN_DIR (e.g. merged shards downloaded "
            "by CI) instead of listing", "path", metavar="RUN_DIR"),
 )
@@ -235,7 +256,7 @@ MERGE = (
     Option(("output_dir",), "where the merged report set goes", "path"),
     Option(("shards",), "shard output directories", "path", nargs="+"),
     Option(("--root",), "repository whose benchmarks/history feeds the trends", "path",
-           Path(".")),
+           Path("."), "."),
     Option(("--save-history",), "append the merged run's record under "
            "ROOT/benchmarks/history/", "switch", False),
     Option(("--compare-to",), "compare the merged run with the newest history record at git "
@@ -266,20 +287,23 @@ REPORT = (
 COMPARE = (
     Option(("baseline",), "summary.json, report dir or history record", "path"),
     Option(("candidate",), "summary.json, report dir or history record", "path"),
-    Option(("--output-dir",), None, "path", Path("reports"), metavar="DIR"),
+    Option(("--output-dir",), "where regressions.md and comparison.json go", "path",
+           Path("reports"), "reports", metavar="DIR"),
 )
 
 COMMANDS = (
     Command("run", "discover and benchmark kernels, write reports",
-            (*DISCOVERY, *RUN, *COMPARISON, FORMAT, *RUN_LAST)),
-    Command("list", "discover kernels and print the manifest", DISCOVERY),
-    Command("history", "list benchmark history records", HISTORY),
-    Command("merge", "join shard outputs into one report set", (*MERGE, *COMPARISON, FORMAT)),
-    Command("comment", "print the pull-request comment for a report directory", COMMENT),
+            (*DISCOVERY, *RUN, *COMPARISON, FORMAT, *RUN_LAST, *OUTPUT)),
+    Command("list", "discover kernels and print the manifest", (*DISCOVERY, *OUTPUT)),
+    Command("history", "list benchmark history records", (*HISTORY, *OUTPUT)),
+    Command("merge", "join shard outputs into one report set",
+            (*MERGE, *COMPARISON, FORMAT, *OUTPUT)),
+    Command("comment", "print the pull-request comment for a report directory",
+            (*COMMENT, *OUTPUT)),
     Command("report", "re-render the reports of an earlier run from its JSON; runs nothing",
-            (*REPORT, FORMAT)),
+            (*REPORT, FORMAT, *OUTPUT)),
     Command("compare", "compare two result files; write regressions.md and comparison.json",
-            (*COMPARE, *COMPARISON)),
+            (*COMPARE, *COMPARISON, *OUTPUT)),
 )
 """Every command, in the order of ``kernbench --help``."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kernbench.errors import ConfigError
@@ -21,6 +22,8 @@ from kernbench.results.vocabulary import (
 )
 
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
+FUNCTION = "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)?$"
+"""A kernel function: a module-level name, or `Class.method`."""
 
 _TOLERANCE_VALUES = {
     "rmse": {"type": "number", "minimum": 0},
@@ -104,23 +107,27 @@ _MATRIX_SHAPES = {
                         "properties": {"name": {"const": name}, **options}}}
               for name, options in _GENERATOR_OPTIONS.items()],
 }
+def _sweep_lists(unique: bool) -> dict[str, Any]:
+    return {"type": "object", "minProperties": 1, "propertyNames": {"pattern": IDENTIFIER},
+            "additionalProperties": {
+                "type": "array", "minItems": 1, "uniqueItems": unique,
+                "items": {"type": ["integer", "number", "boolean", "string"],
+                          "pattern": POINT_TEXT}}}
+
+
 SWEEP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "minProperties": 1,
     "properties": {
         "matrix_shapes": {"type": "array", "minItems": 1, "items": _MATRIX_SHAPES},
-        "params": {
-            "type": "object", "minProperties": 1, "propertyNames": {"pattern": IDENTIFIER},
-            "additionalProperties": {
-                "type": "array", "minItems": 1, "uniqueItems": True,
-                "items": {"type": ["integer", "number", "boolean", "string"],
-                          "pattern": POINT_TEXT}},
-        },
+        "params": _sweep_lists(unique=True),
+        "zip": _sweep_lists(unique=False),  # a value may repeat; a row may not
     },
 }
-"""JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators and
-``params`` lists (checks jsonschema cannot make are in :mod:`kernbench.config.sweeps`)."""
+"""JSON-schema fragment for bench.yaml's ``sweep``: ``matrix_shapes`` generators, ``params``
+lists (their product) and ``zip`` lists (paired, of one length; checks jsonschema cannot make
+are in :mod:`kernbench.config.sweeps`)."""
 
 IMPL_NAME = "^[A-Za-z_][A-Za-z0-9_-]{0,39}$"
 """An implementation's name: it becomes part of case ids and file names."""
@@ -134,7 +141,7 @@ IMPLEMENTATIONS_SCHEMA: dict[str, Any] = {
         "additionalProperties": False,
         "required": ["function"],
         "properties": {
-            "function": {"type": "string", "pattern": IDENTIFIER},
+            "function": {"type": "string", "pattern": FUNCTION},
             "framework": {"enum": list(FRAMEWORK_NAMES)},
             "setup": {"type": "string", "pattern": IDENTIFIER},
             "backends": {"type": "array", "minItems": 1, "uniqueItems": True,
@@ -175,7 +182,9 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
                      "items": {"enum": list(BACKEND_NAMES)}},
         "tolerances": _TOLERANCES,
         "skip_conditions": {"type": "array", "items": _SKIP_CONDITION},
-        "function_name": {"type": "string", "pattern": IDENTIFIER},
+        "function_name": {"type": "string", "pattern": FUNCTION},
+        "sys_path": {"type": "array", "minItems": 1, "uniqueItems": True,
+                     "items": {"type": "string", "minLength": 1}},
         "framework": {"enum": list(FRAMEWORK_NAMES)},
         "description": {"type": "string"},
         "timeout_s": {"type": "number", "exclusiveMinimum": 0},
@@ -276,10 +285,54 @@ def validate_bench_yaml(data: object, source: str) -> None:
 
 
 def _raise_first(errors: Iterable[Any], source: str) -> None:
-    """Raise ConfigError for the shallowest of `errors` (jsonschema ValidationErrors), if any."""
+    """Raise ConfigError for `errors` (jsonschema ValidationErrors), if any: every unknown key
+    at once (a file with three typos takes one edit, not three runs), else the shallowest."""
     ordered = sorted(errors, key=lambda e: (len(e.path), [str(p) for p in e.path]))
+    unknown = [found for e in ordered if e.validator == "additionalProperties"
+               for found in _unknown_keys(e)]
+    if len(unknown) > 1:
+        raise UnknownKeysError(source, unknown)
     if ordered:
         raise _config_error(ordered[0], source)
+
+
+class UnknownKeysError(ConfigError):
+    """Several unknown keys in one file: each with the nearest known key, then the keys each
+    mapping knows."""
+
+    def __init__(self, source: str, unknown: list[UnknownKey]) -> None:
+        super().__init__(source, unknown[0].path, unknown[0].expected)
+        keys = ", ".join(f"'{u.path}'" + (f" (did you mean '{u.hint}'?)" if u.hint else "")
+                         for u in unknown)
+        known = {u.parent or "the top level": u.allowed for u in unknown}
+        self.message = (f"{source}: {len(unknown)} unknown keys: {keys}; expected known keys: "
+                        + "; ".join(f"at {where}: {', '.join(allowed)}"
+                                    for where, allowed in known.items()))
+        self.args = (self.message,)
+
+
+@dataclass(frozen=True)
+class UnknownKey:
+    """One key a mapping of the file does not know."""
+
+    path: str
+    parent: str
+    allowed: tuple[str, ...]
+    hint: str | None
+
+    @property
+    def expected(self) -> str:
+        text = f"a known key: one of {', '.join(self.allowed)}"
+        return text + (f" (did you mean '{self.hint}'?)" if self.hint else "")
+
+
+def _unknown_keys(error: Any) -> list[UnknownKey]:
+    """Each unknown key an additionalProperties error found, with the nearest known one."""
+    allowed = tuple(sorted(error.schema.get("properties", {})))
+    unknown = sorted(str(k) for k in error.instance if k not in allowed) or ["?"]
+    return [UnknownKey(key_path([*error.absolute_path, name]), key_path(error.absolute_path),
+                       allowed, next(iter(difflib.get_close_matches(name, allowed, n=1)), None))
+            for name in unknown]
 
 
 def key_path(parts: Iterable[object]) -> str:
@@ -294,15 +347,9 @@ def _config_error(error: Any, source: str) -> ConfigError:
     key = key_path(error.absolute_path)
     kind, value, instance = error.validator, error.validator_value, error.instance
     if kind == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        unknown = sorted(str(k) for k in instance if k not in allowed)
-        name = unknown[0] if unknown else "?"
-        hint = difflib.get_close_matches(name, allowed, n=1)
-        expected = f"one of {', '.join(allowed)}"
-        if hint:
-            expected += f" (did you mean '{hint[0]}'?)"
-        return ConfigError(source, key_path([*error.absolute_path, name]),
-                           f"a known key: {expected}", got=f"unknown key {name!r}")
+        first = _unknown_keys(error)[0]
+        name = first.path.removeprefix(first.parent).lstrip(".")
+        return ConfigError(source, first.path, first.expected, got=f"unknown key {name!r}")
     if kind == "required":
         missing = [k for k in value if k not in instance]
         return ConfigError(source, key_path([*error.absolute_path, missing[0]]),
@@ -338,6 +385,8 @@ def _config_error(error: Any, source: str) -> ConfigError:
 
 _PATTERN_WORDS = {
     IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
+    FUNCTION: "an identifier (a module-level function) or Class.method, of letters, digits "
+              "and _",
     IMPL_NAME: "an implementation name of letters, digits, _ and - (at most 40, starting with a "
                "letter or _; it names cases)",
     POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "

@@ -20,6 +20,8 @@ them; the runner's ``get_shapes_for_config`` defines them), each giving ``[m, k,
 
 Generators combine in order and a repeated shape is kept once, where it first appears.
 ``params`` maps names to lists of values; their cartesian product is taken with the shapes.
+``zip`` maps names to lists of one length, paired element by element (``{m: [64, 128], n:
+[32, 64]}`` is two points, not four); its rows are taken with the shapes and params' product.
 Everything here is a pure function of the parsed bench.yaml (validated by
 :data:`kernbench.config.schema.SWEEP_SCHEMA` first); nothing in it is evaluated.
 """
@@ -137,9 +139,10 @@ def value_text(value: object) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _check_params(params: Mapping[str, Sequence[Any]], with_shapes: bool, source: str) -> None:
+def _check_params(params: Mapping[str, Sequence[Any]], with_shapes: bool, source: str,
+                  group: str = "params") -> None:
     for name, values in params.items():
-        key = f"sweep.params.{name}"
+        key = f"sweep.{group}.{name}"
         if name in HARNESS_ARGS:
             raise ConfigError(source, key, f"a kernel parameter; {', '.join(HARNESS_ARGS)} are "
                               "set by the harness (use --precision/--backends/--seed)")
@@ -153,19 +156,21 @@ def _check_params(params: Mapping[str, Sequence[Any]], with_shapes: bool, source
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(source, f"{key}[{index}]", "a finite number", got=value)
         texts = [value_text(v) for v in values]
-        if len(set(texts)) < len(texts):
+        if group == "params" and len(set(texts)) < len(texts):
             raise ConfigError(source, key, "values that read differently (each names its "
                               "cases)", got=values)
 
 
 def expand_sweep(spec: Mapping[str, Any], source: str = "bench.yaml",
                  limit: int = MAX_SWEEP_POINTS) -> tuple[SweepPoint, ...]:
-    """The points of a validated ``sweep`` mapping: shapes (outer) x params' product (inner).
+    """The points of a validated ``sweep`` mapping: shapes (outer) x params' product x zip's
+rows (inner).
     More than `limit` points is a ConfigError naming the count."""
     shapes = matrix_shapes(spec.get("matrix_shapes") or [], source, limit)
     params: Mapping[str, Sequence[Any]] = spec.get("params") or {}
     _check_params(params, bool(shapes), source)
-    total = max(len(shapes), 1) * math.prod(len(v) for v in params.values())
+    paired = _zipped(spec.get("zip") or {}, params, bool(shapes), source)
+    total = max(len(shapes), 1) * math.prod(len(v) for v in params.values()) * len(paired)
     if total > limit:
         raise ConfigError(source, "sweep", f"at most {limit} points per kernel (the limit "
                           "keeps a typo from planning millions of cases)",
@@ -173,14 +178,36 @@ def expand_sweep(spec: Mapping[str, Any], source: str = "bench.yaml",
     points = []
     rows: Sequence[Shape | None] = shapes or [None]
     for shape in rows:
-        for combo in itertools.product(*params.values()):
-            values = dict(zip(params, combo, strict=True))
+        for combo, pair in itertools.product(itertools.product(*params.values()), paired):
+            values = {**dict(zip(params, combo, strict=True)), **pair}
             labels = [f"{k}={value_text(v)}" for k, v in values.items()]
             if shape is not None:
                 values = {**dict(zip(SHAPE_KEYS, shape[:3], strict=True)), **values}
                 labels.insert(0, shape.name)
             points.append(SweepPoint(",".join(labels), values))
     return tuple(points)
+
+
+def _zipped(lists: Mapping[str, Sequence[Any]], params: Mapping[str, Sequence[Any]],
+            with_shapes: bool, source: str) -> list[dict[str, Any]]:
+    """`zip`'s rows: the i-th value of every list together ([{}] without `zip`)."""
+    if not lists:
+        return [{}]
+    _check_params(lists, with_shapes, source, "zip")
+    both = sorted(set(lists) & set(params))
+    if both:
+        raise ConfigError(source, f"sweep.zip.{both[0]}", "a name that sweep.params does not "
+                          "also set")
+    lengths = {name: len(values) for name, values in lists.items()}
+    if len(set(lengths.values())) > 1:
+        raise ConfigError(source, "sweep.zip", "lists of one length (they are paired element "
+                          "by element)", got=", ".join(f"{n}: {c}" for n, c in lengths.items()))
+    rows = [dict(zip(lists, row, strict=True)) for row in zip(*lists.values(), strict=True)]
+    labels = [",".join(value_text(v) for v in row.values()) for row in rows]
+    if len(set(labels)) < len(labels):
+        raise ConfigError(source, "sweep.zip", "rows that read differently (each names its "
+                          "cases)", got=lists)
+    return rows
 
 
 def problem_size_at(problem_size: object, point: SweepPoint) -> dict[str, Any]:

@@ -136,7 +136,8 @@ class KernelDiscovery:
             source = path.read_bytes()
         except OSError as exc:
             return _invalid(rel, candidates[0], f"{rel}: cannot read: {exc}")
-        present = [name for name in candidates if name.encode() in source]
+        present = [name for name in candidates  # Class.method: the class may be imported
+                   if name.partition(".")[0].encode() in source]
         if not present:
             self._log(f"discovery: {rel}: no {' or '.join(candidates)}(), not a kernel")
             return None
@@ -156,6 +157,9 @@ class KernelDiscovery:
         if isinstance(config, ConfigError):
             return replace(spec, status="invalid", error=config.message)
         if config is not None:
+            outside = _sys_path_outside(config, path, self.root)
+            if outside is not None:
+                return replace(spec, status="invalid", error=outside)
             spec = _apply_config(spec, config)
             missing = _missing_implementation_function(tree, config)
             if missing:
@@ -227,6 +231,17 @@ def _syntax_message(rel: str, exc: SyntaxError | ValueError) -> str:
 
 def _invalid(rel: str, function: str, error: str) -> KernelSpec:
     return KernelSpec(name=rel, path=rel, function_name=function, status="invalid", error=error)
+
+
+def _sys_path_outside(config: BenchConfig, path: Path, root: Path) -> str | None:
+    """The first bench.yaml `sys_path` entry that is not a folder inside the root, as an
+    error; None when all are."""
+    for index, entry in enumerate(config.sys_path):
+        folder = (path.parent / entry).resolve()
+        if not folder.is_relative_to(root) or not folder.is_dir():
+            return str(ConfigError(config.source, f"sys_path[{index}]", "a folder, relative to "
+                                   f"the kernel's, inside the repository {root}", got=entry))
+    return None
 
 
 def _missing_implementation_function(tree: ast.Module, config: BenchConfig) -> str | None:

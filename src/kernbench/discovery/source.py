@@ -26,7 +26,15 @@ FRAMEWORK_IMPORTS: tuple[tuple[str, str], ...] = (
 
 
 def find_function(tree: ast.Module, name: str) -> ast.AST | None:
-    """The last module-level definition (def, assignment or import) binding `name`, if any."""
+    """The last module-level definition (def, class, assignment or import) binding `name`, if
+    any; for `Class.method`, the method's def in the module-level class (or the class's
+    binding, when the module imports or assigns it: its signature is then unknown)."""
+    owner, _, method = name.rpartition(".")
+    if owner:
+        cls = find_function(tree, owner)
+        if not isinstance(cls, ast.ClassDef):  # imported or assigned: the binding, unseen
+            return cls
+        return next((node for node in cls.body if _binds(node, method)), None)
     found: ast.AST | None = None
     for node in _module_level(tree.body):
         if _binds(node, name):
@@ -35,7 +43,7 @@ def find_function(tree: ast.Module, name: str) -> ast.AST | None:
 
 
 def _binds(node: ast.stmt, name: str) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return node.name == name
     if isinstance(node, ast.Assign):
         return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
@@ -62,6 +70,21 @@ def _parameters(definition: ast.AST | None) -> tuple[str, ...]:
         return ()
     args = definition.args
     return tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
+def _method_parameters(definition: ast.AST | None) -> tuple[str, ...]:
+    """A method's parameters as callers see them: without `self`/`cls` (unless static)."""
+    parameters = _parameters(definition)
+    decorators = getattr(definition, "decorator_list", [])
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in decorators)
+    return parameters if static else parameters[1:]
+
+
+def reads_precision_context(tree: ast.Module) -> bool:
+    """Whether the source calls ``current_precision`` (the case's precision, as a context)."""
+    return any((isinstance(node, ast.Name) and node.id == "current_precision")
+               or (isinstance(node, ast.Attribute) and node.attr == "current_precision")
+               for node in ast.walk(tree))
 
 
 def reads_name(definition: ast.AST | None, name: str) -> bool:
@@ -96,7 +119,7 @@ def spec_from_tree(rel: str, tree: ast.Module, function: str,
     top_level = _import_roots(_module_level(tree.body))
     frameworks = tuple(dict.fromkeys(fw for mod, fw in FRAMEWORK_IMPORTS if mod in all_imports))
     framework = frameworks[0] if frameworks else "python"
-    parameters = _parameters(definition)
+    parameters = (_method_parameters if "." in function else _parameters)(definition)
     setup = find_function(tree, SETUP_FUNCTION)
     setup_parameters = _parameters(setup) if setup is not None else ()
     return KernelSpec(
@@ -107,6 +130,7 @@ def spec_from_tree(rel: str, tree: ast.Module, function: str,
         parameters=parameters, has_setup=setup is not None, setup_parameters=setup_parameters,
         signature_known=isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)),
         ignores_precision=_ignores_precision(definition, setup),
+        reads_precision_context=reads_precision_context(tree),
     )
 
 

@@ -1,13 +1,16 @@
 """The kernel contract, from the worker's side: import a kernel and bind its functions.
 
-A kernel module defines ``run_benchmark`` (or the bench.yaml ``function_name``) and optionally
-``setup`` (untimed; returns a dict of keyword arguments for the benchmark function),
-``reference`` / ``reference_result`` (the trusted result, same parameters as the benchmark
-function) and ``flops`` / ``bytes_moved`` (work counts, same parameters as ``setup``).
+A kernel module defines ``run_benchmark`` (or the bench.yaml ``function_name``, which may name
+a method: ``Class.method``) and optionally ``setup`` (untimed; returns a dict of keyword
+arguments for the benchmark function), ``reset`` (untimed, before every timed call: restores
+what an in-place kernel changed), ``reference`` / ``reference_result`` (the trusted result,
+same parameters as the benchmark function) and ``flops`` / ``bytes_moved`` (work counts, same
+parameters as ``setup``).
 
-Arguments: bench.yaml ``problem_size`` items (a scalar arrives as ``problem_size``) must be
-accepted; the harness arguments ``precision``, ``backend``, ``device`` and ``seed`` are passed
-only to functions that declare them by name.
+Arguments: each bench.yaml ``problem_size`` item (a scalar arrives as ``problem_size``) goes to
+the functions that accept it (``**kwargs`` accepts all); an item nothing accepts is an error.
+The harness arguments ``precision``, ``backend``, ``device`` and ``seed`` are passed only to
+functions that declare them by name.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import importlib.util
 import inspect
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,16 +28,20 @@ from typing import Any
 
 REFERENCE_FUNCTIONS = ("reference", "reference_result")
 SETUP_FUNCTION = "setup"
+RESET_FUNCTION = "reset"
+WORK_FUNCTIONS = ("flops", "bytes_moved")
 
 
 class ContractError(Exception):
     """The kernel does not fit the calling contract (unknown parameter, bad setup return)."""
 
 
-def import_kernel(path: Path, root: Path, name: str) -> ModuleType:
-    """Import a kernel file as a fresh module; its folder and the root are importable."""
+def import_kernel(path: Path, root: Path, name: str,
+                  extra_paths: Sequence[Path] = ()) -> ModuleType:
+    """Import a kernel file as a fresh module; its folder, the root and bench.yaml `sys_path`
+    folders (`extra_paths`, first on the path) are importable."""
     module_name = "kernbench_kernel_" + re.sub(r"\W", "_", name)
-    for entry in (str(root), str(path.parent)):
+    for entry in (str(root), str(path.parent), *map(str, reversed(extra_paths))):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -45,6 +52,39 @@ def import_kernel(path: Path, root: Path, name: str) -> ModuleType:
     sys.argv = [str(path)]
     spec.loader.exec_module(module)
     return module
+
+
+def resolve_function(module: ModuleType, name: str) -> Callable[..., Any]:
+    """The module's function `name`, or with `Class.method` that method: a static or class
+    method as it is, an instance method bound to ``Class()`` (made once, untimed)."""
+    owner_name, _, method = name.rpartition(".")
+    if not owner_name:
+        function = getattr(module, name, None)
+    else:
+        owner = getattr(module, owner_name, None)
+        if owner is None:
+            raise ContractError(f"{owner_name} is not defined in {module.__file__}")
+        raw = inspect.getattr_static(owner, method, None)
+        if inspect.isclass(owner) and inspect.isfunction(raw):  # an instance method
+            try:
+                owner = owner()
+            except TypeError as exc:
+                raise ContractError(f"function_name {name}: {owner_name}() must be callable "
+                                    f"without arguments to bind {method}() ({exc})") from exc
+        function = getattr(owner, method, None)
+    if not callable(function):
+        raise ContractError(f"{name} is not a callable in {module.__file__}")
+    return function  # type: ignore[no-any-return]
+
+
+def accepted(function: Callable[..., Any], offered: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of `offered` that `function` takes by name (all of them with **kwargs)."""
+    parameters = inspect.signature(function).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return dict(offered)
+    named = {p.name for p in parameters
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    return {k: v for k, v in offered.items() if k in named}
 
 
 def bind_arguments(function: Callable[..., Any], offered: Mapping[str, Any],
@@ -73,10 +113,6 @@ def problem_kwargs(problem_size: Any) -> dict[str, Any]:
     return {"problem_size": problem_size}
 
 
-def _declared(function: Callable[..., Any]) -> set[str]:
-    return set(inspect.signature(function).parameters)
-
-
 @dataclass
 class BoundKernel:
     """A kernel with `setup` done: zero-argument calls of its functions."""
@@ -86,6 +122,9 @@ class BoundKernel:
     module: ModuleType
     sizes: dict[str, Any]
     harness: Mapping[str, Any]
+    inputs: Mapping[str, Any] | None = None
+    """setup()'s result, all of it (`reset` may take keys the benchmark function does not,
+    such as the pristine copy it restores from); None: the benchmark function's arguments."""
 
     def call(self) -> object:
         return self.function(**self.run_kwargs)
@@ -105,22 +144,39 @@ class BoundKernel:
         return None
 
     def reference(self) -> object:
-        """The kernel's own reference result, called like the benchmark function."""
+        """The kernel's own reference result, called like the benchmark function. With a
+        `reset`, it also may take setup's keys only `reset` takes (the pristine copy an
+        in-place kernel's input is restored from: the input itself is as the last call left
+        it, and may be the very output being checked)."""
         reference = self.reference_function()
         assert reference is not None
-        kwargs = bind_arguments(reference, {k: v for k, v in self.run_kwargs.items()
-                                            if k not in self.harness}, self.harness,
+        inputs = {k: v for k, v in self.run_kwargs.items() if k not in self.harness}
+        if self.inputs is not None and self.reset_call() is not None:
+            inputs = accepted(reference, {**self.inputs, **inputs})
+        kwargs = bind_arguments(reference, inputs, self.harness,
                                 "the benchmark function's arguments")
         return reference(**kwargs)
 
     def work(self, name: str) -> float | None:
-        """`flops` or `bytes_moved` from the kernel's function of that name, if it has one."""
+        """`flops` or `bytes_moved` from the kernel's function of that name, if it has one;
+        it gets the problem-size items it accepts."""
         counter = getattr(self.module, name, None)
         if not callable(counter):
             return None
-        value = counter(**bind_arguments(counter, self.sizes, self.harness,
+        value = counter(**bind_arguments(counter, accepted(counter, self.sizes), self.harness,
                                          "bench.yaml problem_size"))
         return float(value)
+
+    def reset_call(self) -> Callable[[], object] | None:
+        """The module's `reset`, bound to the benchmark function's arguments it accepts (the
+        arrays an in-place kernel changes, and what to restore them from); None without one."""
+        reset = getattr(self.module, RESET_FUNCTION, None)
+        if not callable(reset):
+            return None
+        inputs = self.inputs if self.inputs is not None else {
+            k: v for k, v in self.run_kwargs.items() if k not in self.harness}
+        return functools.partial(reset, **bind_arguments(reset, accepted(reset, inputs),
+                                                         self.harness, "the inputs"))
 
 
 Convert = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -128,22 +184,56 @@ Convert = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 def bind_kernel(module: ModuleType, function: Callable[..., Any], problem_size: Any,
                 harness: Mapping[str, Any], setup_name: str = SETUP_FUNCTION,
-                convert: Convert | None = None) -> BoundKernel:
+                convert: Convert | None = None, formulas: Iterable[str] = ()) -> BoundKernel:
     """Run the setup function (if any; `setup_name`) and bind the benchmark function's
     arguments; `convert` turns setup's result into the function's inputs (see
-    :mod:`kernbench.measure.convert`)."""
+    :mod:`kernbench.measure.convert`). Each problem-size item goes where it is accepted; one
+    that no function takes and no `formulas` (bench.yaml work) names is an error."""
     sizes = problem_kwargs(problem_size)
     setup = getattr(module, setup_name, None)
+    taken = set(accepted(function, sizes))
     if callable(setup):
-        prepared = setup(**bind_arguments(setup, sizes, harness, "bench.yaml problem_size"))
+        given = accepted(setup, sizes)
+        taken |= set(given)
+        prepared = setup(**bind_arguments(setup, given, harness, "bench.yaml problem_size"))
         if not isinstance(prepared, Mapping):
             raise ContractError(f"{setup_name}() must return a dict of keyword arguments for "
                                 f"{function.__name__}(), got {type(prepared).__name__}")
         if convert is not None:
             prepared = convert(prepared)
-        named = _declared(function)
-        extra = {k: v for k, v in sizes.items() if k in named and k not in prepared}
-        kwargs = bind_arguments(function, {**prepared, **extra}, harness, "setup()'s result")
+        extra = {k: v for k, v in accepted(function, sizes).items() if k not in prepared}
+        kwargs = bind_arguments(function, {**_for_function(module, function, prepared),
+                                           **extra}, harness, "setup()'s result")
     else:
-        kwargs = bind_arguments(function, sizes, harness, "bench.yaml problem_size")
-    return BoundKernel(function, kwargs, module, sizes, harness)
+        prepared = None
+        kwargs = bind_arguments(function, accepted(function, sizes), harness,
+                                "bench.yaml problem_size")
+    _check_all_taken(sizes, taken, module, formulas, function, setup_name if setup else None)
+    return BoundKernel(function, kwargs, module, sizes, harness, prepared)
+
+
+def _for_function(module: ModuleType, function: Callable[..., Any],
+                  prepared: Mapping[str, Any]) -> dict[str, Any]:
+    """setup()'s result less the keys only `reset` takes (what it restores from)."""
+    reset = getattr(module, RESET_FUNCTION, None)
+    if not callable(reset):
+        return dict(prepared)
+    mine, resets = accepted(function, prepared), accepted(reset, prepared)
+    return {k: v for k, v in prepared.items() if k in mine or k not in resets}
+
+
+def _check_all_taken(sizes: Mapping[str, Any], taken: set[str], module: ModuleType,
+                     formulas: Iterable[str], function: Callable[..., Any],
+                     setup: str | None) -> None:
+    """A problem-size item no function accepts and no work formula reads is a typo: refused."""
+    takers = [n for n in (setup, function.__name__) if n]
+    for name in WORK_FUNCTIONS:
+        counter = getattr(module, name, None)
+        if callable(counter):
+            taken |= set(accepted(counter, sizes))
+            takers.append(name)
+    taken |= {word for text in formulas for word in re.findall(r"[A-Za-z_]\w*", text)}
+    unused = [key for key in sizes if key not in taken]
+    if unused:
+        raise ContractError(f"bench.yaml problem_size {unused[0]!r} is not a parameter of "
+                            f"{'(), '.join(takers)}() and no work formula reads it")

@@ -43,8 +43,10 @@ def _describe_leaf(leaf: object) -> dict[str, Any]:
     if dtype is not None:
         info["dtype"] = str(dtype)
         info["precision"] = precision_of_dtype(dtype)
-    elif isinstance(leaf, float):
-        info["precision"] = "fp64"
+    elif isinstance(leaf, (float, complex)):
+        # A Python float is a double whatever the kernel computed in (a NumPy fp16 sum turned
+        # into float() included): it says what it is, and labels no precision.
+        info["dtype"] = f"python {type(leaf).__name__}"
     if shape is not None:
         try:
             info["shape"] = [int(s) for s in shape]

@@ -97,6 +97,8 @@ class WorkerJob:
     reference_error: str | None = None
     """Why the reference output is missing: accuracy is then not checked."""
     profile: ProfileRequest | None = None
+    sys_path: tuple[Path, ...] = ()
+    """bench.yaml `sys_path` folders (absolute, inside the root), put first on sys.path."""
     version: int = JOB_VERSION
 
 

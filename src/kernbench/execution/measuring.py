@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.execution.checks import NO_ACCURACY, accuracy, accuracy_failure, work_counts
-from kernbench.execution.contract import BoundKernel, bind_kernel
+from kernbench.execution.contract import BoundKernel, ContractError, bind_kernel
 from kernbench.execution.describe import describe_device, describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
@@ -77,16 +77,19 @@ def bind(job: WorkerJob, module: ModuleType, function: Callable[..., Any],
     """Setup and arguments: an implementation's own setup as it is, else the kernel's setup,
     whose NumPy arrays an implementation gets converted to its framework and precision."""
     impl = job.implementation
+    formulas = [f for f in (job.work or {}).values() if isinstance(f, str)]
     if impl is None:
-        return bind_kernel(module, function, job.problem_size, harness)
+        return bind_kernel(module, function, job.problem_size, harness, formulas=formulas)
     if impl.setup:
-        return bind_kernel(module, function, job.problem_size, harness, impl.setup)
+        return bind_kernel(module, function, job.problem_size, harness, impl.setup,
+                           formulas=formulas)
 
     def convert(prepared: Mapping[str, Any]) -> Mapping[str, Any]:
         from kernbench.measure.convert import to_framework
 
         return to_framework(prepared, job.framework, job.precision, job.backend)
-    return bind_kernel(module, function, job.problem_size, harness, convert=convert)
+    return bind_kernel(module, function, job.problem_size, harness, convert=convert,
+                       formulas=formulas)
 
 
 def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
@@ -146,8 +149,13 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
         if job.slowdown:
             call = slowed(call, job.slowdown)
         probe = None if fake else ActivityProbe()
+        reset = kernel.reset_call()
         if clock is None:
-            outcome, energy, gpu_timing = _protocol(collector, call, meter)
+            outcome, energy, gpu_timing = _protocol(collector, call, meter, reset)
+        elif reset is not None:
+            raise ContractError("a kernel with a `reset` runs on the CPU only for now: the GPU "
+                                "timing modes queue calls back to back, with no untimed step "
+                                "between them")
         else:
             outcome, energy, gpu_timing = _gpu_modes(job, backend, call, clock, flush, meter)
         machine = None if probe is None else probe.stop()
@@ -157,11 +165,12 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                  gpu_timing)
 
 
-def _protocol(collector: MetricsCollector, call: Callable[[], object],
-              meter: EnergyMeter) -> tuple[Outcome, dict[str, Any], None]:
-    """The CPU protocol (and a fake clock), with energy over the timed samples."""
+def _protocol(collector: MetricsCollector, call: Callable[[], object], meter: EnergyMeter,
+              reset: Callable[[], object] | None) -> tuple[Outcome, dict[str, Any], None]:
+    """The CPU protocol (and a fake clock), with energy over the timed samples; `reset` runs
+    untimed before every call."""
     region: dict[str, Any] = {}
-    outcome = collector.time_execution(call, None, _metered(meter, region))
+    outcome = collector.time_execution(call, None, _metered(meter, region), reset)
     m = outcome.measurement
     return outcome, energy_record(region, m.inner_loops * len(m.samples_ns)), None
 

@@ -22,10 +22,11 @@ from kernbench.results.model import (
     case_suffix,
 )
 
-NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None,
-                       "reason": "not measured: this version of kernbench reads no energy counter"}
-NOT_MEASURED_ACCURACY = {"rmse": None, "max_error": None, "passed": None,
-                         "reason": "not measured: this version of kernbench checks no reference"}
+NO_REPLY = "not measured: no worker reported on this case (it did not run, or ended first)"
+"""Why a record without a worker's reply (an invalid kernel, an unavailable device, a crash or
+a timeout) has no energy and no accuracy figures: the worker measures both, and none reported."""
+NOT_MEASURED_ENERGY = {"energy_j": None, "power_w": None, "source": None, "reason": NO_REPLY}
+NOT_MEASURED_ACCURACY = {"rmse": None, "max_error": None, "passed": None, "reason": NO_REPLY}
 
 
 def invalid_result(spec: KernelSpec) -> CaseResult:

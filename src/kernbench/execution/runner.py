@@ -279,7 +279,9 @@ class BenchmarkRunner:
             trace_python=settings.trace_python, flush_l2=settings.flush_l2,
             gpu_timing=settings.gpu_timing or (config.gpu_timing if config else None) or "cold",
             fake_call_ms=settings.fake_call_ms,
-            slowdown=_slowdown_for(spec.name, settings.inject_slowdown))
+            slowdown=_slowdown_for(spec.name, settings.inject_slowdown),
+            sys_path=tuple(((settings.root / spec.path).parent / p).resolve()
+                           for p in (config.sys_path if config else ())))
 
 
 def implementation_job(impl: Implementation | None,

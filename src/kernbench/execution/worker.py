@@ -19,12 +19,13 @@ from pathlib import Path
 
 from kernbench.config.conditions import parse_condition
 from kernbench.errors import SkipCase, UnsupportedPrecision
-from kernbench.execution.contract import BoundKernel, ContractError, import_kernel
+from kernbench.execution.contract import BoundKernel, import_kernel, resolve_function
 from kernbench.execution.describe import describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply, dump_reply, load_job
 from kernbench.execution.measuring import bind, measure_case
 from kernbench.measure.backends import backend_for
 from kernbench.measure.backends.base import Backend
+from kernbench.measure.precision import set_current_precision
 from kernbench.measure.protocol import wait_untimed
 from kernbench.results.model import NATIVE, SkipRule
 
@@ -108,12 +109,11 @@ def _run_case(job: WorkerJob) -> WorkerReply:
     if reason:
         raise BackendUnavailable(reason)
     settings = job.settings
+    set_current_precision(None if precision == NATIVE else precision)
     _seed_everything(settings.seed)
-    module = import_kernel(job.kernel_file, job.root, job.kernel_name)
+    module = import_kernel(job.kernel_file, job.root, job.kernel_name, job.sys_path)
     _seed_everything(settings.seed)  # again: the kernel may have imported numpy or torch
-    function = getattr(module, job.function_name, None)
-    if not callable(function):
-        raise ContractError(f"{job.function_name} is not a callable in {job.kernel_file}")
+    function = resolve_function(module, job.function_name)
     harness = {"precision": precision, "backend": backend_name,
                "device": backend.device(backend_name), "seed": settings.seed}
     if precision == NATIVE:

@@ -17,10 +17,29 @@ from kernbench.measure.backends import backend_for
 from kernbench.results.vocabulary import DTYPE_NAME_PRECISIONS, FLOAT_PRECISIONS
 from kernbench.results.vocabulary import canonical_precision as canonical
 
-__all__ = ["canonical", "dtype_for", "ignored_precision", "precision_of_dtype"]
+__all__ = ["canonical", "current_precision", "dtype_for", "ignored_precision",
+           "precision_of_dtype"]
 
 _FRAMEWORK_ALIASES = {"torch": "pytorch", "np": "numpy"}
 """Spellings kernels use for a framework, to the name discovery (and backend_for) uses."""
+
+
+_CASE: dict[str, str | None] = {"precision": None}
+"""The running case's precision: one case per worker process, so one value per process (a
+plain global, which threads the kernel starts see too, unlike a ContextVar)."""
+
+
+def current_precision(default: str | None = None) -> str | None:
+    """The precision the running case asks for ("fp32", "bf16", ...), for a kernel that takes
+    no ``precision`` parameter: ``dtype_for("torch", current_precision())``. `default` outside
+    a kernbench case (or for a case run at the kernel's native precision). A kernel whose
+    source calls it is planned one case per precision, like one that takes ``precision``."""
+    return _CASE["precision"] or default
+
+
+def set_current_precision(precision: str | None) -> None:
+    """The worker sets the case's precision before it imports the kernel."""
+    _CASE["precision"] = precision
 
 
 def dtype_for(framework: str, precision: str) -> Any:

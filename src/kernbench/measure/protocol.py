@@ -126,12 +126,15 @@ def run_timed(call: Callable[[], object], sync: Synchronizer | None, timer: Time
 
 
 def warm_up(call: Callable[[], object], sync: SyncChoice, timer: Timer,
-            count: int) -> tuple[list[float], Synchronizer | None]:
+            count: int, reset: Callable[[], object] | None = None
+            ) -> tuple[list[float], Synchronizer | None]:
     """`count` single timed calls, and the synchroniser to use from here on. A
     :class:`SyncFromResult` is resolved on the first call's result (an extra untimed call
-    when `count` is 0)."""
+    when `count` is 0). `reset`, when given, runs untimed (and waited for) before each call."""
     times: list[float] = []
     if isinstance(sync, SyncFromResult):
+        if reset is not None:
+            wait_untimed(sync, reset())
         token = timer.start()
         result = call()
         sync = sync.choose(result)
@@ -144,6 +147,8 @@ def warm_up(call: Callable[[], object], sync: SyncChoice, timer: Timer,
         times.append(elapsed)
         count -= 1
     for _ in range(count):
+        if reset is not None:
+            wait_untimed(sync, reset())
         times.append(run_timed(call, sync, timer, 1)[0])
     return times, sync
 
@@ -171,33 +176,44 @@ def calibrate(call: Callable[[], object], sync: Synchronizer | None, timer: Time
 
 
 def settle(call: Callable[[], object], sync: Synchronizer | None, timer: Timer, loops: int,
-           until: float) -> None:
-    """Untimed blocks of `loops` calls until ``time.monotonic()`` reaches `until`."""
+           until: float, before: Callable[[], object] | None = None) -> None:
+    """Untimed blocks of `loops` calls until ``time.monotonic()`` reaches `until` (`before`
+    runs ahead of each block)."""
     while time.monotonic() < until:
+        if before is not None:
+            before()
         run_timed(call, sync, timer, loops)
 
 
 def measure(call: Callable[[], object], sync: SyncChoice, timer: Timer,
             settings: ProtocolSettings,
             between_samples: Callable[[], object] | None = None,
-            sampling_region: AbstractContextManager[object] | None = None) -> Outcome:
+            sampling_region: AbstractContextManager[object] | None = None,
+            reset: Callable[[], object] | None = None) -> Outcome:
     """Run the whole protocol on a zero-argument `call`.
 
     `between_samples`, when given, runs before every sample outside the timed region (the GPU
     L2 flush uses it, so each sample starts with a cold cache). `sampling_region` is entered
     around the timed samples only (energy meters use it; warmup and calibration stay out).
+    `reset` (a kernel's untimed per-call reset) runs before every call, waited for, outside
+    the timed region: then a sample is one call (no inner loop), since the input must be
+    restored between any two calls.
     """
     overhead = timer_overhead_ns(timer)
     began = time.monotonic()
-    warmup_ns, waiter = warm_up(call, sync, timer, settings.warmup)
-    loops = calibrate(call, waiter, timer, overhead * settings.min_sample_overhead_ratio,
-                      settings, min(warmup_ns[1:] or warmup_ns, default=None))
-    settle(call, waiter, timer, loops, began + settings.warmup_time_s)
+    warmup_ns, waiter = warm_up(call, sync, timer, settings.warmup, reset)
+    before = None if reset is None else (lambda: wait_untimed(waiter, reset()))
+    loops = 1 if reset is not None else calibrate(
+        call, waiter, timer, overhead * settings.min_sample_overhead_ratio, settings,
+        min(warmup_ns[1:] or warmup_ns, default=None))
+    settle(call, waiter, timer, loops, began + settings.warmup_time_s, before)
     warmed_s = time.monotonic() - began
     samples: list[float] = []
     result: object = None
     with sampling_region if sampling_region is not None else nullcontext():
         for index in range(settings.iterations):
+            if before is not None:
+                before()
             if between_samples is not None:
                 between_samples()
             elapsed, result = run_timed(call, waiter, timer, loops,

@@ -30,7 +30,8 @@ from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.results.files import write_json_atomic, write_text_atomic
 
-__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "parse_formats", "write_formats"]
+__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "check_libraries", "install_command", "parse_formats",
+           "write_formats"]
 
 Writer = Callable[[ReportInputs, Path], list[Path]]
 
@@ -100,6 +101,38 @@ def parse_formats(text: str) -> tuple[str, ...]:
         raise KernbenchError(f"--format: unknown format {unknown[0]!r}; expected a comma list of "
                              f"{', '.join(ALL_FORMATS)} or all")
     return tuple(dict.fromkeys(names))
+
+
+LIBRARIES = {"png": ("matplotlib", "plots")}
+"""Format -> (the module it imports, kernbench's extra that requires it)."""
+
+
+def check_libraries(formats: Sequence[str]) -> None:
+    """Refuse, before anything runs, a format whose library is not installed (exit 2), with
+    the command that installs it into this interpreter."""
+    import importlib.util
+
+    for name in formats:
+        if name in LIBRARIES and importlib.util.find_spec(LIBRARIES[name][0]) is None:
+            module, extra = LIBRARIES[name]
+            raise KernbenchError(f"--format {name} needs {module}, which is not installed: "
+                                 f"{install_command(module, extra)} (or leave out {name})")
+
+
+def install_command(module: str, extra: str) -> str:
+    """`/path/python -m pip install 'matplotlib>=3.7'`: the requirement kernbench's `extra`
+    declares for `module`, for the interpreter running now."""
+    import shlex
+    import sys
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        declared = requires("kernbench") or []
+    except PackageNotFoundError:  # run from a checkout without installing
+        declared = []
+    wanted = next((r.split(";")[0].strip() for r in declared
+                   if r.startswith(module) and f'extra == "{extra}"' in r), module)
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(wanted)}"
 
 
 def write_formats(inputs: ReportInputs, out: Path, formats: Sequence[str]) -> list[Path]:

@@ -147,7 +147,8 @@ def _case_key(record: Record) -> str:
 
 def _instant(text: object) -> datetime | None:
     try:
-        return datetime.fromisoformat(str(text)).replace(microsecond=0)
+        # Python 3.10's fromisoformat does not read a trailing "Z" (3.11 does)
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).replace(microsecond=0)
     except ValueError:
         return None
 

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING_MATPLOTLIB", "render_plots", "speedup_rows"]
 
-MISSING_MATPLOTLIB = "PNG plots need matplotlib: pip install 'kernbench[plots]'"
+MISSING_MATPLOTLIB = "PNG plots need matplotlib, which is not installed"
 WIDTH_IN = 10.0
 """Figure width in inches; heights grow with the number of rows, up to `MAX_HEIGHT_IN`."""
 DPI = 100
@@ -94,7 +94,10 @@ def _matplotlib() -> tuple[NewFigure, Callable[[], Any]]:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise KernbenchError(MISSING_MATPLOTLIB) from exc
+        from kernbench.reporting.formats import install_command
+
+        raise KernbenchError(f"{MISSING_MATPLOTLIB}: {install_command('matplotlib', 'plots')}"
+                             ) from exc
 
     def new_figure(height_in: float) -> Figure:
         figure = Figure(figsize=(WIDTH_IN, min(max(height_in, 3.0), MAX_HEIGHT_IN)), dpi=DPI,

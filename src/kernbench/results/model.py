@@ -155,6 +155,9 @@ class BenchConfig:
     reference_implementation: str | None = None
     """The implementation the others are checked against (the first one unless
     `reference.implementation` names another)."""
+    sys_path: tuple[str, ...] = ()
+    """Folders, relative to the kernel's, put first on sys.path before the kernel is imported
+    (discovery checks that they stay inside the root)."""
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -180,6 +183,9 @@ class KernelSpec:
     """`run_benchmark` or `setup` declares `precision` but neither reads it: the kernel runs
     at its own precision whatever it is asked, so it gets one native case, never a label it
     does not honour."""
+    reads_precision_context: bool = False
+    """The source calls ``current_precision()``: it takes its precision from the case, so it
+    runs once per precision like a kernel with a `precision` parameter."""
     config: BenchConfig | None = None
     config_path: str | None = None
     status: Literal["ok", "invalid"] = "ok"
@@ -192,7 +198,7 @@ class KernelSpec:
         if self.config and self.config.implementations:
             return True
         declared = "precision" in self.parameters or "precision" in self.setup_parameters
-        return declared and not self.ignores_precision
+        return (declared and not self.ignores_precision) or self.reads_precision_context
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ def spec_dict(spec: KernelSpec) -> dict[str, Any]:
         "parameters": list(spec.parameters), "has_setup": spec.has_setup,
         "setup_parameters": list(spec.setup_parameters),
         "ignores_precision": spec.ignores_precision,
+        "reads_precision_context": spec.reads_precision_context,
         "config_path": spec.config_path, "status": spec.status, "error": spec.error,
         "config": _config_dict(spec.config),
     }

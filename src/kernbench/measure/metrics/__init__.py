@@ -40,10 +40,12 @@ class MetricsCollector:
 
     def time_execution(self, call: Callable[[], object],
                        between_samples: Callable[[], object] | None = None,
-                       sampling_region: AbstractContextManager[object] | None = None) -> Outcome:
-        """Warmup, calibrated inner loop, timed samples; raw samples kept in the outcome."""
+                       sampling_region: AbstractContextManager[object] | None = None,
+                       reset: Callable[[], object] | None = None) -> Outcome:
+        """Warmup, calibrated inner loop, timed samples; raw samples kept in the outcome.
+        With `reset`, it is called untimed before every call, and each sample is one call."""
         return measure(call, self.sync, self.timer, self.settings, between_samples,
-                       sampling_region)
+                       sampling_region, reset)
 
     @contextmanager
     def measure_memory(self, trace_python: bool = False) -> Iterator[dict[str, Any]]:
