@@ -11,7 +11,8 @@ from jsonschema import Draft202012Validator
 from test_config import QUASIM_EXAMPLE as QUASIM_TEXT
 
 from kernbench.config import schema as config_schema
-from kernbench.config.schema import BENCH_YAML_SCHEMA, key_path, validate_bench_yaml
+from kernbench.config.schema import BENCH_YAML_SCHEMA, validate_bench_yaml
+from kernbench.config.unknown_keys import key_path
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results import schema, vocabulary
 from kernbench.results.schema import SCHEMA_VERSION, migrate

@@ -17,8 +17,9 @@ import yaml
 
 from kernbench.config.conditions import parse_condition
 from kernbench.config.formulas import parse_formula
-from kernbench.config.schema import key_path, validate_bench_yaml
+from kernbench.config.schema import validate_bench_yaml
 from kernbench.config.sweeps import expand_sweep
+from kernbench.config.unknown_keys import key_path
 from kernbench.errors import ConfigError
 from kernbench.results.model import (
     HARNESS_ARGS,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
 from kernbench.errors import ConfigError
 from kernbench.results.vocabulary import (
     BACKEND_NAMES,
@@ -289,65 +289,18 @@ def _raise_first(errors: Iterable[Any], source: str) -> None:
     at once (a file with three typos takes one edit, not three runs), else the shallowest."""
     ordered = sorted(errors, key=lambda e: (len(e.path), [str(p) for p in e.path]))
     unknown = [found for e in ordered if e.validator == "additionalProperties"
-               for found in _unknown_keys(e)]
+               for found in unknown_keys(e)]
     if len(unknown) > 1:
         raise UnknownKeysError(source, unknown)
     if ordered:
         raise _config_error(ordered[0], source)
 
 
-class UnknownKeysError(ConfigError):
-    """Several unknown keys in one file: each with the nearest known key, then the keys each
-    mapping knows."""
-
-    def __init__(self, source: str, unknown: list[UnknownKey]) -> None:
-        super().__init__(source, unknown[0].path, unknown[0].expected)
-        keys = ", ".join(f"'{u.path}'" + (f" (did you mean '{u.hint}'?)" if u.hint else "")
-                         for u in unknown)
-        known = {u.parent or "the top level": u.allowed for u in unknown}
-        self.message = (f"{source}: {len(unknown)} unknown keys: {keys}; expected known keys: "
-                        + "; ".join(f"at {where}: {', '.join(allowed)}"
-                                    for where, allowed in known.items()))
-        self.args = (self.message,)
-
-
-@dataclass(frozen=True)
-class UnknownKey:
-    """One key a mapping of the file does not know."""
-
-    path: str
-    parent: str
-    allowed: tuple[str, ...]
-    hint: str | None
-
-    @property
-    def expected(self) -> str:
-        text = f"a known key: one of {', '.join(self.allowed)}"
-        return text + (f" (did you mean '{self.hint}'?)" if self.hint else "")
-
-
-def _unknown_keys(error: Any) -> list[UnknownKey]:
-    """Each unknown key an additionalProperties error found, with the nearest known one."""
-    allowed = tuple(sorted(error.schema.get("properties", {})))
-    unknown = sorted(str(k) for k in error.instance if k not in allowed) or ["?"]
-    return [UnknownKey(key_path([*error.absolute_path, name]), key_path(error.absolute_path),
-                       allowed, next(iter(difflib.get_close_matches(name, allowed, n=1)), None))
-            for name in unknown]
-
-
-def key_path(parts: Iterable[object]) -> str:
-    """`skip_conditions[0].check` from ('skip_conditions', 0, 'check')."""
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def _config_error(error: Any, source: str) -> ConfigError:
     key = key_path(error.absolute_path)
     kind, value, instance = error.validator, error.validator_value, error.instance
     if kind == "additionalProperties":
-        first = _unknown_keys(error)[0]
+        first = unknown_keys(error)[0]
         name = first.path.removeprefix(first.parent).lstrip(".")
         return ConfigError(source, first.path, first.expected, got=f"unknown key {name!r}")
     if kind == "required":
