@@ -191,3 +191,31 @@ def test_older_versions_are_migrated_step_by_step(monkeypatch: pytest.MonkeyPatc
     result = migrate({"schema_version": 1, "a": 42}, "old.json")
     assert result == {"schema_version": 3, "c": 42}
     assert seen == [1, 2]
+
+
+# -- version 1 -> 2: records name their machine --------------------------------------------
+
+
+def test_version_1_summary_gets_testbed_and_machine_per_record() -> None:
+    old = {"schema_version": 1,
+           "environment": {"fingerprint": "ab12", "hostname": "node7"},
+           "settings": {"shards": ["shard-1", "shard-2"]},
+           "results": [{"kernel_name": "gemm"}, {"kernel_name": "axpy", "testbed": "x"}]}
+    new = migrate(old, "summary.json")
+    assert new["schema_version"] == SCHEMA_VERSION == 2
+    assert new["environment"]["testbed"] == "node7"
+    assert new["results"] == [
+        {"kernel_name": "gemm", "fingerprint": "ab12", "testbed": "node7"},
+        {"kernel_name": "axpy", "fingerprint": "ab12", "testbed": "x"}]
+    assert [s["source"] for s in new["settings"]["shards"]] == ["shard-1", "shard-2"]
+    assert new["settings"]["shards"][0]["testbed"] is None
+
+
+def test_version_1_env_and_history_record_and_manifest() -> None:
+    env = migrate({"schema_version": 1, "hostname": "h", "fingerprint": "f"}, "env.json")
+    assert env["testbed"] == "h"
+    record = migrate({"schema_version": 1, "kind": "kernbench-history", "fingerprint": "f",
+                      "results": [{"kernel_name": "k"}]}, "history")
+    assert record["results"] == [{"kernel_name": "k", "fingerprint": "f", "testbed": None}]
+    manifest = migrate({"schema_version": 1, "root": ".", "kernels": []}, "manifest")
+    assert manifest == {"schema_version": 2, "root": ".", "kernels": []}

@@ -37,7 +37,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
         sweeps=_suite_sweeps(args), sweeps_source=str(getattr(args, "config", None)),
-        compile_mode=getattr(args, "compile_mode", None))
+        compile_mode=getattr(args, "compile_mode", None),
+        testbed=getattr(args, "testbed", None))
 
 
 def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:

@@ -171,6 +171,9 @@ RUN = (
            suite_key="sku"),
     Option(("--shard",), "run only shard K of N (stable by kernel); join with `kernbench "
            "merge`", "shard", metavar="K/N"),
+    Option(("--testbed",), "the name this machine goes by in merged reports; kept for this host "
+           "in the cache folder, so later runs keep it", "text", None,
+           "the name kept for this host, else the host name", "NAME", suite_key="testbed"),
     Option(("--save-history",), "append this run's record under ROOT/benchmarks/history/",
            "switch", False, suite_key="save_history"),
     Option(("--compare-to",), "compare with the newest history record at git ref REF for this "
@@ -224,6 +227,11 @@ MERGE = (
            "ROOT/benchmarks/history/", "switch", False),
     Option(("--compare-to",), "compare the merged run with the newest history record at git "
            "ref REF for this machine", metavar="REF"),
+    Option(("--allow-mixed",), "merge shards of different machines (fingerprints) into one "
+           "report, kept apart and grouped by testbed, never compared across (without it such a "
+           "merge is refused, naming both machines)", "switch", False),
+    Option(("--strict",), "exit 1 when a case of the suite is missing (a shard that never came "
+           "back, an interrupted shard)", "switch", False, "warn only"),
 )
 
 COMMENT = (

@@ -233,6 +233,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "precisions": names(PRECISION_NAMES),
             "formats": names(format_names),
             "sku": {"type": "string"},
+            "testbed": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,63}$"},
             "trace_memory": {"type": "boolean"},
             "save_history": {"type": "boolean"},
             "compare_to": {"type": "string"},

@@ -12,14 +12,42 @@ from typing import Any
 
 from kernbench.errors import KernbenchError
 
-SCHEMA_VERSION = 1
-"""Version of summary.json, kernels/<name>.json and kernel_manifest.json."""
+SCHEMA_VERSION = 2
+"""Version of summary.json, kernels/<name>.json, kernel_manifest.json, env.json and history
+records. 2: every record names its machine (``fingerprint``, ``testbed``), the environment its
+``testbed``, and ``settings.shards`` lists each shard's identity instead of its path."""
 
 
 # --- versioned result JSON -------------------------------------------------------------
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 had no testbed: the host name stands for it (the default of version 2), and
+    each record takes its machine from the document's environment (a summary, env.json) or
+    the record's own fingerprint (a history record); merged summaries listed shard paths."""
+    env = document.get("environment")
+    env = env if isinstance(env, dict) else document
+    if "hostname" in env or "fingerprint" in env:
+        env.setdefault("testbed", env.get("hostname"))
+    machine = {"fingerprint": env.get("fingerprint") or document.get("fingerprint"),
+               "testbed": env.get("testbed")}
+    for record in document.get("results") or []:
+        if isinstance(record, dict):
+            for key, value in machine.items():
+                record.setdefault(key, value)
+    settings = document.get("settings")
+    if isinstance(settings, dict) and isinstance(settings.get("shards"), list):
+        settings["shards"] = [
+            entry if isinstance(entry, dict) else
+            {"source": str(entry), "shard": None, "host": None, "testbed": None,
+             "fingerprint": None, "scheduler": {}}
+            for entry in settings["shards"]]
+    return document
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 """`MIGRATIONS[n]` turns a version-n document into version n+1."""
 
 
