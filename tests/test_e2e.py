@@ -19,6 +19,7 @@ from kernbench.api import run_suite
 from kernbench.cli.main import main
 from kernbench.execution.settings import RunSettings
 from kernbench.results.model import ProtocolSettings
+from kernbench.results.schema import SCHEMA_VERSION
 from support.kernel_tree import (
     FAST,
     kernbench,
@@ -150,7 +151,7 @@ def test_good_kernel_reports_exact_fake_timer_figures(tmp_path: Path) -> None:
     out = tmp_path / "out"
 
     summary = load(out / "summary.json")
-    assert summary["schema_version"] == 1
+    assert summary["schema_version"] == SCHEMA_VERSION
     assert summary["complete"] is True
     assert summary["counts"] == {"total": 1, "ok": 1, "failed": 0, "skipped": 0, "timeout": 0,
                                  "invalid": 0}
@@ -170,7 +171,7 @@ def test_good_kernel_reports_exact_fake_timer_figures(tmp_path: Path) -> None:
     assert record["worker"]["exit_code"] == 0
 
     per_kernel = load(out / "kernels" / "good.json")
-    assert per_kernel["schema_version"] == 1
+    assert per_kernel["schema_version"] == SCHEMA_VERSION
     assert per_kernel["kernel_name"] == "good"
     assert per_kernel["kernel"]["path"] == "kernels/good/good.py"
     assert per_kernel["results"] == summary["results"]
@@ -332,7 +333,7 @@ def test_mixed_run_per_kernel_files_are_complete_and_valid(mixed: dict[str, Any]
     assert [f.stem for f in files] == sorted(mixed["records"])
     for path in files:
         document = load(path)
-        assert document["schema_version"] == 1
+        assert document["schema_version"] == SCHEMA_VERSION
         assert document["kernel_name"] == path.stem
         (record,) = document["results"]
         assert record == mixed["records"][path.stem]

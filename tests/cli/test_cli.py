@@ -18,6 +18,7 @@ import pytest
 
 from kernbench.cli.main import main
 from kernbench.cli.parser import build_parser
+from kernbench.results.schema import SCHEMA_VERSION
 from support.kernel_tree import FAST, SRC
 
 GOOD = """
@@ -378,7 +379,7 @@ def test_list_json_is_a_valid_manifest(tmp_path: Path,
     code = main(["list", "--json", "--root", str(tmp_path)])
     manifest = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert manifest["schema_version"] == 1
+    assert manifest["schema_version"] == SCHEMA_VERSION
     assert manifest["count"] == 4
     assert [k["name"] for k in manifest["kernels"]] == ["fft", "gemm", "gemv", "linalg.norm"]
     gemm = manifest["kernels"][1]

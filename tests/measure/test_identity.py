@@ -9,10 +9,10 @@ import pytest
 
 from kernbench.errors import KernbenchError
 from kernbench.measure.identity import (
+    kept_testbed_file,
     resolve_testbed,
     scheduler_ids,
     shard_identity,
-    kept_testbed_file,
 )
 
 

@@ -17,6 +17,7 @@ from kernbench.reporting import (
 )
 from kernbench.reporting.markdown import fmt_num, leaderboard, md_escape, render_summary
 from kernbench.results.model import CaseResult, RunResult
+from kernbench.results.schema import SCHEMA_VERSION
 
 ENVIRONMENT: dict[str, Any] = {
     "git": {"commit": "0123456789abcdef", "short_commit": "0123456", "branch": "main",
@@ -130,10 +131,12 @@ def test_report_generator_writes_the_report_set(tmp_path: Path) -> None:
     assert names == ["env.json", "kernel_manifest.json", "kernels/gemm.json", "summary.json",
                      "summary.md"]
     env = json.loads((out / "env.json").read_text())
-    assert env["schema_version"] == 1 and env["cpu"]["model"] == "Test CPU"
+    assert env["schema_version"] == SCHEMA_VERSION and env["cpu"]["model"] == "Test CPU"
     per_kernel = json.loads((out / "kernels" / "gemm.json").read_text())
     assert per_kernel["kernel"] == {"name": "gemm"}
-    assert per_kernel["results"] == [record_dict(case("gemm"))]
+    # every record names the machine its environment describes
+    machine = {"fingerprint": ENVIRONMENT.get("fingerprint"), "testbed": None}
+    assert per_kernel["results"] == [{**record_dict(case("gemm")), **machine}]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["results"] == per_kernel["results"]
 

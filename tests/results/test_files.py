@@ -34,6 +34,7 @@ from kernbench.results.files import (
 )
 from kernbench.results.history import parse_record_bytes
 from kernbench.results.inputs import load_run
+from kernbench.results.schema import SCHEMA_VERSION
 from support.kernel_tree import FAST, kernel, load, write
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report_run"
@@ -79,7 +80,8 @@ def test_a_broken_summary_is_an_error_naming_the_file(tmp_path: Path, kind: str,
     message = error_of(loader, tmp_path)
     assert str(path) in message
     if kind == "newer":
-        assert "schema_version 99 is newer than this kernbench reads (1); upgrade" in message
+        assert (f"schema_version 99 is newer than this kernbench reads ({SCHEMA_VERSION}); "
+                "upgrade") in message
 
 
 def test_a_broken_kernel_file_is_named_when_resuming(tmp_path: Path) -> None:

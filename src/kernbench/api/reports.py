@@ -92,6 +92,11 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
         if not all(has_baseline) or not all(comparisons):
             raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
                                  "comparison.json) and some do not: merge shards of one run")
+        if merged.get("machines"):
+            raise KernbenchError(
+                "the --ab shards ran on different machines "
+                f"({', '.join(str(m.get('testbed')) for m in merged['machines'])}): their A/B "
+                "comparison is made per machine; merge each machine's shards apart")
         _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline",
                            allow_mixed)
         first = comparisons[0] or {}

@@ -12,18 +12,18 @@ from kernbench.api.reports import clear_previous_reports
 from kernbench.api.sink import OnResult, ResultSink
 from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
+from kernbench.execution.planning import plan_key
 from kernbench.execution.runner import (
     BenchmarkRunner,
     check_sweep_globs,
     now_iso,
     select_kernels,
 )
-from kernbench.execution.planning import plan_key
 from kernbench.execution.settings import RunSettings
 from kernbench.execution.sharding import select_shard
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
-from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult, case_id_of
+from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.results.serialize import manifest_dict
 
 Log = Callable[[str], None]
@@ -108,7 +108,7 @@ def run_environment(settings: RunSettings) -> dict[str, Any]:
 
     environment = collect_environment(settings.root)
     environment["testbed"] = resolve_testbed(settings.testbed,
-                                             settings.cache_dir or default_cache_dir(),
+                                             settings.testbed_dir or default_cache_dir(),
                                              environment.get("hostname"))
     return environment
 
@@ -120,16 +120,12 @@ def identity_record(environment: Mapping[str, Any], settings: RunSettings) -> di
     return {"shards": [shard_identity(environment, settings.shard)]}
 
 
-def _case_id(item: Case | KernelSpec) -> str:
-    """A planned item's case id (an invalid kernel's one record is `name[n/a,n/a]`)."""
-    return item.case_id if isinstance(item, Case) else case_id_of(item.name, "n/a", "n/a")
-
-
 def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list[KernelSpec]
               ) -> tuple[list[Case | KernelSpec], dict[str, Any]]:
     """The planned cases and the plan summary.json keeps (the whole suite's size and digest,
     this shard's case ids); KernbenchError when there are no kernels or no cases to run."""
     from kernbench.execution.completeness import plan_record
+    from kernbench.execution.resume import plan_id
     if not selected:
         where = ", ".join(manifest["paths"])
         what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
@@ -144,7 +140,7 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list
             f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
             f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
-    return planned, plan_record([_case_id(i) for i in suite], [_case_id(i) for i in planned])
+    return planned, plan_record([plan_id(i) for i in suite], [plan_id(i) for i in planned])
 
 
 def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],

@@ -38,7 +38,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
         sweeps=_suite_sweeps(args), sweeps_source=str(getattr(args, "config", None)),
         compile_mode=getattr(args, "compile_mode", None),
-        testbed=getattr(args, "testbed", None))
+        testbed=getattr(args, "testbed", None), testbed_dir=args.cache_dir)
 
 
 def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:

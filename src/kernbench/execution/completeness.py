@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kernbench.results.model import record_case_id
+from kernbench.results.model import case_id_of, point_of, record_case_id
 
 __all__ = ["completeness", "plan_record", "problems"]
 
@@ -29,6 +29,16 @@ def plan_record(suite_ids: Sequence[str], shard_ids: Sequence[str]) -> dict[str,
     """``settings.plan`` of a run: the suite's size and digest, and this shard's case ids."""
     return {"suite_cases": len(suite_ids), "suite_digest": suite_digest(suite_ids),
             "case_ids": list(shard_ids)}
+
+
+def _record_ids(record: Mapping[str, Any]) -> tuple[str, str]:
+    """The ids a planned case may know a record by: its case id, and the same with ``*`` for
+    the precision (a native-precision case's record names its output's precision)."""
+    case_id = record_case_id(record)
+    kernel, backend = str(record.get("kernel_name")), str(record.get("backend"))
+    implementation = record.get("implementation")
+    point = point_of(case_id, kernel, backend, str(record.get("precision")), implementation)
+    return case_id, case_id_of(kernel, backend, "*", point, implementation)
 
 
 def _plan(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -74,7 +84,7 @@ def _check_suite(machine: str, digest: str, shards: Sequence[tuple[str, Mapping[
         if len(by_index[index]) > 1:
             continue
         planned += len(plan.get("case_ids") or [])
-        have = {record_case_id(r) for r in document.get("results") or []}
+        have = {key for r in document.get("results") or [] for key in _record_ids(r)}
         found["missing_cases"].extend(
             {"case_id": case_id, "source": source, "fingerprint": machine}
             for case_id in plan.get("case_ids") or [] if case_id not in have)

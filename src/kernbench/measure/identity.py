@@ -18,8 +18,14 @@ from typing import Any
 from kernbench.errors import KernbenchError
 from kernbench.results.files import read_json_object, safe_filename, write_json_atomic
 
-__all__ = ["SCHEDULER_VARIABLES", "check_testbed", "resolve_testbed", "scheduler_ids",
-           "shard_identity", "kept_testbed_file"]
+__all__ = [
+    "SCHEDULER_VARIABLES",
+    "check_testbed",
+    "kept_testbed_file",
+    "resolve_testbed",
+    "scheduler_ids",
+    "shard_identity",
+]
 
 SCHEDULER_VARIABLES = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
                        "SLURMD_NODENAME", "JOB_COMPLETION_INDEX", "RUNNER_NAME",

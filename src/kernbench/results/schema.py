@@ -33,7 +33,8 @@ def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
         env.setdefault("testbed", env.get("hostname"))
     machine = {"fingerprint": env.get("fingerprint") or document.get("fingerprint"),
                "testbed": env.get("testbed")}
-    for record in document.get("results") or []:
+    results = document.get("results")
+    for record in results if isinstance(results, list) else []:
         if isinstance(record, dict):
             for key, value in machine.items():
                 record.setdefault(key, value)
