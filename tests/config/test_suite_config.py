@@ -38,6 +38,7 @@ backends: [cpu]
 precisions: [fp32, bf16]
 formats: [json, md, html, csv]
 sku: H100
+testbed: h100-pool
 trace_memory: true
 save_history: true
 compare_to: main
