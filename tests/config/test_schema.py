@@ -216,6 +216,7 @@ def test_version_1_env_and_history_record_and_manifest() -> None:
     assert env["testbed"] == "h"
     record = migrate({"schema_version": 1, "kind": "kernbench-history", "fingerprint": "f",
                       "results": [{"kernel_name": "k"}]}, "history")
-    assert record["results"] == [{"kernel_name": "k", "fingerprint": "f", "testbed": None}]
+    assert record["results"] == [{"kernel_name": "k", "fingerprint": "f", "testbed": None,
+                                  "inner_loops": 0}]  # 0: the record did not say
     manifest = migrate({"schema_version": 1, "root": ".", "kernels": []}, "manifest")
     assert manifest == {"schema_version": 2, "root": ".", "kernels": []}

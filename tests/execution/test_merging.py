@@ -126,6 +126,17 @@ def test_every_case_once_is_complete_and_an_empty_shard_given_twice_is_named() -
     assert "duplicated: shard 2/3" in problems(twice)[0]
 
 
+def test_shards_that_split_the_suite_differently_are_named() -> None:
+    # every shard came back, but no shard planned d: they were balanced by different histories
+    found = merge_summaries([("s1", planned(1, SUITE[:1], "a")),
+                             ("s2", planned(2, SUITE[1:2], "b")),
+                             ("s3", planned(3, SUITE[2:3], "c"))])["completeness"]
+    assert found["complete"] is False
+    assert [(m["planned"], m["suite_cases"]) for m in found["plan_mismatches"]] == [(3, 4)]
+    assert problems(found)[0].startswith("mismatch: the shards of suite ")
+    assert "planned 3 of its 4 cases" in problems(found)[0]
+
+
 def test_summaries_without_a_plan_are_unchecked_not_complete_by_default() -> None:
     found = merge_summaries([("old", shard("h", "f", "a"))])["completeness"]
     assert found["unchecked"] == ["old"] and found["complete"] is True

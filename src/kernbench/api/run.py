@@ -132,7 +132,7 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list
         raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
     suite = BenchmarkRunner(replace(settings, shard=None)).plan(selected)
-    planned = suite if settings.shard is None else select_shard(suite, plan_key, settings.shard)
+    planned, balance = (suite, None) if settings.shard is None else _shard_items(settings, suite)
     # A shard of a small suite may hold no case: in a CI matrix that is normal, not an error;
     # it writes an empty report set that `kernbench merge` joins like any other.
     if not planned and settings.shard is None:
@@ -140,7 +140,34 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list
             f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
             f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
-    return planned, plan_record([plan_id(i) for i in suite], [plan_id(i) for i in planned])
+    plan = plan_record([plan_id(i) for i in suite], [plan_id(i) for i in planned])
+    return planned, plan if balance is None else {**plan, "balance": balance}
+
+
+HISTORY_RECORDS = 20
+"""How many of the newest history records balance a shard (the newest measurement wins)."""
+
+
+def _shard_items(settings: RunSettings, suite: list[Case | KernelSpec]
+                 ) -> tuple[list[Case | KernelSpec], dict[str, Any]]:
+    """This shard's items and how the suite was split (``settings.plan.balance``): by
+    measured wall time when the history under the root measured a planned case, else by
+    count (:mod:`kernbench.execution.balancing`)."""
+    from kernbench.execution.balancing import WORKER_START_S, balanced_groups, case_walls_s
+    from kernbench.execution.resume import plan_id
+    from kernbench.results.history import load_records
+
+    assert settings.shard is not None
+    index, total = settings.shard
+    records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
+    walls = case_walls_s(records, settings.protocol.warmup_time_s + WORKER_START_S)
+    balance = balanced_groups(suite, plan_key, plan_id, walls, total)
+    if balance is None:
+        return select_shard(suite, plan_key, settings.shard), {"by": "count"}
+    planned = [item for item in suite if balance.shard_of[plan_key(item)] == index]
+    return planned, {"by": "history", "known_cases": balance.known_cases,
+                     "suite_cases": len(suite),
+                     "expected_s": [round(s, 3) for s in balance.expected_s]}
 
 
 def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],

@@ -76,6 +76,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    balance = (outcome.run.settings.get("plan") or {}).get("balance")
+    if settings.shard is not None and balance and not args.quiet:
+        from kernbench.execution.balancing import describe_balance
+
+        status(describe_balance(settings.shard, balance))
     code = max(outcome.exit_code, _after_run(args, outcome.run))
     written = render(args, args.output_dir)
     if not args.quiet:

@@ -4,7 +4,8 @@ A run records its plan in ``settings.plan`` (:func:`plan_record`): how many case
 suite holds, a digest of their ids (the suite's identity) and the ids of its own shard.
 :func:`completeness` groups shards by machine and suite, then names what is missing: a shard
 ``K/N`` that never came back (with how many cases it held), a case a shard planned but has no
-record of (an interrupted or killed shard), a shard given twice. Summaries without a plan
+record of (an interrupted or killed shard), a shard given twice, shards that split the suite
+differently (their plans do not add up to the suite). Summaries without a plan
 (older files, merged ones) are listed as unchecked.
 """
 
@@ -14,7 +15,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kernbench.results.model import case_id_of, point_of, record_case_id
+from kernbench.execution.balancing import history_ids
 
 __all__ = ["completeness", "plan_record", "problems"]
 
@@ -29,16 +30,6 @@ def plan_record(suite_ids: Sequence[str], shard_ids: Sequence[str]) -> dict[str,
     """``settings.plan`` of a run: the suite's size and digest, and this shard's case ids."""
     return {"suite_cases": len(suite_ids), "suite_digest": suite_digest(suite_ids),
             "case_ids": list(shard_ids)}
-
-
-def _record_ids(record: Mapping[str, Any]) -> tuple[str, str]:
-    """The ids a planned case may know a record by: its case id, and the same with ``*`` for
-    the precision (a native-precision case's record names its output's precision)."""
-    case_id = record_case_id(record)
-    kernel, backend = str(record.get("kernel_name")), str(record.get("backend"))
-    implementation = record.get("implementation")
-    point = point_of(case_id, kernel, backend, str(record.get("precision")), implementation)
-    return case_id, case_id_of(kernel, backend, "*", point, implementation)
 
 
 def _plan(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -84,11 +75,15 @@ def _check_suite(machine: str, digest: str, shards: Sequence[tuple[str, Mapping[
         if len(by_index[index]) > 1:
             continue
         planned += len(plan.get("case_ids") or [])
-        have = {key for r in document.get("results") or [] for key in _record_ids(r)}
+        have = {key for r in document.get("results") or [] for key in history_ids(r)}
         found["missing_cases"].extend(
             {"case_id": case_id, "source": source, "fingerprint": machine}
             for case_id in plan.get("case_ids") or [] if case_id not in have)
     absent = [k for k in range(1, total + 1) if k not in by_index]
+    if not absent and planned != suite_cases:  # shards split the suite differently
+        found["plan_mismatches"].append(
+            {"suite": digest, "fingerprint": machine, "planned": planned,
+             "suite_cases": suite_cases, "sources": [source for source, _ in shards]})
     for index in absent:
         found["missing_shards"].append(
             {"shard": f"{index}/{total}", "suite": digest, "fingerprint": machine,
@@ -103,11 +98,12 @@ def completeness(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str
     (``(source, migrated summary)`` pairs): ``complete`` is true when nothing is."""
     groups, unchecked = _groups(documents)
     found: dict[str, Any] = {"complete": True, "missing_shards": [], "missing_cases": [],
-                             "duplicated_shards": [], "unchecked": unchecked}
+                             "duplicated_shards": [], "plan_mismatches": [],
+                             "unchecked": unchecked}
     for (machine, digest), shards in groups.items():
         _check_suite(machine, digest, shards, found)
     found["complete"] = not (found["missing_shards"] or found["missing_cases"]
-                             or found["duplicated_shards"])
+                             or found["duplicated_shards"] or found["plan_mismatches"])
     return found
 
 
@@ -127,4 +123,8 @@ def problems(found: Mapping[str, Any], limit: int = 20) -> list[str]:
     lines.extend(f"duplicated: shard {d['shard']} of suite {d['suite']} is given "
                  f"{len(d['sources'])} times: {', '.join(d['sources'])}"
                  for d in found.get("duplicated_shards") or [])
+    lines.extend(f"mismatch: the shards of suite {m['suite']} planned {m['planned']} of its "
+                 f"{m['suite_cases']} cases (split differently, e.g. balanced by different "
+                 f"histories): {', '.join(m['sources'])}"
+                 for m in found.get("plan_mismatches") or [])
     return lines

@@ -15,7 +15,8 @@ from kernbench.errors import KernbenchError
 SCHEMA_VERSION = 2
 """Version of summary.json, kernels/<name>.json, kernel_manifest.json, env.json and history
 records. 2: every record names its machine (``fingerprint``, ``testbed``), the environment its
-``testbed``, and ``settings.shards`` lists each shard's identity instead of its path."""
+``testbed``, ``settings.shards`` lists each shard's identity instead of its path, and a
+history record's results keep ``inner_loops`` (0 where a version 1 record did not say)."""
 
 
 # --- versioned result JSON -------------------------------------------------------------
@@ -34,10 +35,13 @@ def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
     machine = {"fingerprint": env.get("fingerprint") or document.get("fingerprint"),
                "testbed": env.get("testbed")}
     results = document.get("results")
+    history = document.get("kind") == "kernbench-history"
     for record in results if isinstance(results, list) else []:
         if isinstance(record, dict):
             for key, value in machine.items():
                 record.setdefault(key, value)
+            if history:
+                record.setdefault("inner_loops", 0)
     settings = document.get("settings")
     if isinstance(settings, dict) and isinstance(settings.get("shards"), list):
         settings["shards"] = [
