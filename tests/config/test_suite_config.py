@@ -51,6 +51,17 @@ sweeps:
   "gem*":
     matrix_shapes: [{name: pow2, min_power: 4, max_power: 5}]
 max_memory: 2G
+shards: 4
+executor: slurm
+jobs: 2
+partition: gpu
+gpus_per_task: 1
+time: 30
+exclusive: true
+slurm_args: [mem=64G]
+ray_address: auto
+gpus_per_shard: 1
+ray_resources: ["sku:H100=1"]
 """
 
 GOOD = """

@@ -58,7 +58,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.ab and getattr(args, "profile", None):
         raise KernbenchError("--profile cannot be combined with --ab (every round would "
                              "profile again); profile a plain run")
+    from kernbench.cli.scale import check_sharded, cmd_run_sharded
+
+    check_sharded(args)
     args.baseline_run = _check_baseline_first(args)
+    if args.shards is not None:
+        return cmd_run_sharded(args, settings, _suite_settings(args))
     if args.ab:
         return _run_ab(args, settings)
     if args.resume is not None and _already_complete(args.resume):

@@ -36,6 +36,8 @@ REPORT_FORMATS = ("json", "md", "html", "csv", "pytorch_v3", "github", "junit", 
 writers behind them are the registry of :mod:`kernbench.reporting.formats` (a test keeps the
 two equal; config may not import reporting)."""
 DEFAULT_FORMATS = ("json", "md", "html")
+EXECUTORS = ("local", "slurm", "ray")
+"""``--executor`` choices: where ``--shards N`` run (:mod:`kernbench.execution.executors`)."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,44 @@ RUN = (
            choices=COMPILE_MODE_NAMES, suite_key="compile_mode"),
 )
 
+ALLOW_MIXED = Option(("--allow-mixed",), "merge shards of different machines (fingerprints) "
+                     "into one report, kept apart and grouped by testbed, never compared across "
+                     "(without it such a merge is refused, naming both machines)", "switch",
+                     False)
+STRICT = Option(("--strict",), "exit 1 when a case of the suite is missing (a shard that never "
+                "came back, an interrupted shard)", "switch", False, "warn only")
+
+SCALE = (
+    Option(("--shards",), "run the suite as N shards on --executor, each into "
+           "OUTPUT_DIR/shards/K-of-N, retry a shard that did not finish once, then merge them "
+           "into OUTPUT_DIR", "count", None, metavar="N", minimum=1, suite_key="shards"),
+    Option(("--executor",), "where --shards run: local (processes on this machine), slurm (one "
+           "job array; kernbench[slurm]) or ray (one task per shard; kernbench[ray])", "choice",
+           "local", "local", choices=EXECUTORS, suite_key="executor"),
+    Option(("--jobs",), "local executor: shards running at once", "count", 1, "1", "N",
+           minimum=1, suite_key="jobs"),
+    Option(("--partition",), "slurm: the partition of the job array", metavar="NAME",
+           suite_key="partition"),
+    Option(("--gpus-per-task",), "slurm: GPUs of each shard's task", "count", None,
+           metavar="N", minimum=0, suite_key="gpus_per_task"),
+    Option(("--time",), "slurm: time limit of each shard's task, in minutes", "count", None,
+           metavar="MIN", minimum=1, suite_key="time"),
+    Option(("--exclusive",), "slurm: each task has its node to itself", "switch", False,
+           suite_key="exclusive"),
+    Option(("--slurm-arg",), "slurm: more sbatch options (submitit's own parameter where it "
+           "has one of the name, else #SBATCH --KEY=VALUE)", "list", (),
+           metavar="KEY=VALUE[,...]", suite_key="slurm_args"),
+    Option(("--ray-address",), "ray: the cluster to join (auto: the one this node is in)",
+           metavar="ADDRESS", suite_key="ray_address"),
+    Option(("--gpus-per-shard",), "ray: GPUs each shard's task asks for", "non_negative_float",
+           0.0, "0", "N", suite_key="gpus_per_shard"),
+    Option(("--ray-resource",), "ray: custom resources each shard's task asks for, such as a "
+           "machine kind a node declares", "list", (), metavar="KEY=AMOUNT[,...]",
+           suite_key="ray_resources"),
+    ALLOW_MIXED,
+    STRICT,
+)
+
 RUN_LAST = (
     Option(("-q", "--quiet"), "print nothing but errors (no progress)", "switch", False),
     Option(("--debug-fake-timer",), "testing aid: every kernel call takes exactly MS on a fake "
@@ -228,11 +268,8 @@ MERGE = (
            "ROOT/benchmarks/history/", "switch", False),
     Option(("--compare-to",), "compare the merged run with the newest history record at git "
            "ref REF for this machine", metavar="REF"),
-    Option(("--allow-mixed",), "merge shards of different machines (fingerprints) into one "
-           "report, kept apart and grouped by testbed, never compared across (without it such a "
-           "merge is refused, naming both machines)", "switch", False),
-    Option(("--strict",), "exit 1 when a case of the suite is missing (a shard that never came "
-           "back, an interrupted shard)", "switch", False, "warn only"),
+    ALLOW_MIXED,
+    STRICT,
 )
 
 COMMENT = (
@@ -264,7 +301,7 @@ COMPARE = (
 
 COMMANDS = (
     Command("run", "discover and benchmark kernels, write reports",
-            (*DISCOVERY, *RUN, *COMPARISON, FORMAT, *RUN_LAST)),
+            (*DISCOVERY, *RUN, *SCALE, *COMPARISON, FORMAT, *RUN_LAST)),
     Command("list", "discover kernels and print the manifest", DISCOVERY),
     Command("history", "list benchmark history records", HISTORY),
     Command("merge", "join shard outputs into one report set", (*MERGE, *COMPARISON, FORMAT)),

@@ -244,6 +244,17 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "compile_mode": {"enum": list(COMPILE_MODE_NAMES)},
             "sweeps": {"type": "object", "minProperties": 1, "additionalProperties": SWEEP_SCHEMA},
             "max_memory": {"type": ["string", "integer"]},
+            "shards": {"type": "integer", "minimum": 1},
+            "executor": {"enum": ["local", "slurm", "ray"]},
+            "jobs": {"type": "integer", "minimum": 1},
+            "partition": {"type": "string"},
+            "gpus_per_task": {"type": "integer", "minimum": 0},
+            "time": {"type": "integer", "minimum": 1},
+            "exclusive": {"type": "boolean"},
+            "slurm_args": texts,
+            "ray_address": {"type": "string"},
+            "gpus_per_shard": {"type": "number", "minimum": 0},
+            "ray_resources": texts,
         },
     }
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from kernbench.config.options import EXECUTORS
 from kernbench.errors import KernbenchError
 
 __all__ = ["EXECUTORS", "Attempt", "ExecutorSettings", "LocalShards", "ShardRunner",
            "executor_for", "parse_key_values"]
 
-EXECUTORS = ("local", "slurm", "ray")
 Log = Callable[[str], None]
 TaskFn = Callable[[Any], int]
 
