@@ -384,3 +384,16 @@ def test_durable_writes_reach_the_disk_and_scratch_writes_skip_the_flush(
     assert len(flushed) == 1
     assert (tmp_path / "reply.json").read_text(encoding="utf-8") == "{}"
     assert leftovers(tmp_path) == []
+
+
+def test_one_line_items_write_the_same_json_one_list_item_a_line(tmp_path: Path) -> None:
+    from kernbench.results.files import write_json_atomic
+
+    data = {"schema_version": 2, "settings": {"a": [1, 2], "b": None}, "empty": [],
+            "results": [{"kernel_name": "k", "timing": {"samples_ms": [1.0, 2.5]}},
+                        {"kernel_name": "é", "x": None}]}
+    path = write_json_atomic(tmp_path / "s.json", data, one_line_items=True)
+    text = path.read_text(encoding="utf-8")
+    assert json.loads(text) == data
+    assert '    {"kernel_name": "k", "timing": {"samples_ms": [1.0, 2.5]}},\n' in text
+    assert text.endswith("}\n")

@@ -130,17 +130,18 @@ def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
             documents.append((str(directory), json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, ValueError) as exc:
             raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
-    merged = merge_summaries(documents, allow_mixed)
+    merged = merge_summaries(documents, allow_mixed, owned=True)
+    del documents  # the records live on in `merged`; the rest of each shard's summary goes
     # Several machines: no shard's env.json stands for the report; each is in `machines`.
     environment = ({"schema_version": merged["schema_version"], **merged["environment"]}
                    if merged.get("machines") else
                    read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {})
     clear_previous_reports(output_dir)
-    write_json_atomic(output_dir / "summary.json", merged)
+    write_json_atomic(output_dir / "summary.json", merged, one_line_items=True)
     write_json_atomic(output_dir / "env.json", environment)
     write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
     for directory in shard_dirs:
         for kernel_file in sorted((directory / "kernels").glob("*.json")):
-            write_text_atomic(output_dir / "kernels" / kernel_file.name,
-                              kernel_file.read_text(encoding="utf-8"))
+            write_text_atomic(output_dir / "kernels" / kernel_file.name,  # copies: no fsync
+                              kernel_file.read_text(encoding="utf-8"), durable=False)
     return merged

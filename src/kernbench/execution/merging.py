@@ -151,7 +151,7 @@ def _environment(machines: Sequence[Mapping[str, Any]], first: Document) -> dict
 
 
 def merge_summaries(documents: Sequence[tuple[str, Document]],
-                    allow_mixed: bool = False) -> dict[str, Any]:
+                    allow_mixed: bool = False, owned: bool = False) -> dict[str, Any]:
     """One summary document from the ``(source label, summary.json document)`` of each shard.
 
     Documents are migrated to the current schema first (a newer one is refused). Shards of
@@ -163,12 +163,13 @@ def merge_summaries(documents: Sequence[tuple[str, Document]],
     not come back, and ``complete`` is true only if none is missing and every shard is
     complete; ``settings`` are the first document's, with ``settings["shards"]`` listing each
     shard's identity (source, shard, host, testbed, fingerprint, scheduler ids) in the order
-    given. Inputs are not modified.
+    given. Inputs are not modified, unless `owned` (documents read for this merge alone: their
+    records then go into the result as they are, without a copy).
     """
     if not documents:
         raise KernbenchError("no shard summaries to merge")
-    migrated = [(source, migrate(copy.deepcopy(dict(document)), source))
-                for source, document in documents]
+    migrated = [(source, migrate(dict(document) if owned else copy.deepcopy(dict(document)),
+                                 source)) for source, document in documents]
     if not allow_mixed:
         _check_one_machine(migrated)
     machines = _machines(migrated)
