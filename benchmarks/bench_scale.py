@@ -11,8 +11,9 @@ Part 2, merge. ``--merge-shards`` report sets of ``--merge-cases`` cases each ar
 directly as files (summary.json with 30 samples per record and a plan, env.json, one
 kernels/<name>.json per 10 cases; no kernel runs), then merged by
 ``kernbench.api.merge_shards`` in a fresh process each, for a quarter, half and all of the
-shards, so memory per shard shows. Printed per merge: wall time and the process's peak
-resident memory (``ru_maxrss``), and the peak per shard.
+shards, so memory per shard shows. Printed per merge: wall time, the part of it summary.md
+takes (rendered again on its own after the merge), and the process's peak resident memory
+(``ru_maxrss``, taken before that second rendering), and the peak per shard.
 
 Goals (issue 19): 2,000 cases across 4 local shards; merging 100 shard report sets of 1,000
 cases each under 5 s, in memory that does not grow faster than the number of shards.
@@ -40,6 +41,7 @@ from kernbench.api.scale import run_sharded  # noqa: E402
 from kernbench.execution.completeness import plan_record  # noqa: E402
 from kernbench.execution.executors import ExecutorSettings  # noqa: E402
 from kernbench.execution.settings import RunSettings  # noqa: E402
+from kernbench.reporting.markdown import render_summary  # noqa: E402
 from kernbench.results.model import ProtocolSettings, case_id_of  # noqa: E402
 from kernbench.results.schema import SCHEMA_VERSION  # noqa: E402
 
@@ -141,7 +143,10 @@ def merge_child(out: Path, dirs: list[str]) -> None:
     merged, _ = merge_shards([Path(d) for d in dirs], out)
     wall_s = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb,
+    started = time.perf_counter()  # the summary.md part of the merge, timed again on its own
+    render_summary(merged, json.loads((out / "env.json").read_text(encoding="utf-8")))
+    markdown_s = time.perf_counter() - started
+    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb, "markdown_s": markdown_s,
                       "cases": merged["counts"]["total"],
                       "complete": merged["completeness"]["complete"]}))
 
@@ -165,8 +170,9 @@ def merges(shards: int, cases: int, top: Path) -> None:
     for count in counts:
         found = timed_merge(top / f"merged-{count}", dirs[:count])
         print(f"merge of {count} shards x {cases} cases ({found['cases']:.0f} cases, complete "
-              f"{found['complete']}): {found['wall_s']:.2f} s, peak RSS "
-              f"{found['peak_mb']:.0f} MB ({found['peak_mb'] / count:.1f} MB per shard)")
+              f"{found['complete']}): {found['wall_s']:.2f} s (summary.md alone "
+              f"{found['markdown_s']:.2f} s), peak RSS {found['peak_mb']:.0f} MB "
+              f"({found['peak_mb'] / count:.1f} MB per shard)")
 
 
 def main() -> None:

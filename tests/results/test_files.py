@@ -397,3 +397,5 @@ def test_one_line_items_write_the_same_json_one_list_item_a_line(tmp_path: Path)
     assert json.loads(text) == data
     assert '    {"kernel_name": "k", "timing": {"samples_ms": [1.0, 2.5]}},\n' in text
     assert text.endswith("}\n")
+    assert json.loads(write_json_atomic(tmp_path / "e.json", {}, one_line_items=True)
+                      .read_text(encoding="utf-8")) == {}

@@ -72,22 +72,23 @@ def write_text_atomic(path: Path, text: str, durable: bool = True) -> Path:
 
 def write_json_atomic(path: Path, data: Any, *, one_line_items: bool = False) -> Path:
     """`data` as indented JSON. With `one_line_items` (a large document such as a merged
-    summary), each item of a top-level list is written on one line: the same JSON, written by
-    the C encoder (``indent`` makes the json module use its pure-Python one, ~10x slower)."""
-    if one_line_items and isinstance(data, dict):
-        return write_text_atomic(path, _one_line_items(data))
-    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def _one_line_items(data: dict[str, Any]) -> str:
-    fields = []
-    for key, value in data.items():
-        if isinstance(value, list) and value:
-            body = "[\n    " + ",\n    ".join(json.dumps(item) for item in value) + "\n  ]"
-        else:
-            body = json.dumps(value, indent=2).replace("\n", "\n  ")
-        fields.append(f"  {json.dumps(key)}: {body}")
-    return "{\n" + ",\n".join(fields) + "\n}\n"
+    summary), each item of a top-level list is written on one line, one at a time: the same
+    JSON, written by the C encoder (``indent`` makes the json module use its pure-Python one,
+    ~10x slower) and never held whole in memory."""
+    if not (one_line_items and isinstance(data, dict)):
+        return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    with atomic_writer(path) as handle:
+        for index, (key, value) in enumerate(data.items()):
+            handle.write(f"{'{' if index == 0 else ','}\n  {json.dumps(key)}: ".encode())
+            if isinstance(value, list) and value:
+                for number, item in enumerate(value):
+                    handle.write(f"{'[' if number == 0 else ','}\n    ".encode())
+                    handle.write(json.dumps(item).encode())
+                handle.write(b"\n  ]")
+            else:
+                handle.write(json.dumps(value, indent=2).replace("\n", "\n  ").encode())
+        handle.write(b"\n}\n" if data else b"{}\n")
+    return path
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
