@@ -75,3 +75,16 @@ def test_bad_executor_options_name_the_flag(flags: tuple[str, ...], message: str
     code, err = cli("run", "--root", root, "--output-dir", tmp_path / "out", *FAST, *flags)
     assert code == 2
     assert message in err
+
+
+def test_summary_md_is_written_once_whatever_the_formats(tmp_path: Path) -> None:
+    root = tree(tmp_path / "tree")
+    common = ("--root", root, *FAST, "--cache-dir", tmp_path / "cache", "--shards", "2")
+    code, err = cli("run", "--output-dir", tmp_path / "json", *common, "--format", "json")
+    assert code == 1, err
+    assert (tmp_path / "json" / "summary.md").is_file()  # by the merge: md was not asked for
+    assert not (tmp_path / "json" / "index.html").exists()
+    code, err = cli("merge", tmp_path / "again", *sorted((tmp_path / "json" / "shards").iterdir()),
+                    "--format", "md")
+    assert code == 0, err
+    assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8").startswith("#")

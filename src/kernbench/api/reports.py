@@ -74,8 +74,8 @@ def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any])
 
 
 
-def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False
-                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
+                 markdown: bool = True) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Join shard outputs (each a report directory) into one report set under `output_dir`.
 
     Shards of an `--ab` run also hold `baseline/` and comparison.json: their baselines are
@@ -83,9 +83,11 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
     Shards of different machines are refused unless `allow_mixed`
     (:func:`kernbench.execution.merging.merge_summaries`).
+    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next:
+    rendering it for every case is half of a large merge).
     Returns the merged summary and that comparison (None for plain shards).
     """
-    merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed)
+    merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
     comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
     if any(has_baseline):
@@ -116,7 +118,7 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
 
 
 def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
-                       allow_mixed: bool = False) -> dict[str, Any]:
+                       allow_mixed: bool = False, markdown: bool = True) -> dict[str, Any]:
     import json
 
     from kernbench.execution.merging import merge_summaries
@@ -139,7 +141,8 @@ def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
     clear_previous_reports(output_dir)
     write_json_atomic(output_dir / "summary.json", merged, one_line_items=True)
     write_json_atomic(output_dir / "env.json", environment)
-    write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
+    if markdown:
+        write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
     for directory in shard_dirs:
         for kernel_file in sorted((directory / "kernels").glob("*.json")):
             write_text_atomic(output_dir / "kernels" / kernel_file.name,  # copies: no fsync

@@ -92,12 +92,12 @@ def run_sharded(settings: RunSettings, output_dir: Path,
                 executor: str | ExecutorSettings | ShardRunner = "local",
                 shards: int = 2, paths: Sequence[str] | None = None, log: Log | None = None,
                 extra_settings: Mapping[str, Any] | None = None,
-                allow_mixed: bool = False) -> ShardedOutcome:
+                allow_mixed: bool = False, markdown: bool = True) -> ShardedOutcome:
     """Run `settings`' suite as `shards` shards on `executor` ("local", "slurm", "ray", an
     :class:`ExecutorSettings`, or any :class:`ShardRunner`) and merge them into
     `output_dir`. Each shard that did not finish is run once more; one that fails again is
     reported in ``missing`` (and the merged summary's ``completeness``), and the exit code is
-    then at least 1."""
+    then at least 1. Without `markdown` the caller renders summary.md (see merge_shards)."""
     if shards < 1:
         raise KernbenchError(f"--shards {shards}: expected at least 1")
     if settings.shard is not None:
@@ -124,15 +124,15 @@ def run_sharded(settings: RunSettings, output_dir: Path,
         raise KernbenchError(f"no shard of {shards} finished, even retried: "
                              + "; ".join(missing))
     return _merge(output_dir, [tasks[k].output_dir for k in done], attempts, history, missing,
-                  allow_mixed)
+                  allow_mixed, markdown)
 
 
 def _merge(output_dir: Path, dirs: list[Path], attempts: Mapping[int, Attempt],
-           history: list[Attempt], missing: tuple[str, ...], allow_mixed: bool
-           ) -> ShardedOutcome:
+           history: list[Attempt], missing: tuple[str, ...], allow_mixed: bool,
+           markdown: bool) -> ShardedOutcome:
     from kernbench.api.reports import merge_shards
 
-    summary, _ = merge_shards(dirs, output_dir, allow_mixed)
+    summary, _ = merge_shards(dirs, output_dir, allow_mixed, markdown)
     codes = [a.exit_code or 0 for a in attempts.values() if a.finished]
     code = max([*codes, EXIT_FAILURES if missing else 0])
     return ShardedOutcome(summary, output_dir, tuple(dirs), tuple(history), missing, code)

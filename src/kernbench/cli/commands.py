@@ -91,7 +91,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         from kernbench.analysis.gitref import check_ref
 
         check_ref(args.root.resolve(), args.compare_to)
-    document, shard_comparison = merge_shards(args.shards, args.output_dir, args.allow_mixed)
+    document, shard_comparison = merge_shards(args.shards, args.output_dir, args.allow_mixed,
+                                              markdown="md" not in args.format)
     code = _merge_status(args, document)
     if args.save_history:
         from kernbench.api.baselines import save_history_of_dir

@@ -50,7 +50,8 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
 
     outcome = run_sharded(settings, args.output_dir, executor_settings(args), args.shards,
                           args.paths, log=None if args.quiet else status,
-                          extra_settings=extra, allow_mixed=args.allow_mixed)
+                          extra_settings=extra, allow_mixed=args.allow_mixed,
+                          markdown="md" not in args.format)
     found = outcome.summary.get("completeness") or {}
     if not args.quiet:
         status(f"Merged {len(outcome.shard_dirs)} of {args.shards} shards "
