@@ -13,7 +13,7 @@ BENCH_ARGS ?=
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[torch,jax,plots,nvml,dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[torch,jax,plots,nvml,slurm,ray,dev]'
 	touch $(STAMP)
 
 bench: $(STAMP)

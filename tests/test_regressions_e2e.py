@@ -722,7 +722,8 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         write(root / "kernels" / f"{name}.py", GOOD)
     for index in (1, 2):
         code, err = run(root, top / f"s{index}", "--debug-fake-timer", "1",
-                        "--shard", f"{index}/2")
+                        "--shard", f"{index}/2", "--testbed", "pool-a",
+                        "--cache-dir", top / "cache")
         assert code == 0, err
     return top / "s1", top / "s2"
 
@@ -745,7 +746,12 @@ def test_merge_joins_the_shards(shards: tuple[Path, Path], tmp_path: Path) -> No
     assert sorted(names) == sorted(SHARD_KERNELS)
     assert merged["counts"]["total"] == len(SHARD_KERNELS)
     assert merged["counts"]["ok"] == len(SHARD_KERNELS)
-    assert merged["settings"]["shards"] == [str(s) for s in shards]
+    assert [s["source"] for s in merged["settings"]["shards"]] == [str(s) for s in shards]
+    assert [s["shard"] for s in merged["settings"]["shards"]] == ["1/2", "2/2"]
+    assert {s["testbed"] for s in merged["settings"]["shards"]} == {"pool-a"}
+    assert {(r["testbed"], r["fingerprint"]) for r in merged["results"]} == {
+        ("pool-a", load(shards[0] / "env.json")["fingerprint"])}
+    assert merged["completeness"]["complete"] is True
     summary_md = (out / "summary.md").read_text(encoding="utf-8")
     assert all(name in summary_md for name in SHARD_KERNELS)
     assert sorted(p.stem for p in (out / "kernels").glob("*.json")) == sorted(SHARD_KERNELS)
@@ -759,6 +765,52 @@ def test_merging_a_shard_twice_exits_2_with_a_duplicate_message(shards: tuple[Pa
     assert "in two shard summaries" in err
     assert str(first) in err
     assert not (tmp_path / "merged" / "summary.json").exists()
+
+
+def fake_gpu_machine(shard: Path, copy: Path) -> Path:
+    """`shard` as if a GPU machine had run it: another fingerprint and testbed."""
+    shutil.copytree(shard, copy)
+    for name in ("summary.json", "env.json"):
+        document = load(copy / name)
+        env = document.get("environment", document)
+        env.update(fingerprint="9f00deadbeef0001", testbed="h100", hostname="gpu-node-1")
+        for record in document.get("results", []):
+            record.update(fingerprint="9f00deadbeef0001", testbed="h100")
+        (copy / name).write_text(json.dumps(document), encoding="utf-8")
+    return copy
+
+
+def test_merging_a_cpu_and_a_gpu_machine_is_refused_then_grouped_with_allow_mixed(
+        shards: tuple[Path, Path], tmp_path: Path) -> None:
+    gpu = fake_gpu_machine(shards[1], tmp_path / "gpu")
+    code, _, err = cli("merge", tmp_path / "refused", shards[0], gpu)
+    assert code == 2
+    for part in ("different machines", "pool-a", "h100", "9f00deadbeef0001", "--allow-mixed"):
+        assert part in err
+    assert not (tmp_path / "refused" / "summary.json").exists()
+    out = tmp_path / "mixed"
+    code, _, err = cli("merge", out, shards[0], gpu, "--allow-mixed", "--compare-to", "HEAD")
+    assert code == 0, err
+    assert "2 machines kept apart: h100, pool-a" in err
+    assert "never compared across machines" in err      # --compare-to is skipped, said plainly
+    merged = load(out / "summary.json")
+    assert [m["testbed"] for m in merged["machines"]] == ["h100", "pool-a"]
+    testbeds = [r["testbed"] for r in merged["results"]]
+    assert testbeds == sorted(testbeds) and set(testbeds) == {"h100", "pool-a"}
+    assert load(out / "env.json")["fingerprint"] is None
+    # each machine's suite misses the other's shard: named, and --strict fails on it
+    assert "missing: shard 2/2" in err and "missing: shard 1/2" in err
+
+
+def test_a_missing_shard_is_named_and_fails_the_merge_under_strict(
+        shards: tuple[Path, Path], tmp_path: Path) -> None:
+    code, _, err = cli("merge", tmp_path / "half", shards[0])
+    assert code == 0
+    assert "missing: shard 2/2 of suite" in err
+    assert load(tmp_path / "half" / "summary.json")["complete"] is False
+    code, _, err = cli("merge", tmp_path / "strict", shards[0], "--strict")
+    assert code == 1 and "missing: shard 2/2" in err
+    assert cli("merge", tmp_path / "whole", *shards, "--strict")[0] == 0
 
 
 # --- shards of an --ab run -------------------------------------------------------------------

@@ -336,3 +336,23 @@ def test_bench_workflow_covers_the_seed_triggers_and_keeps_reports_30_days() -> 
     assert uploads and all(step["with"]["retention-days"] == 30 for step in uploads)
     history = " ".join(step.get("run", "") for step in document["jobs"]["history"]["steps"])
     assert "--force" not in history and "push -f" not in history
+
+
+def _run_of(job: dict[str, Any], name: str) -> str:
+    return next(step["run"] for step in job["steps"] if step.get("name") == name)
+
+
+def test_the_merge_keeps_cpu_and_gpu_machines_apart() -> None:
+    """CPU rows (hosted runners) and GPU rows (the self-hosted runner) are different machines:
+    each names its testbed, and the merge keeps them apart (grouped by testbed) instead of
+    filing every row under the first shard's machine."""
+    jobs = load(WORKFLOWS / "bench.yml")["jobs"]
+    testbeds = {}
+    for name in ("bench", "bench-gpu"):
+        found = re.search(r"--testbed\s+([\w.-]+)", _run_of(jobs[name], "Benchmark"))
+        assert found, f"job {name} runs without --testbed"
+        testbeds[name] = found.group(1)
+    assert testbeds["bench"] != testbeds["bench-gpu"]
+    merge = _run_of(jobs["merge"], "Merge")
+    assert "kernbench merge" in merge
+    assert "--allow-mixed" in merge

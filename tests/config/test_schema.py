@@ -219,3 +219,32 @@ def test_schema_1_gpu_records_say_they_were_timed_with_a_sync_per_call() -> None
     assert sync["flush"] == {"bytes": None, "per": "sample"}
     assert sync["reason"] == schema.SCHEMA_1_GPU_REASON
     assert migrated_compact["gpu_timing"]["modes"]["sync"]["samples_us"] == [500.0]
+
+
+# -- versions 1 and 2 -> 3: records name their machine --------------------------------------------
+
+
+def test_version_1_summary_gets_testbed_and_machine_per_record() -> None:
+    old = {"schema_version": 1,
+           "environment": {"fingerprint": "ab12", "hostname": "node7"},
+           "settings": {"shards": ["shard-1", "shard-2"]},
+           "results": [{"kernel_name": "gemm"}, {"kernel_name": "axpy", "testbed": "x"}]}
+    new = migrate(old, "summary.json")
+    assert new["schema_version"] == SCHEMA_VERSION == 3
+    assert new["environment"]["testbed"] == "node7"
+    assert new["results"] == [
+        {"kernel_name": "gemm", "fingerprint": "ab12", "testbed": "node7"},
+        {"kernel_name": "axpy", "fingerprint": "ab12", "testbed": "x"}]
+    assert [s["source"] for s in new["settings"]["shards"]] == ["shard-1", "shard-2"]
+    assert new["settings"]["shards"][0]["testbed"] is None
+
+
+def test_version_1_env_and_history_record_and_manifest() -> None:
+    env = migrate({"schema_version": 1, "hostname": "h", "fingerprint": "f"}, "env.json")
+    assert env["testbed"] == "h"
+    record = migrate({"schema_version": 1, "kind": "kernbench-history", "fingerprint": "f",
+                      "results": [{"kernel_name": "k"}]}, "history")
+    assert record["results"] == [{"kernel_name": "k", "fingerprint": "f", "testbed": None,
+                                  "inner_loops": 0}]  # 0: the record did not say
+    manifest = migrate({"schema_version": 1, "root": ".", "kernels": []}, "manifest")
+    assert manifest == {"schema_version": 3, "root": ".", "kernels": []}

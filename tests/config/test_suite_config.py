@@ -39,6 +39,7 @@ backends: [cpu]
 precisions: [fp32, bf16]
 formats: [json, md, html, csv]
 sku: H100
+testbed: h100-pool
 trace_memory: true
 save_history: true
 compare_to: main
@@ -51,6 +52,17 @@ sweeps:
   "gem*":
     matrix_shapes: [{name: pow2, min_power: 4, max_power: 5}]
 max_memory: 2G
+shards: 4
+executor: slurm
+jobs: 2
+partition: gpu
+gpus_per_task: 1
+time: 30
+exclusive: true
+slurm_args: [mem=64G]
+ray_address: auto
+gpus_per_shard: 1
+ray_resources: ["sku:H100=1"]
 """
 
 GOOD = """

@@ -3,39 +3,16 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
 
-from kernbench.analysis.summary import summary_dict
 from kernbench.errors import KernbenchError
-from kernbench.execution.sharding import merge_summaries, parse_shard, select_shard, shard_of
-from kernbench.results.model import CaseResult, RunResult, Status
+from kernbench.execution.merging import merge_summaries
+from kernbench.execution.sharding import parse_shard, select_shard, shard_of
 from kernbench.results.schema import SCHEMA_VERSION
 from kernbench.results.serialize import counts, results_from_summary
-
-
-def result(kernel: str, backend: str = "cpu", precision: str = "fp32",
-           status: Status = "ok") -> CaseResult:
-    samples = (1.0, 2.0, 3.0) if status == "ok" else ()
-    return CaseResult(kernel_name=kernel, kernel_path=f"kernels/{kernel}/{kernel}.py",
-                      framework="numpy", backend=backend, precision=precision,
-                      problem_size={"n": 8}, status=status,
-                      reason=None if status == "ok" else "boom", samples_ms=samples,
-                      inner_loops=1 if samples else 0)
-
-
-def summary(*results: CaseResult, started: str = "2024-01-01T10:00:00Z",
-            finished: str = "2024-01-01T10:05:00Z", complete: bool = True,
-            host: str = "a") -> dict[str, Any]:
-    run = RunResult(started_at=started, finished_at=finished, complete=complete,
-                    settings={"iterations": 3, "warmup": 1, "seed": 1},
-                    environment={"fingerprint": host, "hostname": host},
-                    kernels=(), results=results)
-    document: dict[str, Any] = json.loads(json.dumps(summary_dict(run)))
-    return document
-
+from support.summaries import result, summary
 
 # --- parse_shard ---------------------------------------------------------------------------
 
@@ -144,10 +121,13 @@ def test_merge_times_settings_and_environment() -> None:
     assert merged["started_at"] == "2024-01-01T10:00:00Z"
     assert merged["finished_at"] == "2024-01-01T10:06:00Z"
     assert merged["complete"] is True
-    assert merged["settings"] == {"iterations": 3, "warmup": 1, "seed": 1,
-                                  "shards": ["shard-1/summary.json", "shard-2/summary.json"]}
+    identity = {"shard": None, "fingerprint": "f00d", "scheduler": {}}
+    assert merged["settings"] == {"iterations": 3, "warmup": 1, "seed": 1, "shards": [
+        {"source": "shard-1/summary.json", "host": "a", "testbed": "a", **identity},
+        {"source": "shard-2/summary.json", "host": "b", "testbed": "b", **identity}]}
     assert merged["environment"]["hostname"] == "a"
-    assert set(merged) == set(two_shards()[0][1])       # same shape as summary_dict
+    # same shape as summary_dict, plus what the merge found missing
+    assert set(merged) == set(two_shards()[0][1]) | {"completeness"}
 
 
 def test_merge_compares_times_not_strings() -> None:

@@ -134,7 +134,9 @@ def test_report_generator_writes_the_report_set(tmp_path: Path) -> None:
     assert env["schema_version"] == SCHEMA_VERSION and env["cpu"]["model"] == "Test CPU"
     per_kernel = json.loads((out / "kernels" / "gemm.json").read_text())
     assert per_kernel["kernel"] == {"name": "gemm"}
-    assert per_kernel["results"] == [record_dict(case("gemm"))]
+    # every record names the machine its environment describes
+    machine = {"fingerprint": ENVIRONMENT.get("fingerprint"), "testbed": None}
+    assert per_kernel["results"] == [{**record_dict(case("gemm")), **machine}]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["results"] == per_kernel["results"]
 

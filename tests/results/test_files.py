@@ -34,6 +34,7 @@ from kernbench.results.files import (
 )
 from kernbench.results.history import parse_record_bytes
 from kernbench.results.inputs import load_run
+from kernbench.results.schema import SCHEMA_VERSION
 from support.kernel_tree import FAST, kernel, load, write
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report_run"
@@ -79,7 +80,8 @@ def test_a_broken_summary_is_an_error_naming_the_file(tmp_path: Path, kind: str,
     message = error_of(loader, tmp_path)
     assert str(path) in message
     if kind == "newer":
-        assert "schema_version 99 is newer than this kernbench reads (2); upgrade" in message
+        assert (f"schema_version 99 is newer than this kernbench reads ({SCHEMA_VERSION}); "
+                "upgrade") in message
 
 
 def test_a_broken_kernel_file_is_named_when_resuming(tmp_path: Path) -> None:
@@ -382,3 +384,18 @@ def test_durable_writes_reach_the_disk_and_scratch_writes_skip_the_flush(
     assert len(flushed) == 1
     assert (tmp_path / "reply.json").read_text(encoding="utf-8") == "{}"
     assert leftovers(tmp_path) == []
+
+
+def test_one_line_items_write_the_same_json_one_list_item_a_line(tmp_path: Path) -> None:
+    from kernbench.results.files import write_json_atomic
+
+    data = {"schema_version": 2, "settings": {"a": [1, 2], "b": None}, "empty": [],
+            "results": [{"kernel_name": "k", "timing": {"samples_ms": [1.0, 2.5]}},
+                        {"kernel_name": "é", "x": None}]}
+    path = write_json_atomic(tmp_path / "s.json", data, one_line_items=True)
+    text = path.read_text(encoding="utf-8")
+    assert json.loads(text) == data
+    assert '    {"kernel_name": "k", "timing": {"samples_ms": [1.0, 2.5]}},\n' in text
+    assert text.endswith("}\n")
+    assert json.loads(write_json_atomic(tmp_path / "e.json", {}, one_line_items=True)
+                      .read_text(encoding="utf-8")) == {}

@@ -100,11 +100,13 @@ def test_record_from_a_real_summary_is_compact() -> None:
     assert result["kernel_name"] == "gemm" and result["precision"] == "fp32"
     assert result["samples_ms"] == [1.23457, 2.0, 3.0, 4.0]  # 6 significant digits
     assert result["process_sample_counts"] == [4]
+    assert result["inner_loops"] == 10  # what balances shards by wall time
     assert result["latency_ms_p50"] == 2.5
     assert result["accuracy"] == {"rmse": 1.23457e-7, "max_error": 2e-6,
                                   "relative_error": None, "passed": True}
     assert set(result) == {"kernel_name", "backend", "precision", "problem_size", "status",
-                           "samples_ms", "process_sample_counts", "latency_ms_p50", "accuracy"}
+                           "samples_ms", "process_sample_counts", "inner_loops",
+                           "latency_ms_p50", "accuracy"}
 
 
 def test_a_sweep_points_compact_result_keeps_its_case_id_and_reads_back() -> None:

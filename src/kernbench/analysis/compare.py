@@ -26,6 +26,7 @@ from kernbench.analysis.stats_compare import (
     compare_paired,
     verdict,
 )
+from kernbench.errors import KernbenchError
 from kernbench.results.model import IMPL_PREFIX, CaseResult, case_id_of
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
@@ -163,6 +164,18 @@ def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
                      f"candidate {after}); run both with the same --gpu-timing")
 
 
+def check_one_machine(results: Sequence[CaseResult], side: str) -> None:
+    """KernbenchError when `results` (one side of a comparison) came from more than one machine
+    (a merge with --allow-mixed): cases are never compared across machines."""
+    machines = sorted({(r.testbed or "?", r.fingerprint or "?") for r in results
+                       if r.fingerprint is not None})
+    if len({fingerprint for _, fingerprint in machines}) > 1:
+        named = ", ".join(f"{testbed} ({fingerprint})" for testbed, fingerprint in machines)
+        raise KernbenchError(f"the {side} holds cases of several machines ({named}): a "
+                             "merge with --allow-mixed is never compared as one run; compare "
+                             "each machine's shards apart")
+
+
 def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResult],
                     thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
                     confidence: float = 0.95, paired: bool = False) -> list[CaseComparison]:
@@ -170,6 +183,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
     side ran in the same interleaved round (``--ab``), so rounds are compared pairwise."""
     compare = compare_paired if paired else compare_groups
     thresholds = thresholds or Thresholds()
+    for side, results in (("baseline", baseline), ("candidate", candidate)):
+        check_one_machine(results, side)
     base_by_key = {case_key(r): r for r in baseline if r.status != "invalid"}
     cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
     for key in skipped_on_both_sides(baseline, candidate):

@@ -10,6 +10,7 @@ summary).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kernbench import __version__
@@ -19,7 +20,7 @@ from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
 from kernbench.results.serialize import counts, implementations_dict
 
-__all__ = ["record_dict", "record_warnings", "summary_dict", "timing_dict"]
+__all__ = ["machine_of", "record_dict", "record_warnings", "summary_dict", "timing_dict"]
 
 
 def timing_dict(result: CaseResult) -> dict[str, Any]:
@@ -97,9 +98,13 @@ def record_dict(result: CaseResult) -> dict[str, Any]:
         record["compile"] = dict(result.compile) if result.compile else None
     return record
 
+def machine_of(environment: Mapping[str, Any]) -> dict[str, Any]:
+    """The machine every record of a run names: its fingerprint and testbed."""
+    return {"fingerprint": environment.get("fingerprint"), "testbed": environment.get("testbed")}
 
 
 def summary_dict(run: RunResult) -> dict[str, Any]:
+    machine = machine_of(run.environment)
     return {
         "schema_version": SCHEMA_VERSION,
         "kernbench_version": __version__,
@@ -108,12 +113,12 @@ def summary_dict(run: RunResult) -> dict[str, Any]:
         "complete": run.complete,
         "settings": dict(run.settings),
         "environment": {k: run.environment.get(k) for k in
-                        ("fingerprint", "hostname", "git", "python", "cpu", "gpus",
-                         "machine_state")},
+                        ("fingerprint", "hostname", "testbed", "git", "python", "cpu",
+                         "gpus", "machine_state")},
         "counts": counts(run.results),
         "regression_thresholds": {k.name: dict(k.config.regression) for k in run.kernels
                                   if k.config is not None and k.config.regression},
         "implementations": implementations_dict(run.kernels),
-        "results": [record_dict(r) for r in run.results],
+        "results": [{**record_dict(r), **machine} for r in run.results],
     }
 

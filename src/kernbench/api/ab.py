@@ -12,11 +12,18 @@ from kernbench.analysis.compare import DEFAULT_ALPHA, Thresholds
 from kernbench.analysis.summary import summary_dict
 from kernbench.api.compare import write_run_comparison
 from kernbench.api.reports import clear_previous_reports, write_report_set
-from kernbench.api.run import Log, RunOutcome, discover, exit_code_for, settings_record
+from kernbench.api.run import (
+    Log,
+    RunOutcome,
+    discover,
+    exit_code_for,
+    identity_record,
+    run_environment,
+    settings_record,
+)
 from kernbench.errors import KernbenchError
 from kernbench.execution.runner import check_sweep_globs, now_iso, select_kernels
 from kernbench.execution.settings import RunSettings
-from kernbench.measure.environment import collect_environment
 from kernbench.results.inputs import run_from_document
 from kernbench.results.model import RunResult
 
@@ -36,7 +43,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
 
     started = now_iso()
     clear_previous_reports(output_dir)
-    environment = collect_environment(settings.root)
+    environment = run_environment(settings)
     with worktree(settings.root, ref) as (base_root, sha):
         base_specs, base_manifest = discover(base_root, paths, log)
         cand_specs, cand_manifest = discover(settings.root, paths, log)
@@ -54,6 +61,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
         **{s.name: dict(s.config.regression) for s in cand_specs
            if s.config is not None and s.config.regression}, **thresholds.per_kernel})
     record = {**settings_record(settings, output_dir, cand_manifest["paths"]),
+              **identity_record(environment, settings),
               **(extra_settings or {}), "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
     finished = now_iso()
     cand_run = RunResult(started, finished, True, record, environment,

@@ -75,23 +75,33 @@ def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any])
 
 
 
-def merge_shards(shard_dirs: Sequence[Path],
-                 output_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
+                 markdown: bool = True) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Join shard outputs (each a report directory) into one report set under `output_dir`.
 
     Shards of an `--ab` run also hold `baseline/` and comparison.json: their baselines are
     merged into `output_dir/baseline` and the comparison is made again over all cases at once,
     with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
+    Shards of different machines are refused unless `allow_mixed`
+    (:func:`kernbench.execution.merging.merge_summaries`).
+    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next:
+    rendering it for every case is half of a large merge).
     Returns the merged summary and that comparison (None for plain shards).
     """
-    merged = _merge_report_sets(shard_dirs, output_dir)
+    merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
     comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
     if any(has_baseline):
         if not all(has_baseline) or not all(comparisons):
             raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
                                  "comparison.json) and some do not: merge shards of one run")
-        _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline")
+        if merged.get("machines"):
+            raise KernbenchError(
+                "the --ab shards ran on different machines "
+                f"({', '.join(str(m.get('testbed')) for m in merged['machines'])}): their A/B "
+                "comparison is made per machine; merge each machine's shards apart")
+        _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline",
+                           allow_mixed)
         first = comparisons[0] or {}
         settings = first.get("settings") or {}
         base = load_run(output_dir / "baseline")
@@ -108,10 +118,11 @@ def merge_shards(shard_dirs: Sequence[Path],
     return merged, None
 
 
-def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str, Any]:
+def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
+                       allow_mixed: bool = False, markdown: bool = True) -> dict[str, Any]:
     import json
 
-    from kernbench.execution.sharding import merge_summaries
+    from kernbench.execution.merging import merge_summaries
     from kernbench.reporting.markdown import render_summary
     from kernbench.results.files import write_json_atomic, write_text_atomic
 
@@ -122,14 +133,19 @@ def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path) -> dict[str
             documents.append((str(directory), json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, ValueError) as exc:
             raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
-    merged = merge_summaries(documents)
-    environment = read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {}
+    merged = merge_summaries(documents, allow_mixed, owned=True)
+    del documents  # the records live on in `merged`; the rest of each shard's summary goes
+    # Several machines: no shard's env.json stands for the report; each is in `machines`.
+    environment = ({"schema_version": merged["schema_version"], **merged["environment"]}
+                   if merged.get("machines") else
+                   read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {})
     clear_previous_reports(output_dir)
-    write_json_atomic(output_dir / "summary.json", merged)
+    write_json_atomic(output_dir / "summary.json", merged, one_line_items=True)
     write_json_atomic(output_dir / "env.json", environment)
-    write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
+    if markdown:
+        write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
     for directory in shard_dirs:
         for kernel_file in sorted((directory / "kernels").glob("*.json")):
-            write_text_atomic(output_dir / "kernels" / kernel_file.name,
-                              kernel_file.read_text(encoding="utf-8"))
+            write_text_atomic(output_dir / "kernels" / kernel_file.name,  # copies: no fsync
+                              kernel_file.read_text(encoding="utf-8"), durable=False)
     return merged

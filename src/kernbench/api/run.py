@@ -4,7 +4,7 @@ disk as it goes (:mod:`kernbench.api.sink`), resuming an interrupted run on requ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from kernbench.api.reports import clear_previous_reports
 from kernbench.api.sink import OnResult, ResultSink
 from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
+from kernbench.execution.planning import plan_key
 from kernbench.execution.runner import (
     BenchmarkRunner,
     check_sweep_globs,
@@ -19,6 +20,7 @@ from kernbench.execution.runner import (
     select_kernels,
 )
 from kernbench.execution.settings import RunSettings
+from kernbench.execution.sharding import select_shard
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
@@ -73,9 +75,10 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     specs, manifest = discover(settings.root, paths, log)
     check_sweep_globs(settings, specs)
     selected = select_kernels(specs, settings.filters)
-    planned = _plan_run(settings, manifest, selected)
-    environment = collect_environment(settings.root)
+    planned, plan = _plan_run(settings, manifest, selected)
+    environment = run_environment(settings)
     run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
+                    **identity_record(environment, settings), "plan": plan,
                     **(extra_settings or {})}
     started, kept = now_iso(), list[CaseResult]()
     if resume:
@@ -98,15 +101,38 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     return RunOutcome(run, output_dir, exit_code_for(run.results))
 
 
-def _plan_run(settings: RunSettings, manifest: Mapping[str, Any],
-              selected: list[KernelSpec]) -> list[Case | KernelSpec]:
-    """The planned cases; KernbenchError when there are no kernels or no cases to run."""
+def run_environment(settings: RunSettings) -> dict[str, Any]:
+    """env.json of a run on this machine: the environment and the run's testbed."""
+    from kernbench.measure.identity import resolve_testbed
+    from kernbench.results.files import default_cache_dir
+
+    environment = collect_environment(settings.root)
+    environment["testbed"] = resolve_testbed(settings.testbed,
+                                             settings.testbed_dir or default_cache_dir(),
+                                             environment.get("hostname"))
+    return environment
+
+
+def identity_record(environment: Mapping[str, Any], settings: RunSettings) -> dict[str, Any]:
+    """``settings.shards`` of a run: the identity of its one shard (host, testbed, ids)."""
+    from kernbench.measure.identity import shard_identity
+
+    return {"shards": [shard_identity(environment, settings.shard)]}
+
+
+def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list[KernelSpec]
+              ) -> tuple[list[Case | KernelSpec], dict[str, Any]]:
+    """The planned cases and the plan summary.json keeps (the whole suite's size and digest,
+    this shard's case ids); KernbenchError when there are no kernels or no cases to run."""
+    from kernbench.execution.completeness import plan_record
+    from kernbench.execution.resume import plan_id
     if not selected:
         where = ", ".join(manifest["paths"])
         what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
         raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
-    planned = BenchmarkRunner(settings).plan(selected)
+    suite = BenchmarkRunner(replace(settings, shard=None)).plan(selected)
+    planned, balance = (suite, None) if settings.shard is None else _shard_items(settings, suite)
     # A shard of a small suite may hold no case: in a CI matrix that is normal, not an error;
     # it writes an empty report set that `kernbench merge` joins like any other.
     if not planned and settings.shard is None:
@@ -114,7 +140,34 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any],
             f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
             f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
-    return planned
+    plan = plan_record([plan_id(i) for i in suite], [plan_id(i) for i in planned])
+    return planned, plan if balance is None else {**plan, "balance": balance}
+
+
+HISTORY_RECORDS = 20
+"""How many of the newest history records balance a shard (the newest measurement wins)."""
+
+
+def _shard_items(settings: RunSettings, suite: list[Case | KernelSpec]
+                 ) -> tuple[list[Case | KernelSpec], dict[str, Any]]:
+    """This shard's items and how the suite was split (``settings.plan.balance``): by
+    measured wall time when the history under the root measured a planned case, else by
+    count (:mod:`kernbench.execution.balancing`)."""
+    from kernbench.execution.balancing import WORKER_START_S, balanced_groups, case_walls_s
+    from kernbench.execution.resume import plan_id
+    from kernbench.results.history import load_records
+
+    assert settings.shard is not None
+    index, total = settings.shard
+    records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
+    walls = case_walls_s(records, settings.protocol.warmup_time_s + WORKER_START_S)
+    balance = balanced_groups(suite, plan_key, plan_id, walls, total)
+    if balance is None:
+        return select_shard(suite, plan_key, settings.shard), {"by": "count"}
+    planned = [item for item in suite if balance.shard_of[plan_key(item)] == index]
+    return planned, {"by": "history", "known_cases": balance.known_cases,
+                     "suite_cases": len(suite),
+                     "expected_s": [round(s, 3) for s in balance.expected_s]}
 
 
 def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],

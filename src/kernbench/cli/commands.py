@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from kernbench.cli.console import (
     history_listing,
@@ -18,7 +19,7 @@ from kernbench.cli.console import (
     warnings,
 )
 from kernbench.cli.run import cmd_run, render
-from kernbench.errors import EXIT_USAGE
+from kernbench.errors import EXIT_FAILURES, EXIT_USAGE
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -66,9 +67,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.add is not None:
         from kernbench.api.baselines import save_history_of_dir
 
-        path = save_history_of_dir(args.root.resolve(), args.add)
-        status(f"History record: {path}")
-        result({"history_record": str(path)}, None, args.json)
+        paths = save_history_of_dir(args.root.resolve(), args.add)
+        for path in paths:
+            status(f"History record: {path}")
+        result({"history_records": [str(path) for path in paths]}, None, args.json)
         return 0
 
     from kernbench.results.history import load_records_with_errors
@@ -88,16 +90,20 @@ def cmd_merge(args: argparse.Namespace) -> int:
         from kernbench.analysis.gitref import check_ref
 
         check_ref(args.root.resolve(), args.compare_to)
-    document, shard_comparison = merge_shards(args.shards, args.output_dir)
-    status(f"Merged {len(args.shards)} shards: {document['counts']['total']} cases into "
-           f"{args.output_dir}/")
-    code = 0
+    document, shard_comparison = merge_shards(args.shards, args.output_dir, args.allow_mixed,
+                                              markdown="md" not in args.format)
+    code = _merge_status(args, document)
     if args.save_history:
         from kernbench.api.baselines import save_history_of_dir
 
-        path = save_history_of_dir(args.root.resolve(), args.output_dir)
-        status(f"History record: {path}")
-    if args.compare_to:
+        for path in save_history_of_dir(args.root.resolve(), args.output_dir):
+            status(f"History record: {path}")
+    machines = document.get("machines") or []
+    if args.compare_to and machines:
+        warnings([f"not compared with {args.compare_to}: the report holds {len(machines)} "
+                  "machines (--allow-mixed), and cases are never compared across machines; "
+                  "merge each machine's shards apart to compare them"])
+    elif args.compare_to:
         from kernbench.analysis.compare import Thresholds
         from kernbench.api.baselines import compare_dir_to_ref
 
@@ -105,13 +111,33 @@ def cmd_merge(args: argparse.Namespace) -> int:
                                         Thresholds(args.threshold, args.accuracy_drift,
                                                    document.get("regression_thresholds") or {}),
                                         args.alpha)
-        code = report_comparison(comparison, args.output_dir, args.fail_on_regression)
+        code = max(code, report_comparison(comparison, args.output_dir,
+                                           args.fail_on_regression))
     elif shard_comparison is not None:  # shards of an --ab run
-        code = report_comparison(shard_comparison, args.output_dir, args.fail_on_regression)
+        code = max(code, report_comparison(shard_comparison, args.output_dir,
+                                           args.fail_on_regression))
     written = render(args, args.output_dir)
     result({"output_dir": str(args.output_dir), "counts": document["counts"],
             "written": written, "exit_code": code}, None, args.json)
     return code
+
+
+def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
+    """Says what was merged and what of the suite is missing; 1 under --strict if anything."""
+    from kernbench.execution.completeness import problems
+
+    machines = document.get("machines") or []
+    kept = (f", {len(machines)} machines kept apart: "
+            f"{', '.join(str(m.get('testbed')) for m in machines)}") if machines else ""
+    status(f"Merged {len(args.shards)} shards: {document['counts']['total']} cases into "
+           f"{args.output_dir}/{kept}")
+    found = document.get("completeness") or {}
+    lines = problems(found)
+    if found.get("unchecked"):
+        lines.append("unchecked (no plan recorded: an older kernbench or a merged set): "
+                     + ", ".join(found["unchecked"]))
+    warnings(lines)
+    return EXIT_FAILURES if args.strict and not found.get("complete", True) else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -37,7 +37,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         profile_iters=getattr(args, "profile_iters", DEFAULT_PROFILE_ITERS),
         profile_dir=args.output_dir.resolve() if getattr(args, "profile", None) else None,
         sweeps=_suite_sweeps(args), sweeps_source=str(getattr(args, "config", None)),
-        compile_mode=getattr(args, "compile_mode", None))
+        compile_mode=getattr(args, "compile_mode", None),
+        testbed=getattr(args, "testbed", None), testbed_dir=args.cache_dir)
 
 
 def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:
@@ -57,7 +58,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.ab and getattr(args, "profile", None):
         raise KernbenchError("--profile cannot be combined with --ab (every round would "
                              "profile again); profile a plain run")
+    from kernbench.cli.scale import check_sharded, cmd_run_sharded
+
+    check_sharded(args)
     args.baseline_run = _check_baseline_first(args)
+    if args.shards is not None:
+        return cmd_run_sharded(args, settings, _suite_settings(args))
     if args.ab:
         return _run_ab(args, settings)
     if args.resume is not None and _already_complete(args.resume):
@@ -78,6 +84,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    balance = (outcome.run.settings.get("plan") or {}).get("balance")
+    if settings.shard is not None and balance and not args.quiet:
+        from kernbench.execution.balancing import describe_balance
+
+        status(describe_balance(settings.shard, balance))
     code = max(outcome.exit_code, _after_run(args, outcome.run))
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))

@@ -44,6 +44,8 @@ two equal; config may not import reporting)."""
 FORMAT_ALIASES = {"pytorch-oss": "pytorch_v3"}
 """Other names of a format: the name its consumer knows it by."""
 DEFAULT_FORMATS = ("json", "md", "html")
+EXECUTORS = ("local", "slurm", "ray")
+"""``--executor`` choices: where ``--shards N`` run (:mod:`kernbench.execution.executors`)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,8 @@ RUN = (
            suite_key="gpu_timing"),
     Option(("--no-l2-flush",), "GPU cases: do not evict the L2 cache before each call",
            "switch", False),
-    Option(("--cache-dir",), "machine-level cache, e.g. the CPU peak probe", "path", None,
+    Option(("--cache-dir",), "machine-level cache: the CPU peak probe, the --testbed name",
+           "path", None,
            "$XDG_CACHE_HOME/kernbench or ~/.cache/kernbench", "DIR"),
     Option(("--no-cpu-peak",), "skip the CPU probe; CPU % of peak stays empty",
            "switch", False),
@@ -193,6 +196,9 @@ RUN = (
            suite_key="sku"),
     Option(("--shard",), "run only shard K of N (stable by kernel); join with `kernbench "
            "merge`", "shard", metavar="K/N"),
+    Option(("--testbed",), "the name this machine goes by in merged reports; kept for this host "
+           "in the cache folder, so later runs keep it", "text", None,
+           "the name kept for this host, else the host name", "NAME", suite_key="testbed"),
     Option(("--save-history",), "append this run's record under ROOT/benchmarks/history/",
            "switch", False, suite_key="save_history"),
     Option(("--compare-to",), "compare with the newest history record at git ref REF for this "
@@ -220,6 +226,44 @@ RUN = (
            "has `compile:`, instead of the mode it names (see README, Several "
            "implementations)", "choice",
            choices=COMPILE_MODE_NAMES, suite_key="compile_mode"),
+)
+
+ALLOW_MIXED = Option(("--allow-mixed",), "merge shards of different machines (fingerprints) "
+                     "into one report, kept apart and grouped by testbed, never compared across "
+                     "(without it such a merge is refused, naming both machines)", "switch",
+                     False)
+STRICT = Option(("--strict",), "exit 1 when a case of the suite is missing (a shard that never "
+                "came back, an interrupted shard)", "switch", False, "warn only")
+
+SCALE = (
+    Option(("--shards",), "run the suite as N shards on --executor, each into "
+           "OUTPUT_DIR/shards/K-of-N, retry a shard that did not finish once, then merge them "
+           "into OUTPUT_DIR", "count", None, metavar="N", minimum=1, suite_key="shards"),
+    Option(("--executor",), "where --shards run: local (processes on this machine), slurm (one "
+           "job array; kernbench[slurm]) or ray (one task per shard; kernbench[ray])", "choice",
+           "local", "local", choices=EXECUTORS, suite_key="executor"),
+    Option(("--jobs",), "local executor: shards running at once", "count", 1, "1", "N",
+           minimum=1, suite_key="jobs"),
+    Option(("--partition",), "slurm: the partition of the job array", metavar="NAME",
+           suite_key="partition"),
+    Option(("--gpus-per-task",), "slurm: GPUs of each shard's task", "count", None,
+           metavar="N", minimum=0, suite_key="gpus_per_task"),
+    Option(("--time",), "slurm: time limit of each shard's task, in minutes", "count", None,
+           metavar="MIN", minimum=1, suite_key="time"),
+    Option(("--exclusive",), "slurm: each task has its node to itself", "switch", False,
+           suite_key="exclusive"),
+    Option(("--slurm-arg",), "slurm: more sbatch options (submitit's own parameter where it "
+           "has one of the name, else #SBATCH --KEY=VALUE)", "list", (),
+           metavar="KEY=VALUE[,...]", suite_key="slurm_args"),
+    Option(("--ray-address",), "ray: the cluster to join (auto: the one this node is in)",
+           metavar="ADDRESS", suite_key="ray_address"),
+    Option(("--gpus-per-shard",), "ray: GPUs each shard's task asks for", "non_negative_float",
+           0.0, "0", "N", suite_key="gpus_per_shard"),
+    Option(("--ray-resource",), "ray: custom resources each shard's task asks for, such as a "
+           "machine kind a node declares", "list", (), metavar="KEY=AMOUNT[,...]",
+           suite_key="ray_resources"),
+    ALLOW_MIXED,
+    STRICT,
 )
 
 RUN_LAST = (
@@ -261,6 +305,8 @@ MERGE = (
            "ROOT/benchmarks/history/", "switch", False),
     Option(("--compare-to",), "compare the merged run with the newest history record at git "
            "ref REF for this machine", metavar="REF"),
+    ALLOW_MIXED,
+    STRICT,
 )
 
 COMMENT = (
@@ -293,7 +339,7 @@ COMPARE = (
 
 COMMANDS = (
     Command("run", "discover and benchmark kernels, write reports",
-            (*DISCOVERY, *RUN, *COMPARISON, FORMAT, *RUN_LAST, *OUTPUT)),
+            (*DISCOVERY, *RUN, *SCALE, *COMPARISON, FORMAT, *RUN_LAST, *OUTPUT)),
     Command("list", "discover kernels and print the manifest", (*DISCOVERY, *OUTPUT)),
     Command("history", "list benchmark history records", (*HISTORY, *OUTPUT)),
     Command("merge", "join shard outputs into one report set",

@@ -144,6 +144,12 @@ def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],
                              f"{before}, this is {fingerprint}; its figures would not mix")
 
 
+def plan_id(item: Case | KernelSpec) -> str:
+    """The id a planned item is known by in ``settings.plan``: its case id, with ``*`` for
+    the precision of a native-precision case (its record names its output's precision)."""
+    return _plan_keys(item)[-1]
+
+
 def _plan_keys(item: Case | KernelSpec) -> tuple[str, ...]:
     """Ids a finished record of this planned item can carry. A native-precision case's record
     is labelled with the precision of its output, so it is also matched without it."""

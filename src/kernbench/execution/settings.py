@@ -63,6 +63,11 @@ class RunSettings:
     max_memory_bytes: int | None = None
     """Address-space limit (RLIMIT_AS) of each worker; None: no limit
     (kernbench.execution.limits)."""
+    testbed: str | None = None
+    """The name this machine goes by in merged reports (``--testbed``; kept for the host); None:
+    the name kept for this host, else the host name (kernbench.measure.identity)."""
+    testbed_dir: Path | None = None
+    """Where the testbed name is kept (``--cache-dir``); None: the user's cache folder."""
     isolation: str = "fork"
     """How workers start: "fork" (from a preloaded server per framework, spawned where fork
     is unsafe) or "spawn" (a fresh interpreter per worker); see kernbench.execution.launcher."""

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.analysis.summary import record_dict, summary_dict
+from kernbench.analysis.summary import machine_of, record_dict, summary_dict
 from kernbench.results.files import safe_filename, write_json_atomic, write_text_atomic
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
@@ -26,8 +26,11 @@ class ReportGenerator:
 
     def __init__(self, output_dir: str | os.PathLike[str]) -> None:
         self.output_dir = Path(output_dir)
+        self._machine: dict[str, Any] = {"fingerprint": None, "testbed": None}
+        """The machine the records name, from the environment written."""
 
     def write_environment(self, environment: Mapping[str, Any]) -> Path:
+        self._machine = machine_of(environment)
         return write_json_atomic(self.output_dir / "env.json",
                                  {"schema_version": SCHEMA_VERSION, **environment})
 
@@ -42,7 +45,7 @@ class ReportGenerator:
         """All finished cases of one kernel: {schema_version, kernel_name, kernel, results}."""
         document = {"schema_version": SCHEMA_VERSION, "kernel_name": kernel_name,
                     "kernel": dict(kernel) if kernel else None,
-                    "results": [record_dict(r) for r in results]}
+                    "results": [{**record_dict(r), **self._machine} for r in results]}
         return write_json_atomic(self.kernel_path(kernel_name), document)
 
     def write_summary(self, run: RunResult) -> list[Path]:

@@ -71,6 +71,18 @@ def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(ok, key=lambda r: r["timing"]["latency_ms_p50"])
 
 
+def machine_boards(document: Mapping[str, Any]) -> list[tuple[str | None, list[Any]]]:
+    """The leaderboard, one per machine of a merge that kept machines apart (``machines``):
+    cases of different machines are never ranked against each other."""
+    results = list(document["results"])
+    machines = document.get("machines") or []
+    if not machines:
+        return [(None, leaderboard(results))]
+    return [(f"{m.get('testbed')} (`{m.get('fingerprint')}`)",
+             leaderboard([r for r in results if r.get("fingerprint") == m.get("fingerprint")]))
+            for m in machines]
+
+
 def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
                    comparison: Mapping[str, Any] | None = None) -> str:
     """summary.md; with `comparison` (comparison.json) it also carries a Regressions section."""
@@ -80,7 +92,7 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
     worked = [r for r in results if r["status"] == "ok" and r.get("work")]
     template = template_environment().get_template("summary.md.j2")
     return template.render(
-        doc=document, env=environment, board=leaderboard(results),
+        doc=document, env=environment, boards=machine_boards(document),
         problems=[r for r in results if r["status"] in PROBLEM_STATUSES],
         skipped=[r for r in present_only(results, absent) if r["status"] == "skipped"],
         absent=absent, over_peak_note=OVER_PEAK_NOTE,

@@ -319,6 +319,11 @@ class CaseResult:
     compile: Mapping[str, Any] | None = None
     """torch.compile facts: mode, first_call_s (compilation included), graphs compiled and
     recompilations during timing; None for an eager implementation."""
+    fingerprint: str | None = None
+    """The fingerprint of the machine that ran the case, as its record names it (records read
+    back); None while a run is under way (the run's environment names it)."""
+    testbed: str | None = None
+    """The testbed (``--testbed``) that ran the case, as its record names it; None alike."""
 
     @property
     def success(self) -> bool:

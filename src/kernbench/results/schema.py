@@ -12,9 +12,12 @@ from typing import Any
 
 from kernbench.errors import KernbenchError
 
-SCHEMA_VERSION = 2
-"""Version of summary.json, kernels/<name>.json, kernel_manifest.json and history records.
-2: GPU records say how they were timed (``timing.gpu_timing``, ``timing.mode``)."""
+SCHEMA_VERSION = 3
+"""Version of summary.json, kernels/<name>.json, kernel_manifest.json, env.json and history
+records. 2: GPU records say how they were timed (``timing.gpu_timing``, ``timing.mode``).
+3: every record names its machine (``fingerprint``, ``testbed``), the environment its
+``testbed``, ``settings.shards`` lists each shard's identity instead of its path, and a
+history record's results keep ``inner_loops`` (0 where an older record did not say)."""
 
 
 # --- versioned result JSON -------------------------------------------------------------
@@ -55,7 +58,37 @@ def _gpu_records_say_sync(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-MIGRATIONS: dict[int, Migration] = {1: _gpu_records_say_sync}
+
+def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
+    """Versions 1 and 2 had no testbed: the host name stands for it (the default of version
+    3), and each record takes its machine from the document's environment (a summary,
+    env.json) or the record's own fingerprint (a history record); merged summaries listed
+    shard paths."""
+    env = document.get("environment")
+    env = env if isinstance(env, dict) else document
+    if "hostname" in env or "fingerprint" in env:
+        env.setdefault("testbed", env.get("hostname"))
+    machine = {"fingerprint": env.get("fingerprint") or document.get("fingerprint"),
+               "testbed": env.get("testbed")}
+    results = document.get("results")
+    history = document.get("kind") == "kernbench-history"
+    for record in results if isinstance(results, list) else []:
+        if isinstance(record, dict):
+            for key, value in machine.items():
+                record.setdefault(key, value)
+            if history:
+                record.setdefault("inner_loops", 0)
+    settings = document.get("settings")
+    if isinstance(settings, dict) and isinstance(settings.get("shards"), list):
+        settings["shards"] = [
+            entry if isinstance(entry, dict) else
+            {"source": str(entry), "shard": None, "host": None, "testbed": None,
+             "fingerprint": None, "scheduler": {}}
+            for entry in settings["shards"]]
+    return document
+
+
+MIGRATIONS: dict[int, Migration] = {1: _gpu_records_say_sync, 2: _v2_to_v3}
 """`MIGRATIONS[n]` turns a version-n document into version n+1."""
 
 

@@ -43,6 +43,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         worker=data.get("worker") or {}, profile=data.get("profile"),
         machine=data.get("machine"),
         implementation=data.get("implementation"), compile=data.get("compile"),
+        fingerprint=data.get("fingerprint"), testbed=data.get("testbed"),
         point=point_of(data.get("case_id"), data["kernel_name"], data["backend"],
                        data["precision"], data.get("implementation")))
 

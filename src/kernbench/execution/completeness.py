@@ -1,0 +1,130 @@
+"""Did every case of the suite come back, exactly once? The check a merge of shards makes.
+
+A run records its plan in ``settings.plan`` (:func:`plan_record`): how many cases the whole
+suite holds, a digest of their ids (the suite's identity) and the ids of its own shard.
+:func:`completeness` groups shards by machine and suite, then names what is missing: a shard
+``K/N`` that never came back (with how many cases it held), a case a shard planned but has no
+record of (an interrupted or killed shard), a shard given twice, shards that split the suite
+differently (their plans do not add up to the suite). Summaries without a plan
+(older files, merged ones) are listed as unchecked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kernbench.execution.balancing import history_ids
+
+__all__ = ["completeness", "plan_record", "problems"]
+
+
+def suite_digest(case_ids: Iterable[str]) -> str:
+    """SHA-256 of the sorted case ids, one a line: the same suite gives the same digest."""
+    text = "\n".join(sorted(case_ids))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def plan_record(suite_ids: Sequence[str], shard_ids: Sequence[str]) -> dict[str, Any]:
+    """``settings.plan`` of a run: the suite's size and digest, and this shard's case ids."""
+    return {"suite_cases": len(suite_ids), "suite_digest": suite_digest(suite_ids),
+            "case_ids": list(shard_ids)}
+
+
+def _plan(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    plan = (document.get("settings") or {}).get("plan")
+    if not isinstance(plan, Mapping) or not isinstance(plan.get("case_ids"), list):
+        return None
+    return plan
+
+
+def _shard(document: Mapping[str, Any]) -> tuple[int, int]:
+    shard = (document.get("settings") or {}).get("shard")
+    if isinstance(shard, list) and len(shard) == 2 and all(isinstance(v, int) for v in shard):
+        return shard[0], shard[1]
+    return 1, 1
+
+
+def _groups(documents: Sequence[tuple[str, Mapping[str, Any]]]
+            ) -> tuple[dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]], list[str]]:
+    """Planned shards by (machine fingerprint, suite digest), and the sources without a plan."""
+    groups: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
+    unchecked = []
+    for source, document in documents:
+        plan = _plan(document)
+        if plan is None:
+            unchecked.append(source)
+            continue
+        machine = str((document.get("environment") or {}).get("fingerprint") or "unknown")
+        groups.setdefault((machine, str(plan.get("suite_digest"))), []).append(
+            (source, document))
+    return groups, unchecked
+
+
+def _check_suite(machine: str, digest: str, shards: Sequence[tuple[str, Mapping[str, Any]]],
+                 found: dict[str, Any]) -> None:
+    """Adds the suite's missing shards, missing cases and doubled shards to `found`."""
+    by_index: dict[int, list[str]] = {}
+    total, suite_cases, planned = 1, 0, 0
+    for source, document in shards:
+        plan = _plan(document) or {}
+        index, total = _shard(document)
+        by_index.setdefault(index, []).append(source)
+        suite_cases = int(plan.get("suite_cases") or 0)
+        if len(by_index[index]) > 1:
+            continue
+        planned += len(plan.get("case_ids") or [])
+        have = {key for r in document.get("results") or [] for key in history_ids(r)}
+        found["missing_cases"].extend(
+            {"case_id": case_id, "source": source, "fingerprint": machine}
+            for case_id in plan.get("case_ids") or [] if case_id not in have)
+    absent = [k for k in range(1, total + 1) if k not in by_index]
+    if not absent and planned != suite_cases:  # shards split the suite differently
+        found["plan_mismatches"].append(
+            {"suite": digest, "fingerprint": machine, "planned": planned,
+             "suite_cases": suite_cases, "sources": [source for source, _ in shards]})
+    for index in absent:
+        found["missing_shards"].append(
+            {"shard": f"{index}/{total}", "suite": digest, "fingerprint": machine,
+             "cases": (suite_cases - planned) if len(absent) == 1 else None})
+    found["duplicated_shards"].extend(
+        {"shard": f"{index}/{total}", "suite": digest, "fingerprint": machine, "sources": names}
+        for index, names in sorted(by_index.items()) if len(names) > 1)
+
+
+def completeness(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """What of each machine's suite is missing or doubled across the shard `documents`
+    (``(source, migrated summary)`` pairs): ``complete`` is true when nothing is."""
+    groups, unchecked = _groups(documents)
+    found: dict[str, Any] = {"complete": True, "missing_shards": [], "missing_cases": [],
+                             "duplicated_shards": [], "plan_mismatches": [],
+                             "unchecked": unchecked}
+    for (machine, digest), shards in groups.items():
+        _check_suite(machine, digest, shards, found)
+    found["complete"] = not (found["missing_shards"] or found["missing_cases"]
+                             or found["duplicated_shards"] or found["plan_mismatches"])
+    return found
+
+
+def problems(found: Mapping[str, Any], limit: int = 20) -> list[str]:
+    """One line per missing shard, missing case (the first `limit`) or doubled shard."""
+    lines = []
+    for shard in found.get("missing_shards") or []:
+        held = "" if shard.get("cases") is None else f", {shard['cases']} cases"
+        lines.append(f"missing: shard {shard['shard']} of suite {shard['suite']} on machine "
+                     f"{shard['fingerprint']} never came back{held}")
+    cases = found.get("missing_cases") or []
+    lines.extend(f"missing: case {c['case_id']} (planned by {c['source']}, no record)"
+                 for c in cases[:limit])
+    if len(cases) > limit:
+        lines.append(f"missing: {len(cases) - limit} more cases (see completeness in "
+                     "summary.json)")
+    lines.extend(f"duplicated: shard {d['shard']} of suite {d['suite']} is given "
+                 f"{len(d['sources'])} times: {', '.join(d['sources'])}"
+                 for d in found.get("duplicated_shards") or [])
+    lines.extend(f"mismatch: the shards of suite {m['suite']} planned {m['planned']} of its "
+                 f"{m['suite_cases']} cases (split differently, e.g. balanced by different "
+                 f"histories): {', '.join(m['sources'])}"
+                 for m in found.get("plan_mismatches") or [])
+    return lines

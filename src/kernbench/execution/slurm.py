@@ -1,0 +1,118 @@
+"""Shards as one Slurm job array, through submitit (the optional extra ``kernbench[slurm]``).
+
+One task per shard (``executor.map_array``); ``--partition``, ``--gpus-per-task``, ``--time``
+and ``--exclusive`` become submitit's Slurm parameters; each ``--slurm-arg KEY=VALUE`` is
+submitit's own parameter where it has one of that name (``mem``, ``qos``, ``account``, ...)
+and otherwise a raw ``#SBATCH --KEY=VALUE`` line. The array is polled until every task ends,
+logging each task's state as it changes. submitit's ``local`` and ``debug`` clusters run the
+same array on this machine: the tests use them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import KernbenchError
+from kernbench.execution.executors import Attempt, ExecutorSettings, Log, TaskFn
+
+__all__ = ["SlurmShards", "slurm_parameters"]
+
+POLL_S = 1.0
+_OWN_FLAGS = {"partition": "--partition", "gpus_per_task": "--gpus-per-task",
+              "time": "--time", "timeout_min": "--time", "exclusive": "--exclusive"}
+
+
+def _submitit() -> Any:
+    try:
+        import submitit
+    except ImportError:
+        raise KernbenchError("--executor slurm needs submitit: pip install "
+                             "'kernbench[slurm]'") from None
+    return submitit
+
+
+def slurm_parameters(settings: ExecutorSettings, valid: set[str]) -> dict[str, Any]:
+    """submitit AutoExecutor parameters for `settings`; `valid` are the SlurmExecutor's own
+    parameter names. A --slurm-arg that restates a dedicated flag is a KernbenchError."""
+    params: dict[str, Any] = {"name": "kernbench"}
+    if settings.time_min is not None:
+        params["timeout_min"] = settings.time_min
+    if settings.partition is not None:
+        params["slurm_partition"] = settings.partition
+    if settings.gpus_per_task is not None:
+        params["slurm_gpus_per_task"] = settings.gpus_per_task
+    if settings.exclusive:
+        params["slurm_exclusive"] = True
+    raw: dict[str, str] = {}
+    for key, value in settings.slurm_args:
+        name = key.replace("-", "_")
+        if name in _OWN_FLAGS:
+            raise KernbenchError(f"--slurm-arg {key}={value}: use {_OWN_FLAGS[name]} for this")
+        if name in valid:
+            params[f"slurm_{name}"] = value
+        else:
+            raw[key] = value
+    if raw:
+        params["slurm_additional_parameters"] = raw
+    return params
+
+
+@dataclass
+class SlurmShards:
+    """Runs the shards' tasks as one job array of submitit's executor."""
+
+    executor: Any
+    poll_s: float = POLL_S
+    states: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: ExecutorSettings, folder: Path | None = None
+                      ) -> SlurmShards:
+        submitit = _submitit()
+        executor = submitit.AutoExecutor(folder=str(folder or Path("slurm-logs")),
+                                         cluster=settings.slurm_cluster)
+        valid = set(submitit.SlurmExecutor._valid_parameters())
+        try:
+            executor.update_parameters(**slurm_parameters(settings, valid))
+        except (AssertionError, TypeError, ValueError, NameError) as exc:
+            raise KernbenchError(f"--slurm-arg: submitit refused the parameters: {exc}") from exc
+        return cls(executor)
+
+    def run(self, fn: TaskFn, tasks: Sequence[Any], labels: Sequence[str],
+            log: Log | None) -> list[Attempt]:
+        jobs = self.executor.map_array(fn, list(tasks))
+        pending = dict(enumerate(jobs))
+        while pending:
+            for index, job in list(pending.items()):
+                self._progress(labels[index], job, log)
+                if job.done():
+                    del pending[index]
+            if pending:
+                time.sleep(self.poll_s)
+        return [_attempt(label, job) for label, job in zip(labels, jobs, strict=True)]
+
+    def _progress(self, label: str, job: Any, log: Log | None) -> None:
+        state = str(job.state)
+        if log is not None and self.states.get(label) != state:
+            log(f"{label} (job {job.job_id}): {state}")
+        self.states[label] = state
+
+
+def _attempt(label: str, job: Any) -> Attempt:
+    """How the job ended: its result (the shard's exit code), or its error, pre-emption and
+    node failure included."""
+    try:
+        code = job.result()
+    except Exception as exc:
+        return Attempt(label, None, f"job {job.job_id} did not finish: {_short(exc)}",
+                       str(job.job_id))
+    return Attempt(label, int(code), None, str(job.job_id))
+
+
+def _short(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__

@@ -1,0 +1,110 @@
+"""run_sharded: every shard in its own directory, retried once, merged; the local executor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.api.run import run_suite
+from kernbench.api.scale import ShardTask, run_shard_task, run_sharded
+from kernbench.errors import KernbenchError
+from kernbench.execution.executors import Attempt, ExecutorSettings
+from support.kernel_tree import load
+from support.sharded import settings, statuses, tree
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The tree, and the statuses of one unsharded run of it."""
+    root = tree(tmp_path_factory.mktemp("scale") / "tree")
+    out = root.parent / "whole"
+    run_suite(settings(root), out)
+    return root, statuses(out)
+
+
+def test_local_shards_in_parallel_give_the_unsharded_cases_and_statuses(
+        whole: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, expected = whole
+    outcome = run_sharded(settings(root), tmp_path / "out", ExecutorSettings("local", jobs=2),
+                          shards=2)
+    assert statuses(tmp_path / "out") == expected
+    assert outcome.missing == () and outcome.exit_code == 1  # the broken kernel failed
+    assert [d.name for d in outcome.shard_dirs] == ["1-of-2", "2-of-2"]
+    merged = load(tmp_path / "out" / "summary.json")
+    assert merged["completeness"]["complete"] is True
+    assert [s["shard"] for s in merged["settings"]["shards"]] == ["1/2", "2/2"]
+
+
+@dataclass
+class Flaky:
+    """A ShardRunner that runs tasks in this process, but fails the shards in `fail` for
+    their first `times` attempts (a pre-empted or lost job)."""
+
+    fail: set[int]
+    times: int
+    seen: dict[int, int] = field(default_factory=dict)
+
+    def run(self, fn: Any, tasks: Sequence[ShardTask], labels: Sequence[str],
+            log: Any) -> list[Attempt]:
+        attempts = []
+        for task, label in zip(tasks, labels, strict=True):
+            assert task.settings.shard is not None
+            index = task.settings.shard[0]
+            self.seen[index] = self.seen.get(index, 0) + 1
+            if index in self.fail and self.seen[index] <= self.times:
+                attempts.append(Attempt(label, None, "job 7_1 was pre-empted"))
+            else:
+                attempts.append(Attempt(label, fn(task)))
+        return attempts
+
+
+def test_a_failed_shard_is_retried_once(whole: tuple[Path, dict[str, str]],
+                                        tmp_path: Path) -> None:
+    root, expected = whole
+    runner = Flaky({2}, times=1)
+    outcome = run_sharded(settings(root), tmp_path / "out", runner, shards=3)
+    assert runner.seen == {1: 1, 2: 2, 3: 1}
+    assert outcome.missing == ()
+    assert statuses(tmp_path / "out") == expected
+    assert [a.finished for a in outcome.attempts] == [True, False, True, True]
+
+
+def test_a_shard_failing_twice_is_named_missing_never_dropped(
+        whole: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, _ = whole
+    logged: list[str] = []
+    outcome = run_sharded(settings(root), tmp_path / "out", Flaky({2}, times=2), shards=2,
+                          log=logged.append)
+    assert outcome.missing == ("2/2: job 7_1 was pre-empted",)
+    assert outcome.exit_code == 1
+    assert any(line.startswith("retrying 1 shards once: shard 2/2") for line in logged)
+    found = outcome.summary["completeness"]
+    assert found["complete"] is False
+    assert [m["shard"] for m in found["missing_shards"]] == ["2/2"]
+
+
+def test_every_shard_failing_is_an_error(whole: tuple[Path, dict[str, str]],
+                                         tmp_path: Path) -> None:
+    root, _ = whole
+    with pytest.raises(KernbenchError, match="no shard of 2 finished"):
+        run_sharded(settings(root), tmp_path / "out", Flaky({1, 2}, times=2), shards=2)
+
+
+def test_shards_and_shard_together_are_refused(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(KernbenchError, match="--shards and --shard cannot be combined"):
+        run_sharded(replace(settings(tmp_path), shard=(1, 2)), tmp_path / "out", shards=2)
+
+
+def test_a_shard_task_writes_its_own_report_set(whole: tuple[Path, dict[str, str]],
+                                                tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    root, expected = whole
+    code = run_shard_task(ShardTask(replace(settings(root), shard=(1, 1)), tmp_path / "s"))
+    assert code == 1 and statuses(tmp_path / "s") == expected

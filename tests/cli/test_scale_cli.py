@@ -1,0 +1,90 @@
+"""`kernbench run --shards N --executor ...`: the merged run, the suite keys, the errors."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from kernbench.cli.main import main
+from kernbench.cli.parser import parse_args
+from support.kernel_tree import load, write
+from support.sharded import statuses, tree
+
+FAST = ("--iters", "3", "--warmup", "1", "--processes", "1", "--no-cpu-peak",
+        "--debug-fake-timer", "1")
+
+
+def cli(*args: object) -> tuple[int, str]:
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = main([str(a) for a in args])
+    return code, err.getvalue()
+
+
+def test_local_shards_merge_into_the_unsharded_cases_and_statuses(tmp_path: Path) -> None:
+    root = tree(tmp_path / "tree")
+    common = ("--root", root, *FAST, "--cache-dir", tmp_path / "cache")
+    code, err = cli("run", "--output-dir", tmp_path / "whole", *common)
+    assert code == 1, err  # the broken kernel
+    code, err = cli("run", "--output-dir", tmp_path / "out", *common, "--shards", "2",
+                    "--jobs", "2", "--strict", "--save-history")
+    assert code == 1, err
+    assert "History record: " in err  # of the merged run: what balances the next shards
+    assert statuses(tmp_path / "out") == statuses(tmp_path / "whole")
+    assert "Merged 2 of 2 shards (local): 5 cases into" in err
+    assert "shard 1/2: finished (exit" in err
+    assert (tmp_path / "out" / "summary.md").is_file()
+    assert (tmp_path / "out" / "index.html").is_file()
+    assert load(tmp_path / "out" / "summary.json")["completeness"]["complete"] is True
+
+
+def test_executor_options_are_suite_keys(tmp_path: Path) -> None:
+    suite = write(tmp_path / "suite.yml", """
+        shards: 4
+        executor: slurm
+        partition: gpu
+        gpus_per_task: 1
+        time: 30
+        exclusive: true
+        slurm_args: [mem=64G, qos=high]
+        ray_resources: ["sku:H100=1"]
+        gpus_per_shard: 0.5
+    """)
+    args = parse_args(["run", "--config", str(suite)])
+    assert (args.shards, args.executor, args.partition, args.gpus_per_task, args.time,
+            args.exclusive) == (4, "slurm", "gpu", 1, 30, True)
+    assert args.slurm_arg == ("mem=64G", "qos=high")
+    assert args.ray_resource == ("sku:H100=1",) and args.gpus_per_shard == 0.5
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--executor", "slurm"), "--executor slurm needs --shards N"),
+    (("--shards", "2", "--shard", "1/2"), "--shards cannot be combined with --shard"),
+    (("--shards", "2", "--slurm-arg", "mem"), "--slurm-arg 'mem': expected KEY=VALUE"),
+    (("--shards", "2", "--executor", "ray", "--ray-resource", "sku:H100=lots"),
+     "--ray-resource sku:H100=lots: the amount must be a positive number"),
+    (("--shards", "2", "--executor", "slurm", "--slurm-arg", "time=30"),
+     "--slurm-arg time=30: use --time for this"),
+])
+def test_bad_executor_options_name_the_flag(flags: tuple[str, ...], message: str,
+                                            tmp_path: Path) -> None:
+    root = tree(tmp_path / "tree")
+    code, err = cli("run", "--root", root, "--output-dir", tmp_path / "out", *FAST, *flags)
+    assert code == 2
+    assert message in err
+
+
+def test_summary_md_is_written_once_whatever_the_formats(tmp_path: Path) -> None:
+    root = tree(tmp_path / "tree")
+    common = ("--root", root, *FAST, "--cache-dir", tmp_path / "cache", "--shards", "2")
+    code, err = cli("run", "--output-dir", tmp_path / "json", *common, "--format", "json")
+    assert code == 1, err
+    assert (tmp_path / "json" / "summary.md").is_file()  # by the merge: md was not asked for
+    assert not (tmp_path / "json" / "index.html").exists()
+    code, err = cli("merge", tmp_path / "again", *sorted((tmp_path / "json" / "shards").iterdir()),
+                    "--format", "md")
+    assert code == 0, err
+    assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8").startswith("#")
