@@ -112,6 +112,26 @@ def test_class_methods_resolve_static_class_and_instance_methods() -> None:
 # -- sys_path and the precision context -------------------------------------------------------
 
 
+def test_module_colon_names_a_function_of_another_module(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path / "pkg_unit_other" / "__init__.py", "")
+    write(tmp_path / "pkg_unit_other" / "ops.py", """
+        class Ops:
+            @staticmethod
+            def add(a, b):
+                return a + b
+
+        def twice(x):
+            return 2 * x
+    """)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kernel_module = module("")
+    assert resolve_function(kernel_module, "pkg_unit_other.ops:Ops.add")(1, 2) == 3
+    assert resolve_function(kernel_module, "pkg_unit_other.ops:twice")(4) == 8
+    with pytest.raises(ContractError, match="cannot import no_such_module_here"):
+        resolve_function(kernel_module, "no_such_module_here:f")
+
+
 def test_import_kernel_puts_sys_path_folders_first(tmp_path: Path) -> None:
     write(tmp_path / "pkg" / "helpers_for_contract_test.py", "VALUE = 42\n")
     path = write(tmp_path / "pkg" / "kernels" / "k.py",
@@ -212,6 +232,43 @@ def test_the_other_contract_items_end_to_end(tmp_path: Path) -> None:
     assert [records[f"methods[cpu,{p}]"]["output"]["items"][0]["dtype"]
             for p in ("fp32", "fp64")] == ["float32", "float64"]
     assert all(r["status"] == "ok" for r in records.values())
+
+
+def test_module_colon_class_method_end_to_end(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The kernel's file only points at the code: bench.yaml names `module:Class.method` in a
+    library folder on `sys_path`; discovery reads that module's source for the parameters."""
+    write(tmp_path / "lib" / "ops_e2e_other.py", """
+        import numpy as np
+
+        class Scaled:
+            def __init__(self):
+                self.factor = 3.0
+
+            def run(self, n, precision="fp64"):
+                dtype = np.float64 if precision == "fp64" else np.float32
+                return np.full(n, self.factor, dtype=dtype)
+    """)
+    kernel(tmp_path, "thin", '"""The kernel is lib/ops_e2e_other.py\'s Scaled.run."""\n')
+    write(tmp_path / "kernels" / "thin" / "bench.yaml", """
+        function_name: ops_e2e_other:Scaled.run
+        problem_size: {n: 5}
+        precisions: [fp64]
+        sys_path: [../../lib]
+    """)
+    records = run(tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert list(records) == ["thin[cpu,fp64]"]
+    record = records["thin[cpu,fp64]"]
+    assert record["status"] == "ok"
+    assert record["output"]["items"][0]["shape"] == [5]
+    assert record["output"]["items"][0]["dtype"] == "float64"
+    write(tmp_path / "kernels" / "thin" / "bench.yaml", """
+        function_name: ops_e2e_missing:Scaled.run
+        sys_path: [../../lib]
+    """)
+    assert main(["list", "--root", str(tmp_path)]) == 2
+    assert "function_name ops_e2e_missing:Scaled.run: no module 'ops_e2e_missing'" in \
+        capsys.readouterr().out
 
 
 def test_a_sys_path_outside_the_repository_makes_the_kernel_invalid(

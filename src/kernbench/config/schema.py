@@ -22,8 +22,10 @@ from kernbench.results.vocabulary import (
 )
 
 IDENTIFIER = "^[A-Za-z_][A-Za-z0-9_]*$"
-FUNCTION = "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)?$"
-"""A kernel function: a module-level name, or `Class.method`."""
+FUNCTION = ("^([A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:)?"
+            "[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)?$")
+"""A kernel function: a module-level name, or `Class.method`, either one optionally in another
+module (`module:Class.method`)."""
 
 _TOLERANCE_VALUES = {
     "rmse": {"type": "number", "minimum": 0},
@@ -350,8 +352,8 @@ def _config_error(error: Any, source: str) -> ConfigError:
 
 _PATTERN_WORDS = {
     IDENTIFIER: f"an identifier (letters, digits, _; pattern {IDENTIFIER})",
-    FUNCTION: "an identifier (a module-level function) or Class.method, of letters, digits "
-              "and _",
+    FUNCTION: "an identifier (a module-level function) or Class.method, optionally after "
+              "module: (module:Class.method), of letters, digits and _",
     IMPL_NAME: "an implementation name of letters, digits, _ and - (at most 40, starting with a "
                "letter or _; it names cases)",
     POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "

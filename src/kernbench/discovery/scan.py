@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernbench.config.loading import load_bench_config, load_pyproject_settings
+from kernbench.discovery.elsewhere import spec_elsewhere
 from kernbench.discovery.source import find_function, spec_from_tree
 from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results.model import BenchConfig, KernelSpec
@@ -32,7 +33,8 @@ DEFAULT_PATHS: tuple[str, ...] = (
 DEFAULT_FUNCTION = "run_benchmark"
 
 _SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages"}
-_FUNCTION_NAME_RE = re.compile(r"\bfunction(?:_name)?\s*:\s*['\"]?([A-Za-z_]\w*)", re.MULTILINE)
+_FUNCTION_NAME_RE = re.compile(r"\bfunction(?:_name)?\s*:\s*['\"]?([A-Za-z_][\w.:]*)",
+                               re.MULTILINE)
 
 Log = Callable[[str], None]
 
@@ -136,6 +138,9 @@ class KernelDiscovery:
             source = path.read_bytes()
         except OSError as exc:
             return _invalid(rel, candidates[0], f"{rel}: cannot read: {exc}")
+        elsewhere = next((name for name in candidates if ":" in name), None)
+        if elsewhere is not None:
+            return self._inspect_elsewhere(path, rel, elsewhere, config)
         present = [name for name in candidates  # Class.method: the class may be imported
                    if name.partition(".")[0].encode() in source]
         if not present:
@@ -166,6 +171,23 @@ class KernelDiscovery:
                 return replace(spec, status="invalid", error=f"{missing} in {rel}")
         self._log(f"discovery: {rel}: kernel ({spec.framework}; backends "
                   f"{', '.join(spec.backends)}; function {function})")
+        return spec
+
+    def _inspect_elsewhere(self, path: Path, rel: str, name: str,
+                           config: BenchConfig | ConfigError | None) -> KernelSpec:
+        """A kernel whose function_name is ``module:attr``: the spec from that module."""
+        if isinstance(config, ConfigError):
+            return _invalid(rel, name, config.message)
+        extra = tuple(path.parent / entry for entry in config.sys_path) if config else ()
+        found = spec_elsewhere(rel, name, (*extra, path.parent, self.root))
+        if isinstance(found, str):
+            return _invalid(rel, name, found)
+        spec = replace(found, config_path=self._config_path_text(path))
+        if config is not None:
+            outside = _sys_path_outside(config, path, self.root)
+            if outside is not None:
+                return replace(spec, status="invalid", error=outside)
+            spec = _apply_config(spec, config)
         return spec
 
     def _relative(self, path: Path) -> str:
@@ -249,7 +271,7 @@ def _missing_implementation_function(tree: ast.Module, config: BenchConfig) -> s
     module level, as an error message; None when all are there."""
     for impl in config.implementations:
         for key, name in (("function", impl.function), ("setup", impl.setup)):
-            if name is not None and find_function(tree, name) is None:
+            if name is not None and ":" not in name and find_function(tree, name) is None:
                 return (f"{config.source}: key 'implementations.{impl.name}.{key}': expected a "
                         f"module-level function, got {name!r}, which is not defined")
     return None

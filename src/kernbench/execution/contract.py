@@ -56,7 +56,17 @@ def import_kernel(path: Path, root: Path, name: str,
 
 def resolve_function(module: ModuleType, name: str) -> Callable[..., Any]:
     """The module's function `name`, or with `Class.method` that method: a static or class
-    method as it is, an instance method bound to ``Class()`` (made once, untimed)."""
+    method as it is, an instance method bound to ``Class()`` (made once, untimed). With
+    ``other.module:attr`` the attribute is looked up in that module instead, imported from the
+    kernel's folder, the root or a bench.yaml ``sys_path`` folder (all on ``sys.path``)."""
+    elsewhere, colon, attribute = name.partition(":")
+    if colon:
+        try:
+            module = importlib.import_module(elsewhere)
+        except ImportError as exc:
+            raise ContractError(f"function_name {name}: cannot import {elsewhere}: {exc}") \
+                from exc
+        name = attribute
     owner_name, _, method = name.rpartition(".")
     if not owner_name:
         function = getattr(module, name, None)
