@@ -741,3 +741,16 @@ def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: A
     assert reply.l2_flush is False
     assert reply.gpu_timing is not None
     assert reply.gpu_timing["modes"]["cold"]["flush"] == {"bytes": None, "per": "none"}
+
+
+def test_a_gpu_kernel_with_a_reset_fails_with_the_reason(tmp_path: Path,
+                                                          simulated_gpu: Any) -> None:
+    """The GPU timing modes queue calls back to back: an untimed reset between two calls has
+    no place in them yet, so the case says so instead of timing the resets."""
+    source = GPU_KERNEL + "\n\ndef reset(scratch):\n    return None\n"
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", source), framework="pytorch", backend="cuda",
+                 warmup_time_s=0.0), gpu_timing="cold")
+    reply = run_job(job)
+    assert reply.status == "failed"
+    assert reply.reason is not None and "`reset` runs on the CPU only for now" in reply.reason
