@@ -31,6 +31,21 @@ def test_cupy_gives_the_same_figures_as_pytorch() -> None:
     assert modes["kernel"]["reason"].endswith("; no figure")  # cold is measured on its own
 
 
+def test_cupy_graph_marks_are_on_the_stream_the_replays_run_on() -> None:
+    """Replays run on the non-blocking capture stream, which is not ordered with the default
+    stream: a mark there would not wait for them (the simulator then shows 0.05 us)."""
+    device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
+    cupy = fake_cupy(device)
+    clock = CupyClock(cupy)
+    run = Session(device.kernel(KERNEL_NS), clock, None, 3, 100)
+    raw = gpu_timing_raw(time_gpu(run, "graph", (), 0.0), "graph")
+    assert figures(raw) == {"graph": ("graph", {3.0})}
+    ((_, stream),) = clock._graphs  # the replay stream
+    pairs = [e for e in cupy.events if e.stream is not None]
+    assert len(pairs) == 2 * 3 and all(e.stream is stream for e in pairs)
+    assert {e.stream for e in cupy.events} == {None, stream}  # the mark-overhead probe
+
+
 def test_jax_hot_is_n_dispatches_then_one_block_until_ready() -> None:
     device = FakeDevice(launch_ns=5_000.0, sync_ns=8_000.0)
 

@@ -9,6 +9,9 @@ One host clock and one device queue, both in nanoseconds:
 * an event is stamped when the device reaches it (after the work queued before it, never
   before the host recorded it); ``elapsed_time`` of an event the host has not waited for
   raises, as CUDA's does ("device not ready");
+* work and events go to the default stream unless a stream is named (or made current, as
+  CuPy's ``with stream:``); another stream's work is not ordered with the default stream's,
+  so an event on the default stream does not wait for it (CuPy's non-blocking streams);
 * a graph captured under ``torch.cuda.graph`` holds its kernels' device times; a replay costs
   the host one launch and queues them back to back; a synchronise during capture raises, as
   CUDA's does;
@@ -41,8 +44,8 @@ class FakeGraph:
     device: FakeDevice
     kernels: list[float] = field(default_factory=list)
 
-    def replay(self) -> None:
-        self.device.launch(sum(self.kernels), graph=True)
+    def replay(self, stream: object = None) -> None:
+        self.device.launch(sum(self.kernels), graph=True, stream=stream)
 
 
 class FakeEvent:
@@ -52,11 +55,14 @@ class FakeEvent:
         self.device = device
         self.enable_timing = enable_timing
         self.stamp_ns: float | None = None
+        self.stream: object = None
+        """The stream the event was recorded on (None: the default stream)."""
 
     def record(self, stream: object = None) -> None:
         if self.device.capturing is not None:
             raise RuntimeError("a timing event cannot be recorded during graph capture")
-        self.stamp_ns = self.device.stamp()
+        self.stream = stream if stream is not None else self.device.current_stream
+        self.stamp_ns = self.device.stamp(self.stream)
 
     def synchronize(self) -> None:
         assert self.stamp_ns is not None, "synchronize on an event never recorded"
@@ -117,25 +123,40 @@ class FakeDevice:
         self.open_range: ProfiledRange | None = None
         self.allocated = self.peak = 0
         self.log: list[str] = []
+        self.current_stream: object = None
+        """Where launches and events go when no stream is named (None: the default stream)."""
+        self.streams: dict[int, float] = {}
+        """When each other stream finishes its work: streams are not ordered with each other
+        (non-blocking streams, as CuPy's ``Stream(non_blocking=True)``)."""
 
-    def launch(self, device_ns: float, name: str = "kernel", graph: bool = False) -> None:
+    def launch(self, device_ns: float, name: str = "kernel", graph: bool = False,
+               stream: object = None) -> None:
         if self.capturing is not None and not graph:
             self.capturing.kernels.append(device_ns)
             return
         self.host_ns += self.launch_ns
-        self.free_ns = max(self.free_ns, self.host_ns) + device_ns
+        self._queue(stream if stream is not None else self.current_stream, device_ns)
         self.log.append("replay" if graph else name)
         if self.open_range is not None:
             self.open_range.device_ns += device_ns
 
-    def stamp(self) -> float:
-        self.free_ns = max(self.free_ns, self.host_ns)
-        return self.free_ns
+    def _queue(self, stream: object, device_ns: float) -> float:
+        """Queue `device_ns` of work on `stream` after its earlier work; when it ends."""
+        if stream is None:
+            self.free_ns = max(self.free_ns, self.host_ns) + device_ns
+            return self.free_ns
+        end = max(self.streams.get(id(stream), 0.0), self.host_ns) + device_ns
+        self.streams[id(stream)] = end
+        return end
+
+    def stamp(self, stream: object = None) -> float:
+        """When the device reaches a point queued now on `stream`."""
+        return self._queue(stream, 0.0)
 
     def synchronize(self) -> None:
         if self.capturing is not None:
             raise RuntimeError("operation not permitted when stream is capturing")
-        self.host_ns = max(self.host_ns, self.free_ns) + self.sync_ns
+        self.host_ns = max(self.host_ns, self.free_ns, *self.streams.values()) + self.sync_ns
         self.log.append("sync")
 
     def allocate(self, nbytes: int) -> None:
@@ -257,14 +278,19 @@ def fake_cupy(device: FakeDevice) -> SimpleNamespace:
     """The part of ``cupy`` the CuPy clock uses, on `device` (stream capture included)."""
 
     class Stream:
+        """A non-blocking stream: its work is not ordered with the default stream's."""
+
         def __init__(self, non_blocking: bool = False) -> None:
             self.graph: FakeGraph | None = None
+            self.outer: list[object] = []
 
         def __enter__(self) -> Stream:
+            self.outer.append(device.current_stream)
+            device.current_stream = self
             return self
 
         def __exit__(self, *exc: object) -> None:
-            return None
+            device.current_stream = self.outer.pop()
 
         def synchronize(self) -> None:
             device.synchronize()
@@ -277,10 +303,16 @@ def fake_cupy(device: FakeDevice) -> SimpleNamespace:
             device.capturing = None
             graph = self.graph
             assert graph is not None
-            return SimpleNamespace(launch=lambda stream: graph.replay())
+            return SimpleNamespace(launch=lambda stream=None: graph.replay(stream))
+
+    events: list[FakeEvent] = []
+
+    def event() -> FakeEvent:
+        events.append(FakeEvent(device, enable_timing=True))
+        return events[-1]
 
     cuda = SimpleNamespace(
-        Event=lambda: FakeEvent(device, enable_timing=True),
+        Event=event,
         get_elapsed_time=lambda start, end: start.elapsed_time(end),
         Device=lambda: SimpleNamespace(synchronize=device.synchronize, id=0,
                                        pci_bus_id="0000:41:00.0"),
@@ -290,4 +322,4 @@ def fake_cupy(device: FakeDevice) -> SimpleNamespace:
     def empty(n: int, dtype: object = None) -> SimpleNamespace:
         buffer = FakeBuffer(device, int(n))
         return SimpleNamespace(fill=lambda value: buffer.zero_(), nbytes=buffer.nbytes)
-    return SimpleNamespace(cuda=cuda, uint8="uint8", empty=empty)
+    return SimpleNamespace(cuda=cuda, uint8="uint8", empty=empty, events=events)

@@ -1,6 +1,8 @@
 """CuPy's and JAX's side of the GPU timing modes, in the same vocabulary as PyTorch's.
 
-* CuPy: CUDA events on the current stream, stream capture into a graph (CuPy >= 13), no
+* CuPy: CUDA events on the stream the timed work runs on (the current stream; a graph's
+  replays run on their non-blocking capture stream, which the default stream does not wait
+  for, so their marks are recorded there), stream capture into a graph (CuPy >= 13), no
   per-call profiler (``kernel`` falls back to ``cold`` with the reason), the flush a fill of a
   buffer twice the device's L2 (``l2CacheSize`` from the runtime's device properties).
 * JAX: no events, so marks are the host clock after ``block_until_ready``: ``hot`` is N
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kernbench.measure.gpu_timing import CaptureFailed, Flush, ProfilerUnavailable
@@ -29,6 +32,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """What a CuPy graph replay returns: the stream its work was queued on."""
+
+    stream: Any
+
+
 class CupyClock:
     """CUDA events through CuPy; a device synchronise waits."""
 
@@ -40,11 +50,16 @@ class CupyClock:
 
     def mark(self) -> object:
         event = self._cp.cuda.Event()
-        event.record()
+        event.record()  # on the current stream
         return event
 
     def mark_after(self, result: object) -> object:
-        return self.mark()
+        """A replay's work is on its capture stream: the event goes there, behind it."""
+        if not isinstance(result, Replayed):
+            return self.mark()
+        event = self._cp.cuda.Event()
+        event.record(result.stream)
+        return event
 
     def wait(self, result: object) -> None:
         self.synchronize()
@@ -72,8 +87,8 @@ class CupyClock:
 
         def replay() -> object:
             graph.launch(stream)
-            return None
-        return replay  # replays run on the capture stream; marks are on the current one
+            return Replayed(stream)
+        return replay
 
     def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
                         count: int) -> list[float]:
