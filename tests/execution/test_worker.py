@@ -731,6 +731,25 @@ def test_all_modes_in_one_gpu_case(tmp_path: Path, simulated_gpu: Any) -> None:
     assert reply.gpu_timing["primary"] == "cold"
 
 
+def test_kernel_mode_without_a_profiler_skips_the_case_with_the_reason(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No figure stands in for the kernels' device time: the case is not timed, and says why;
+    the mode's record is null with the same reason."""
+    monkeypatch.delattr(sys.modules["torch"], "profiler")
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="kernel")
+    reply = run_job(job)
+    assert reply.status == "skipped"
+    assert reply.reason is not None
+    assert reply.reason.startswith("not timed: kernel mode: torch.profiler failed: ")
+    assert reply.samples_ns == ()
+    assert reply.gpu_timing is not None
+    kernel = reply.gpu_timing["modes"]["kernel"]
+    assert kernel["mode"] == "kernel" and kernel["samples_us"] == []
+    assert reply.reason == f"not timed: kernel mode: {kernel['reason']}"
+
+
 def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: Any) -> None:
     job = dataclasses.replace(
         make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",

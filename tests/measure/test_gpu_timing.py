@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kernbench.measure.backends.torch_gpu import TorchCudaClock, l2_flush
-from kernbench.measure.gpu_record import gpu_timing_raw
+from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
 from kernbench.measure.gpu_timing import (
     COLD_BLOCK_CALLS,
     Session,
@@ -104,13 +104,18 @@ def test_in_all_a_mode_that_cannot_be_measured_is_null_with_the_reason() -> None
     assert raw["modes"]["cold"]["samples_us"] == [3.0] * SETTINGS.iterations
 
 
-def test_kernel_mode_without_a_profiler_falls_back_to_cold() -> None:
+def test_kernel_mode_alone_without_a_profiler_is_null_with_the_reason() -> None:
+    """As under ``all``: the kernels' device time is never stood in for by another mode."""
     raw = gpu_timing_raw(time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS), profiler=False),
                                   "kernel", (), 0.0), "kernel")
     kernel = raw["modes"]["kernel"]
-    assert kernel["mode"] == "cold"
+    assert kernel["mode"] == "kernel" and kernel["requested_mode"] is None
     assert kernel["reason"].startswith("torch.profiler failed: AttributeError")
-    assert kernel["samples_us"] == [3.0] * SETTINGS.iterations
+    assert kernel["reason"].endswith("; no figure")
+    assert kernel["samples_us"] == [] and kernel["flush"] == {"bytes": None, "per": "none"}
+    assert missing_figure(raw) == f"not timed: kernel mode: {kernel['reason']}"
+    assert missing_figure(gpu_timing_raw(time_gpu(session(FakeDevice(LAUNCH_NS, SYNC_NS)),
+                                                  "kernel", (), 0.0), "kernel")) is None
 
 
 def test_throttled_blocks_are_discarded_counted_and_retaken() -> None:

@@ -21,7 +21,7 @@ from kernbench.execution.describe import describe_device, describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.compiling import CompileWatch, compile_function
-from kernbench.measure.gpu_record import gpu_timing_raw
+from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
 from kernbench.measure.gpu_session import measure_gpu
 from kernbench.measure.gpu_timing import Flush, GpuClock
 from kernbench.measure.machine import ActivityProbe
@@ -109,6 +109,9 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
 
         save_output(timed.outcome.last_result, job.save_output_path)
     status, reason, checked = _verdict(job, timed.kernel, timed.outcome.last_result, output)
+    untimed = missing_figure(timed.gpu_timing)
+    if status == "ok" and untimed is not None:  # nothing to report as the case's figure
+        status, reason = "skipped", untimed
     return WorkerReply(
         status=status, reason=reason, samples_ns=tuple(m.samples_ns),
         inner_loops=m.inner_loops, warmup_ns=tuple(m.warmup_ns),

@@ -15,7 +15,7 @@ A GPU case is timed in one of these modes (``--gpu-timing``, default ``cold``):
   dynamic shapes) is reported with its reason and the figure falls back to ``hot``.
 * ``kernel``: the device time of the call's kernels from the profiler (CUPTI), summed per
   call, the L2 flushed before each call outside the profiled range; where no profiler can
-  read it the figure falls back to ``cold``, with the reason.
+  read it there is no figure (null), with the reason: it never falls back to another mode.
 * ``sync``: kernbench's former behaviour, kept for comparison: a host synchronise after every
   call inside an event pair around N calls, the L2 flushed before each sample. It shows
   launch + kernel + sync latency.
@@ -290,8 +290,13 @@ def time_kernel(session: Session) -> ModeResult:
     try:
         blocks, discarded = session.guarded(block)
     except ProfilerUnavailable as exc:
-        return _fell_back(session, time_cold, "kernel", str(exc))
+        return no_figure("kernel", str(exc))
     return _result(session, "kernel", blocks, discarded, count, "call", cold_blocks=True)
+
+
+def no_figure(mode: str, reason: str) -> ModeResult:
+    """A mode that could not be measured: no figure (null), and why."""
+    return ModeResult(mode, (), (), 0, "none", reason=f"{reason}; no figure")
 
 
 def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requested: str,
@@ -299,7 +304,7 @@ def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requ
     """The fallback mode's figures, saying so; or no figure (null) and the reason where the
     fallback mode is measured on its own anyway."""
     if not session.fall_back:
-        return ModeResult(requested, (), (), 0, "none", reason=f"{reason}; no figure")
+        return no_figure(requested, reason)
     measured = fallback(session)
     return ModeResult(measured.mode, measured.figures_ns, measured.samples_ns,
                       measured.calls_per_sample, measured.flush_per, requested,

@@ -3,14 +3,14 @@
 * CuPy: CUDA events on the stream the timed work runs on (the current stream; a graph's
   replays run on their non-blocking capture stream, which the default stream does not wait
   for, so their marks are recorded there), stream capture into a graph (CuPy >= 13), no
-  per-call profiler (``kernel`` falls back to ``cold`` with the reason), the flush a fill of a
+  per-call profiler (``kernel`` has no figure, with the reason), the flush a fill of a
   buffer twice the device's L2 (``l2CacheSize`` from the runtime's device properties).
 * JAX: no events, so marks are the host clock after ``block_until_ready``: ``hot`` is N
   dispatches then one ``block_until_ready``, divided by N; ``cold`` waits for a jitted write
   of the flush buffer (donated, so no second buffer lives), then times one call and its wait,
   so a JAX ``cold`` figure includes dispatch and wait latency. No CUDA-graph capture (XLA
   compiles the jitted function into its own graph; ``graph`` falls back to ``hot``) and no
-  per-call device time (``kernel`` falls back to ``cold``).
+  per-call device time (``kernel`` has no figure, with the reason).
 """
 
 from __future__ import annotations
