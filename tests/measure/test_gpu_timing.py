@@ -7,13 +7,8 @@ import pytest
 
 from kernbench.measure.backends.torch_gpu import TorchCudaClock, l2_flush
 from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
-from kernbench.measure.gpu_timing import (
-    COLD_BLOCK_CALLS,
-    Session,
-    loops_for,
-    time_gpu,
-    warm_up_gpu,
-)
+from kernbench.measure.gpu_session import loops_for, time_gpu, warm_up_gpu
+from kernbench.measure.gpu_timing import COLD_BLOCK_CALLS, Session
 from kernbench.results.model import ProtocolSettings
 from support.fake_cuda import FakeDevice, fake_torch
 

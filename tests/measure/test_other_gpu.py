@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from kernbench.measure.backends.other_gpu import CupyClock, JaxClock, cupy_flush
 from kernbench.measure.gpu_record import gpu_timing_raw
-from kernbench.measure.gpu_timing import Flush, Session, time_gpu
+from kernbench.measure.gpu_session import time_gpu
+from kernbench.measure.gpu_timing import Flush, Session
 from support.fake_cuda import FakeArray, FakeDevice, fake_cupy, jax_kernel
 
 KERNEL_NS = 3_000.0

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kernbench.measure.gpu_timing import GpuOutcome, ModeResult
+from kernbench.measure.gpu_session import GpuOutcome
+from kernbench.measure.gpu_timing import ModeResult
 
 
 def mode_raw(result: ModeResult, flush_bytes: int | None) -> dict[str, Any]:

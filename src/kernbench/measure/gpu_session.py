@@ -1,5 +1,5 @@
-"""One GPU case's timing from start to end: warm up, the requested modes, then energy over a
-region of its own.
+"""One GPU case's timing from start to end: warm up, the calls per sample, the requested modes
+(the loops of :mod:`kernbench.measure.gpu_timing`), then energy over a region of its own.
 
 Energy is never read over the timed samples of a GPU case: they hold flushes (whose writes
 are not the kernel's energy) and host waits. It is read over a flush-free region of
@@ -9,27 +9,102 @@ finite rate, and its power reading is a windowed average), or it is ``null`` wit
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kernbench.measure.gpu_timing import (
+    RUNNERS,
     BlockGuard,
     Flush,
     GpuClock,
-    GpuOutcome,
     KeepEveryBlock,
+    ModeResult,
     Session,
-    loops_for,
-    time_gpu,
-    warm_up_gpu,
+    time_graph_cold,
 )
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter
-from kernbench.results.model import ProtocolSettings
+from kernbench.results.model import Measurement, ProtocolSettings
+from kernbench.results.vocabulary import GPU_TIMING_MODES
 
 MIN_ENERGY_REGION_S = 1.0
 """Shortest region energy is read over."""
+SAMPLE_TARGET_NS = 1e6
+"""A ``hot``/``graph``/``sync`` sample, and a ``cold`` block, holds about this much device
+time (at least one call): event resolution (~0.5 us) is then under 0.1% of a sample."""
+
+
+@dataclass(frozen=True)
+class GpuOutcome:
+    """Every requested mode's result; `primary` is the one the record's samples hold."""
+
+    modes: tuple[ModeResult, ...]
+    primary: ModeResult
+    measurement: Measurement
+    last_result: object
+    flush_bytes: int | None
+
+
+def warm_up_gpu(call: Callable[[], object], clock: GpuClock,
+                settings: ProtocolSettings) -> tuple[list[float], float]:
+    """Warmup calls, each timed alone (launch included), then untimed calls until
+    `settings.warmup_time_s` has passed; returns (warmup times, the fastest) in ns."""
+    began = time.monotonic()
+    times: list[float] = []
+    for _ in range(max(1, settings.warmup)):
+        start = clock.mark()
+        end = clock.mark_after(call())
+        clock.synchronize()
+        times.append(clock.elapsed_ns(start, end))
+    while time.monotonic() - began < settings.warmup_time_s:
+        clock.wait(call())
+    return times, max(min(times), 1.0)
+
+
+def mark_overhead_ns(clock: GpuClock, ahead: Callable[[], object] | None,
+                     probes: int = 11) -> float:
+    """Median time between two marks with nothing between them, taken as the modes take them:
+    behind queued work (`ahead`, the flush) where there is some, so an event pair's cost on a
+    busy stream is measured, not the host's delay in recording the second event."""
+    pairs = [(clock.mark_after(ahead() if ahead is not None else None), clock.mark())
+             for _ in range(probes)]
+    clock.synchronize()
+    return sorted(clock.elapsed_ns(a, b) for a, b in pairs)[probes // 2]
+
+
+def loops_for(estimate_ns: float, settings: ProtocolSettings) -> int:
+    """Calls per sample: enough for :data:`SAMPLE_TARGET_NS` of device time."""
+    return max(1, min(math.ceil(SAMPLE_TARGET_NS / estimate_ns), settings.max_inner_loops))
+
+
+def modes_of(mode: str) -> tuple[str, ...]:
+    """The modes `mode` stands for (``all``: every one)."""
+    return GPU_TIMING_MODES if mode == "all" else (mode,)
+
+
+def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
+             warmup_s: float) -> GpuOutcome:
+    """Measure `mode` (or all of them) and keep one last, waited-for result for the checks."""
+    results: list[ModeResult] = []
+    session.fall_back = mode != "all"
+    for name in modes_of(mode):
+        results.append(RUNNERS[name](session))
+        if name == "graph":
+            cold = time_graph_cold(session)
+            if cold is not None:
+                results.append(cold)
+    primary = next(r for r in results if (r.requested or r.mode) == modes_of(mode)[0])
+    last = session.call()
+    session.clock.wait(last)
+    measurement = Measurement(samples_ns=primary.samples_ns,
+                              inner_loops=primary.calls_per_sample, warmup_ns=tuple(warmup_ns),
+                              timer_overhead_ns=mark_overhead_ns(
+                                  session.clock, session.flush.run if session.flush else None),
+                              timer=session.clock.name, warmup_s=warmup_s)
+    return GpuOutcome(tuple(results), primary, measurement, last,
+                      session.flush.bytes if session.flush is not None else None)
 
 
 @dataclass(frozen=True)
