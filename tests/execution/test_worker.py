@@ -727,7 +727,7 @@ def test_all_modes_in_one_gpu_case(tmp_path: Path, simulated_gpu: Any) -> None:
     modes = reply.gpu_timing["modes"]
     assert {name: set(m["samples_us"]) for name, m in modes.items()} == {
         "cold": {3.0}, "hot": {5.0}, "graph": {3.0}, "graph_cold": {3.0}, "kernel": {3.0},
-        "sync": {16.0}}
+        "sync": {16.0}, "kernel_sync_flush": {3.0}}
     assert reply.gpu_timing["primary"] == "cold"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernbench.analysis.gpu_summary import gpu_timing_summary
 from kernbench.measure.backends.torch_gpu import TorchCudaClock, l2_flush
 from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
 from kernbench.measure.gpu_session import loops_for, time_gpu, warm_up_gpu
@@ -35,7 +36,23 @@ def medians_us(mode: str, device: FakeDevice | None = None, **kwargs: object) ->
 def test_the_issue_figures_kernel_3_launch_5_sync_8() -> None:
     """sync shows launch + kernel + sync, hot the launch rate, the rest the kernel alone."""
     assert medians_us("all") == {"cold": 3.0, "hot": 5.0, "graph": 3.0, "graph_cold": 3.0,
-                                 "kernel": 3.0, "sync": 16.0}
+                                 "kernel": 3.0, "sync": 16.0, "kernel_sync_flush": 3.0}
+
+
+def test_launch_overhead_compares_sync_with_the_kernels_under_its_own_flush() -> None:
+    """A kernel 2 us slower right after a flush: `kernel` (flushed before every call) shows
+    5 us, `sync` (flushed once per sample of 100 calls) 16.02; the launch overhead subtracts
+    the kernels' time under sync's flush (3.02), which leaves launch + sync, 13 us exactly."""
+    device = FakeDevice(LAUNCH_NS, SYNC_NS, cold_ns=2_000.0)
+    raw = gpu_timing_raw(time_gpu(session(device), "all", (), 0.0), "all")
+    medians = {name: m["samples_us"][0] for name, m in raw["modes"].items()}
+    assert medians["kernel"] == 5.0 and medians["sync"] == 16.02
+    assert medians["kernel_sync_flush"] == 3.02
+    assert raw["modes"]["kernel_sync_flush"]["flush"]["per"] == "sample"
+    assert raw["modes"]["sync"]["flush"]["per"] == "sample"
+    summary = gpu_timing_summary(raw)
+    assert summary["launch_overhead_us"] == pytest.approx(LAUNCH_NS / 1e3 + SYNC_NS / 1e3)
+    assert summary["launch_overhead_reason"] is None
 
 
 @pytest.mark.parametrize("mode", ["cold", "hot", "graph", "kernel", "sync"])

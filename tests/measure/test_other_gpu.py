@@ -25,7 +25,8 @@ def test_cupy_gives_the_same_figures_as_pytorch() -> None:
     raw = gpu_timing_raw(time_gpu(run, "all", (), 0.0), "all")
     assert figures(raw) == {"cold": ("cold", {3.0}), "hot": ("hot", {5.0}),
                             "graph": ("graph", {3.0}), "graph_cold": ("graph_cold", {3.0}),
-                            "kernel": ("kernel", set()), "sync": ("sync", {16.0})}
+                            "kernel": ("kernel", set()), "sync": ("sync", {16.0}),
+                            "kernel_sync_flush": ("kernel_sync_flush", set())}
     modes = raw["modes"]
     assert isinstance(modes, dict)
     assert modes["kernel"]["reason"].startswith("CuPy has no per-call device-time profiler")
@@ -68,6 +69,7 @@ def test_jax_hot_is_n_dispatches_then_one_block_until_ready() -> None:
     assert found["graph"] == ("graph", set())
     assert found["graph_cold"] == ("graph_cold", set())
     assert found["kernel"] == ("kernel", set())
+    assert found["kernel_sync_flush"] == ("kernel_sync_flush", set())
     modes = raw["modes"]
     assert isinstance(modes, dict)
     assert modes["graph"]["reason"].startswith("graph capture failed: JAX has no CUDA-graph")

@@ -28,7 +28,8 @@ def gpu_record(graph_failed: bool = False) -> dict[str, Any]:
              "graph": raw_mode("hot", 5.0, "graph", "graph capture failed: RuntimeError: x; "
                                "measured in hot mode instead") if graph_failed
              else raw_mode("graph", 3.0),
-             "kernel": raw_mode("kernel", 3.0), "sync": raw_mode("sync", 16.0)}
+             "kernel": raw_mode("kernel", 3.0), "sync": raw_mode("sync", 16.0),
+             "kernel_sync_flush": raw_mode("kernel_sync_flush", 3.0)}
     result = CaseResult(kernel_name="vadd", kernel_path="kernels/vadd.py", framework="triton",
                         backend="cuda", precision="fp32", problem_size=1024, status="ok",
                         samples_ms=(0.003, 0.003, 0.003), inner_loops=8, device="cuda",
@@ -54,10 +55,11 @@ def test_the_mode_follows_a_gpu_figure_and_not_a_cpu_one() -> None:
 def test_the_modes_table_has_every_mode_and_the_launch_overhead() -> None:
     table = gpu_timing_table([gpu_record()])
     assert table is not None
-    assert table["names"] == ["cold", "hot", "graph", "kernel", "sync"]
+    assert table["names"] == ["cold", "hot", "graph", "kernel", "sync", "kernel_sync_flush"]
     (row,) = table["rows"]
     assert {n: c["median_us"] for n, c in row["cells"].items()} == {
-        "cold": 3.0, "hot": 5.0, "graph": 3.0, "kernel": 3.0, "sync": 16.0}
+        "cold": 3.0, "hot": 5.0, "graph": 3.0, "kernel": 3.0, "sync": 16.0,
+        "kernel_sync_flush": 3.0}
     assert row["launch_overhead_us"] == 13.0
     assert row["flush"] == "100 MiB per call"
     assert gpu_timing_table(load_fixture().results) is None  # a CPU-only run has none
@@ -68,8 +70,9 @@ def test_markdown_shows_the_mode_beside_the_figure_and_every_mode() -> None:
                         load_fixture().environment)
     board_line = next(line for line in md.splitlines() if "| vadd |" in line)
     assert "| 0.003 (cold) |" in board_line
-    assert "| vadd\\[cuda,fp32\\] (cold) | 3 | 5 | 5 (as hot) | 3 | 16 | 13 | 100 MiB per call |" \
-        in md
+    assert ("| vadd\\[cuda,fp32\\] (cold) | 3 | 5 | 5 (as hot) | 3 | 16 | 3 | 13 | "
+            "100 MiB per call |") in md
+    assert "launch overhead is sync − kernel_sync_flush" in md
     assert "graph: graph capture failed: RuntimeError: x; measured in hot mode instead" in md
 
 
@@ -77,8 +80,8 @@ def test_html_shows_the_mode_beside_the_figure_and_in_the_case_card() -> None:
     page = render_html(inputs_with(gpu_record()))
     assert '0.003 <span class="muted" title="GPU timing mode">cold</span>' in page
     assert ", cold mode</td>" in page
-    assert ("cold 3 µs; hot 5 µs; graph 3 µs; kernel 3 µs; sync 16 µs; launch overhead 13 µs"
-            in page)
+    assert ("cold 3 µs; hot 5 µs; graph 3 µs; kernel 3 µs; sync 16 µs; kernel_sync_flush 3 µs; "
+            "launch overhead 13 µs") in page
 
 
 def test_regressions_md_shows_the_mode_beside_both_medians() -> None:

@@ -18,7 +18,8 @@ One host clock and one device queue, both in nanoseconds:
 * ``torch.profiler`` records the device time of each kernel run inside a ``record_function``
   range;
 * ``torch.empty(..., device="cuda")`` counts allocated bytes (peak and reset), and a buffer's
-  ``zero_()`` is a kernel lasting ``flush_ns``.
+  ``zero_()`` is a kernel lasting ``flush_ns``; the first kernel after it takes ``cold_ns``
+  longer (a cold L2; 0 unless a test asks).
 
 So the timing modes can be asserted exactly: with kernel 3 us, launch 5 us and sync 8 us,
 a per-call synchronise shows 16 us, back-to-back launches 5 us, and the device time 3 us.
@@ -112,9 +113,12 @@ class FakeDevice:
     """The simulator's state: the host clock, the device queue, capture, profiler, memory."""
 
     def __init__(self, launch_ns: float, sync_ns: float, flush_ns: float = 20_000.0,
-                 l2_bytes: int = 50 * 2**20) -> None:
+                 l2_bytes: int = 50 * 2**20, cold_ns: float = 0.0) -> None:
         self.launch_ns, self.sync_ns, self.flush_ns = launch_ns, sync_ns, flush_ns
         self.l2_bytes = l2_bytes
+        self.cold_ns = cold_ns
+        """What the first kernel after a flush takes longer (its data is no longer in L2)."""
+        self.l2_cold = False
         self.host_ns = 0.0
         self.free_ns = 0.0
         """When the device finishes all the work queued so far."""
@@ -135,6 +139,10 @@ class FakeDevice:
             self.capturing.kernels.append(device_ns)
             return
         self.host_ns += self.launch_ns
+        if name == "flush":
+            self.l2_cold = True
+        elif self.l2_cold and not graph:
+            device_ns, self.l2_cold = device_ns + self.cold_ns, False
         self._queue(stream if stream is not None else self.current_stream, device_ns)
         self.log.append("replay" if graph else name)
         if self.open_range is not None:

@@ -24,6 +24,7 @@ from kernbench.measure.gpu_timing import (
     ModeResult,
     Session,
     time_graph_cold,
+    time_kernel_sync_flush,
 )
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter
 from kernbench.results.model import Measurement, ProtocolSettings
@@ -95,6 +96,8 @@ def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
             cold = time_graph_cold(session)
             if cold is not None:
                 results.append(cold)
+    if mode == "all":  # the launch overhead's kernel side, flushed as sync is
+        results.append(time_kernel_sync_flush(session))
     primary = next(r for r in results if (r.requested or r.mode) == modes_of(mode)[0])
     last = session.call()
     session.clock.wait(last)

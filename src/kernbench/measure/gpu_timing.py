@@ -20,7 +20,9 @@ A GPU case is timed in one of these modes (``--gpu-timing``, default ``cold``):
 * ``sync``: kernbench's former behaviour, kept for comparison: a host synchronise after every
   call inside an event pair around N calls, the L2 flushed before each sample. It shows
   launch + kernel + sync latency.
-* ``all``: every mode in one record, plus ``launch_overhead_us`` (``sync`` - ``kernel``).
+* ``all``: every mode in one record, plus ``launch_overhead_us``: ``sync`` minus the kernels'
+  device time taken as ``kernel`` takes it but with ``sync``'s flush policy (once per sample:
+  :func:`time_kernel_sync_flush`), so both sides see the same L2 state.
 
 The loops know a :class:`GpuClock` (CUDA events for PyTorch and CuPy, the host clock after
 ``block_until_ready`` for JAX) and a :class:`BlockGuard` (NVML clocks and throttle reasons);
@@ -32,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from kernbench.results.vocabulary import KERNEL_SYNC_FLUSH
 
 COLD_BLOCK_CALLS = 256
 """Most calls between two host synchronisations in ``cold`` (their events wait meanwhile)."""
@@ -285,6 +289,22 @@ def time_kernel(session: Session) -> ModeResult:
     except ProfilerUnavailable as exc:
         return no_figure("kernel", str(exc))
     return _result(session, "kernel", blocks, discarded, count, "call", cold_blocks=True)
+
+
+def time_kernel_sync_flush(session: Session) -> ModeResult:
+    """The kernels' device time as ``kernel`` takes it, but with ``sync``'s flush policy: the
+    L2 flushed once before each sample of `loops` calls, not before every call. ``sync`` minus
+    this figure holds the launch and sync latency alone, both sides on the same L2 state."""
+    loops, flush = session.loops, session.flush
+
+    def sample() -> list[float]:
+        session.clock.wait(flush.run() if flush is not None else None)
+        return [sum(session.clock.kernel_times_ns(session.call, None, loops)) / loops]
+    try:
+        blocks, discarded = session.guarded(sample)
+    except ProfilerUnavailable as exc:
+        return no_figure(KERNEL_SYNC_FLUSH, str(exc))
+    return _result(session, KERNEL_SYNC_FLUSH, blocks, discarded, loops, "sample")
 
 
 def no_figure(mode: str, reason: str) -> ModeResult:

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernbench.reporting.views import Record, case_id, number, section
+from kernbench.results.vocabulary import KERNEL_SYNC_FLUSH
 
-MODE_ORDER = ("cold", "hot", "graph", "graph_cold", "kernel", "sync")
+MODE_ORDER = ("cold", "hot", "graph", "graph_cold", "kernel", "sync", KERNEL_SYNC_FLUSH)
 """Columns of the modes table, in this order (those no record has are left out)."""
 
 
