@@ -217,7 +217,7 @@ def fake_profiler(device: FakeDevice) -> SimpleNamespace:
 
 
 def fake_torch(device: FakeDevice, name: str = "Fake GPU 9000", profiler: bool = True,
-               hip: str | None = None) -> SimpleNamespace:
+               hip: str | None = None, arch: str | None = None) -> SimpleNamespace:
     """The part of ``torch`` the CUDA backend and the timing modes use, on `device`."""
 
     @contextmanager
@@ -235,9 +235,12 @@ def fake_torch(device: FakeDevice, name: str = "Fake GPU 9000", profiler: bool =
 
     def properties(index: int) -> SimpleNamespace:
         assert index == 0
-        return SimpleNamespace(name=name, total_memory=80 * 2**30, L2_cache_size=device.l2_bytes,
-                               multi_processor_count=132, pci_bus_id=0x41, pci_domain_id=0,
-                               pci_device_id=0)
+        props = SimpleNamespace(name=name, total_memory=80 * 2**30,
+                                L2_cache_size=device.l2_bytes, multi_processor_count=132,
+                                pci_bus_id=0x41, pci_domain_id=0, pci_device_id=0)
+        if arch is not None:  # ROCm builds: gcnArchName, e.g. "gfx942:sramecc+:xnack-"
+            props.gcnArchName = arch
+        return props
 
     def reset_peak() -> None:
         device.peak = device.allocated
@@ -282,7 +285,7 @@ def jax_kernel(device: FakeDevice, device_ns: float) -> Callable[[], object]:
     return call
 
 
-def fake_cupy(device: FakeDevice) -> SimpleNamespace:
+def fake_cupy(device: FakeDevice, arch: bytes | None = None) -> SimpleNamespace:
     """The part of ``cupy`` the CuPy clock uses, on `device` (stream capture included)."""
 
     class Stream:
@@ -325,7 +328,8 @@ def fake_cupy(device: FakeDevice) -> SimpleNamespace:
         Device=lambda: SimpleNamespace(synchronize=device.synchronize, id=0,
                                        pci_bus_id="0000:41:00.0"),
         Stream=Stream,
-        runtime=SimpleNamespace(getDeviceProperties=lambda i: {"l2CacheSize": device.l2_bytes}))
+        runtime=SimpleNamespace(getDeviceProperties=lambda i: {
+            "l2CacheSize": device.l2_bytes, **({"gcnArchName": arch} if arch else {})}))
 
     def empty(n: int, dtype: object = None) -> SimpleNamespace:
         buffer = FakeBuffer(device, int(n))

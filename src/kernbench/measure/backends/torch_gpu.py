@@ -1,5 +1,5 @@
 """PyTorch's side of the GPU timing modes (CUDA and ROCm): CUDA events as marks, CUDA graphs,
-``torch.profiler`` device times, the L2 flush buffer and the device's PCI bus id.
+``torch.profiler`` device times, the cache flush buffer and the device's PCI bus id.
 
 Everything goes through the ``torch`` module handed in, so tests run it on a stream simulator.
 """
@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.measure.backends.device_facts import flush_bytes
 from kernbench.measure.gpu_timing import CaptureFailed, Flush, ProfilerUnavailable
 
 CALL_RANGE = "kernbench::call"
@@ -110,15 +111,17 @@ def _call_times_ns(events: Any, count: int) -> list[float]:
 
 
 def l2_flush(torch_module: Any) -> Flush | None:
-    """A buffer of twice the device's L2 (from its properties) and a write of it; None where
-    the properties give no L2 size."""
+    """A buffer of twice the device's last-level cache and a write of it: its L2 (from its
+    properties), or on ROCm the Infinity Cache behind it, known by ``gcnArchName``; None where
+    neither size is known."""
     cuda = torch_module.cuda
     props = cuda.get_device_properties(cuda.current_device())
-    size = int(getattr(props, "L2_cache_size", 0) or 0)
+    size = flush_bytes(int(getattr(props, "L2_cache_size", 0) or 0),
+                       getattr(props, "gcnArchName", None))
     if size <= 0:
         return None
-    buffer = torch_module.empty(2 * size, dtype=torch_module.uint8, device="cuda")
-    return Flush(bytes=2 * size, run=buffer.zero_)
+    buffer = torch_module.empty(size, dtype=torch_module.uint8, device="cuda")
+    return Flush(bytes=size, run=buffer.zero_)
 
 
 def pci_bus_id(torch_module: Any) -> str | None:
