@@ -750,6 +750,41 @@ def test_kernel_mode_without_a_profiler_skips_the_case_with_the_reason(
     assert reply.reason == f"not timed: kernel mode: {kernel['reason']}"
 
 
+def test_a_gpu_without_a_bus_id_on_a_two_gpu_machine_reads_no_nvml(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index 0 may be another GPU: state, throttle guard and energy are null with the reason."""
+    from kernbench.measure.backends.torch_backend import TorchBackend
+    from kernbench.measure.metrics import energy, gpu_state
+
+    class TwoGpus:
+        def nvmlInit(self) -> None:
+            return None
+
+        def nvmlShutdown(self) -> None:
+            return None
+
+        def nvmlDeviceGetCount(self) -> int:
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, index: int) -> object:
+            raise AssertionError(f"NVML read at index {index}")
+
+    monkeypatch.setattr(TorchBackend, "pci_bus_id", lambda self, backend: None)
+    monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: TwoGpus())
+    monkeypatch.setattr(energy, "import_optional", lambda name: TwoGpus())
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    why = ("NVML not read: the PCI bus id of the GPU that ran the case is unknown and NVML "
+           "sees 2 GPUs, so index 0 may be another one")
+    assert reply.gpu_state == {"before": {"source": None, "reason": why},
+                               "after": {"source": None, "reason": why}}
+    assert reply.energy is not None and reply.energy["energy_j"] is None
+    assert reply.energy["reason"] == why
+
+
 def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: Any) -> None:
     job = dataclasses.replace(
         make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",

@@ -27,7 +27,7 @@ from kernbench.measure.gpu_timing import Flush, GpuClock
 from kernbench.measure.machine import ActivityProbe
 from kernbench.measure.metrics import MetricsCollector
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
-from kernbench.measure.metrics.gpu_state import block_guard, gpu_state
+from kernbench.measure.metrics.gpu_state import NvmlDevice, nvml_device
 from kernbench.measure.metrics.memory import merge_device_memory
 from kernbench.measure.precision import ignored_precision
 from kernbench.measure.profiling import profile_case
@@ -97,11 +97,11 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                  harness: Mapping[str, Any]) -> WorkerReply:
     """Setup, the protocol with memory, energy and GPU state around it, then the checks."""
     fake = job.fake_call_ms is not None
-    bus_id = backend.pci_bus_id(job.backend) if job.backend == "cuda" and not fake else None
-    gpu_before = gpu_state(pci_bus_id=bus_id) if job.backend == "cuda" and not fake else None
-    timed = _time_case(job, settings, backend, module, function, harness)
-    gpu = None if gpu_before is None else {"before": gpu_before,
-                                           "after": gpu_state(pci_bus_id=bus_id)}
+    nvml = nvml_device(backend.pci_bus_id(job.backend)) \
+        if job.backend == "cuda" and not fake else None
+    gpu_before = nvml.state() if nvml is not None else None
+    timed = _time_case(job, settings, backend, module, function, harness, nvml)
+    gpu = None if nvml is None else {"before": gpu_before, "after": nvml.state()}
     m = timed.outcome.measurement
     output = describe_output(timed.outcome.last_result)
     if job.save_output_path is not None:
@@ -126,14 +126,14 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
 
 def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                module: ModuleType, function: Callable[..., Any],
-               harness: Mapping[str, Any]) -> Timed:
+               harness: Mapping[str, Any], nvml: NvmlDevice | None) -> Timed:
     """Bind (setup's allocations count as the case's memory), compile outside the protocol,
     then the protocol itself (or the GPU timing modes), with energy and machine activity."""
     name, fake = job.backend, job.fake_call_ms is not None
     collector = MetricsCollector(settings, backend.timer(name), backend.synchronizer(name))
     clock = None if fake else backend.gpu_clock(name)
     meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
-        else energy_meter_for(name, pci_bus_id=backend.pci_bus_id(name))
+        else _energy_meter(name, nvml)
     options = job.implementation.compile if job.implementation is not None else None
     watch = CompileWatch(options) if options is not None else None
     if options is not None:
@@ -160,7 +160,7 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                                 "timing modes queue calls back to back, with no untimed step "
                                 "between them")
         else:
-            outcome, energy, gpu_timing = _gpu_modes(job, backend, call, clock, flush, meter)
+            outcome, energy, gpu_timing = _gpu_modes(job, call, clock, flush, meter, nvml)
         machine = None if probe is None else probe.stop()
     device_memory = backend.device_memory(name, flush.bytes if flush is not None else 0)
     return Timed(kernel, outcome, merge_device_memory(host_memory, device_memory), energy,
@@ -178,12 +178,18 @@ def _protocol(collector: MetricsCollector, call: Callable[[], object], meter: En
     return outcome, energy_record(region, m.inner_loops * len(m.samples_ns)), None
 
 
-def _gpu_modes(job: WorkerJob, backend: Backend, call: Callable[[], object], clock: GpuClock,
-               flush: Flush | None,
-               meter: EnergyMeter) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
+def _energy_meter(name: str, nvml: NvmlDevice | None) -> EnergyMeter:
+    """The backend's meter, on the device that ran the case (NVML: by its PCI bus id)."""
+    if nvml is not None and nvml.refusal is not None:
+        return NullMeter(nvml.refusal, "nvml")
+    return energy_meter_for(name, pci_bus_id=nvml.pci_bus_id if nvml is not None else None)
+
+
+def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock, flush: Flush | None,
+               meter: EnergyMeter,
+               nvml: NvmlDevice | None) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
     """The GPU timing modes, throttled blocks discarded, energy over a hot region."""
-    bus_id = backend.pci_bus_id(job.backend)
-    guard = block_guard(bus_id) if job.backend == "cuda" else None
+    guard = nvml.guard() if nvml is not None else None
     run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter)
     outcome = Outcome(run.outcome.measurement, run.outcome.last_result)
     return (outcome, energy_record(run.energy_region, run.energy_calls),

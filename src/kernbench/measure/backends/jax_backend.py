@@ -63,12 +63,30 @@ class JaxBackend(Backend):
         """JAX dispatches asynchronously on every device, the CPU included."""
         return BlockUntilReady()
 
+    def _gpu(self) -> Any:
+        """The GPU a case runs on: JAX's first, its default device on a GPU machine."""
+        import jax
+
+        return jax.devices("gpu")[0]
+
+    def pci_bus_id(self, backend: str) -> str | None:
+        """JAX gives no PCI address: the CUDA (or HIP) runtime's, for the device's ordinal
+        (``local_hardware_id``); None where no runtime library answers."""
+        if backend == "cpu":
+            return None
+        from kernbench.measure.backends import device_facts
+
+        device = self._gpu()
+        ordinal = getattr(device, "local_hardware_id", None)
+        if ordinal is None:
+            return None
+        platform = str(getattr(device.client, "platform_version", "")).lower()
+        return device_facts.runtime_bus_id(int(ordinal), hip="rocm" in platform)
+
     def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
         if backend == "cpu":
             return None
-        import jax
-
-        stats = jax.devices("gpu")[0].memory_stats() or {}
+        stats = self._gpu().memory_stats() or {}
         if "peak_bytes_in_use" not in stats:
             return None
         source = ("jax Device.memory_stats() peak_bytes_in_use (since the worker started: JAX "

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.measure.backends.device_facts import flush_bytes
+from kernbench.measure.backends.device_facts import bus_id_of_properties, flush_bytes
 from kernbench.measure.gpu_timing import CaptureFailed, Flush, ProfilerUnavailable
 
 CALL_RANGE = "kernbench::call"
@@ -127,10 +127,4 @@ def l2_flush(torch_module: Any) -> Flush | None:
 def pci_bus_id(torch_module: Any) -> str | None:
     """NVML's spelling (``00000000:41:00.0``) of the current device's PCI address."""
     cuda = torch_module.cuda
-    props = cuda.get_device_properties(cuda.current_device())
-    bus = getattr(props, "pci_bus_id", None)
-    if bus is None:
-        return None
-    domain = int(getattr(props, "pci_domain_id", 0) or 0)
-    device = int(getattr(props, "pci_device_id", 0) or 0)
-    return f"{domain:08X}:{int(bus):02X}:{device:02X}.0"
+    return bus_id_of_properties(cuda.get_device_properties(cuda.current_device()))
