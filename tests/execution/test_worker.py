@@ -19,6 +19,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -783,6 +784,78 @@ def test_a_gpu_without_a_bus_id_on_a_two_gpu_machine_reads_no_nvml(
                                "after": {"source": None, "reason": why}}
     assert reply.energy is not None and reply.energy["energy_j"] is None
     assert reply.energy["reason"] == why
+
+
+JAX_GPU_KERNEL = """\
+import torch
+
+def setup():
+    return {"scratch": torch.empty(2**20, dtype=torch.uint8, device="cuda")}
+
+def run_benchmark(scratch):
+    return torch.jax_call()
+"""
+
+
+def simulated_jax(device: Any) -> Any:
+    """JAX's backend on the simulator: the host clock after block_until_ready, a device whose
+    memory_stats() are the simulator's allocator, and a 512 MiB flush whose jitted touch
+    makes a transient copy (as XLA does where it cannot honour the donation)."""
+    from kernbench.measure.backends.jax_backend import JaxBackend
+    from kernbench.measure.backends.other_gpu import JaxClock
+    from kernbench.measure.gpu_timing import Flush
+    from support.fake_cuda import FakeArray, FakeBuffer
+
+    class SimulatedJax(JaxBackend):
+        def unavailable_reason(self, backend: str) -> str | None:
+            return None
+
+        def _gpu(self) -> Any:
+            def memory_stats() -> dict[str, int]:
+                return {"peak_bytes_in_use": device.peak, "bytes_in_use": device.allocated}
+            return SimpleNamespace(memory_stats=memory_stats, local_hardware_id=None)
+
+        def gpu_clock(self, backend: str) -> Any:
+            return JaxClock(lambda array: array.block_until_ready(),
+                            now=lambda: int(device.host_ns))
+
+        def l2_flush(self, backend: str) -> Any:
+            size = 512 * 2**20
+            FakeBuffer(device, size)
+
+            def touch() -> object:
+                device.allocate(size)  # the copy a donated jit would not make
+                device.launch(device.flush_ns, name="flush")
+                device.allocated -= size
+                return FakeArray(device)
+            return Flush(size, touch)
+
+        def describe(self, backend: str) -> dict[str, Any]:
+            return {"framework": "jax", "device": "gpu"}
+    return SimulatedJax()
+
+
+def test_jax_memory_is_read_after_warm_up_before_the_flush_buffer_exists(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX cannot reset its peak: the kernel's 1 MiB is read before the 512 MiB buffer (and
+    any copy its flush makes) exists; the old subtraction reported 513 MiB here."""
+    from kernbench.execution import worker
+    from support.fake_cuda import jax_kernel
+
+    sys.modules["torch"].jax_call = jax_kernel(simulated_gpu, 3_000.0)
+    monkeypatch.setattr(worker, "backend_for", lambda framework: simulated_jax(simulated_gpu))
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", JAX_GPU_KERNEL), framework="jax",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    assert reply.l2_flush is True and "flush" in simulated_gpu.log
+    assert simulated_gpu.peak == 2 * 512 * 2**20 + 2**20  # the flush's copy was there
+    assert reply.memory is not None
+    assert reply.memory["peak_mb"] == 1.0 and reply.memory["allocated_mb"] == 1.0
+    assert "before the L2 flush buffer was allocated" in reply.memory["source"]
+    assert reply.gpu_timing is not None
+    assert reply.gpu_timing["modes"]["cold"]["flush"] == {"bytes": 512 * 2**20, "per": "call"}
 
 
 def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: Any) -> None:

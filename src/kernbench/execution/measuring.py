@@ -138,8 +138,8 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
     watch = CompileWatch(options) if options is not None else None
     if options is not None:
         function = compile_function(function, options)
-    flush = backend.l2_flush(name) if clock is not None and job.flush_l2 else None
-    backend.reset_device_memory(name)  # after the flush buffer exists: it is not the kernel's
+    memory = DeviceMemory(backend, name, clock is not None, job.flush_l2 and clock is not None)
+    flush = memory.start()
     with collector.measure_memory(job.trace_python) as host_memory:
         kernel = bind(job, module, function, harness)
         call = kernel.bare_call()
@@ -162,10 +162,50 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
         else:
             outcome, energy, gpu_timing = _gpu_modes(job, call, clock, flush, meter, nvml)
         machine = None if probe is None else probe.stop()
-    device_memory = backend.device_memory(name, flush.bytes if flush is not None else 0)
-    return Timed(kernel, outcome, merge_device_memory(host_memory, device_memory), energy,
-                 flush is not None, machine, None if watch is None else watch.record(),
+    return Timed(kernel, outcome, merge_device_memory(host_memory, memory.end()), energy,
+                 memory.flush is not None, machine, None if watch is None else watch.record(),
                  gpu_timing)
+
+
+@dataclass
+class DeviceMemory:
+    """The L2 flush buffer and the device memory reading of one case, in the order that keeps
+    the buffer out of the kernel's figures: where the allocator's peak can be reset, the buffer
+    is allocated first and the peak reset after it; where it cannot (JAX), the memory is read
+    after the warm-up calls (which never flush) and only then is the buffer allocated."""
+
+    backend: Backend
+    name: str
+    gpu: bool
+    """A GPU case, timed in the GPU timing modes."""
+    wanted: bool
+    """A flush was asked for (not --no-l2-flush) and the case is a GPU one."""
+    flush: Flush | None = None
+    reading: dict[str, Any] | None = None
+
+    @property
+    def early(self) -> bool:
+        return self.gpu and not self.backend.resets_device_peak(self.name)
+
+    def start(self) -> Flush | Callable[[], Flush | None] | None:
+        """Before setup: the flush, or, where the peak cannot be reset, what makes it later."""
+        if self.early:
+            return self.after_warmup
+        self.flush = self.backend.l2_flush(self.name) if self.wanted else None
+        self.backend.reset_device_memory(self.name)  # after the buffer: it is not the kernel's
+        return self.flush
+
+    def after_warmup(self) -> Flush | None:
+        self.reading = self.backend.device_memory(self.name)
+        self.flush = self.backend.l2_flush(self.name) if self.wanted else None
+        return self.flush
+
+    def end(self) -> dict[str, Any] | None:
+        """The device memory figures: read at the end less the buffer, or read early."""
+        if self.early:
+            return self.reading
+        return self.backend.device_memory(self.name,
+                                          self.flush.bytes if self.flush is not None else 0)
 
 
 def _protocol(collector: MetricsCollector, call: Callable[[], object], meter: EnergyMeter,
@@ -185,8 +225,8 @@ def _energy_meter(name: str, nvml: NvmlDevice | None) -> EnergyMeter:
     return energy_meter_for(name, pci_bus_id=nvml.pci_bus_id if nvml is not None else None)
 
 
-def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock, flush: Flush | None,
-               meter: EnergyMeter,
+def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,
+               flush: Flush | Callable[[], Flush | None] | None, meter: EnergyMeter,
                nvml: NvmlDevice | None) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
     """The GPU timing modes, throttled blocks discarded, energy over a hot region."""
     guard = nvml.guard() if nvml is not None else None

@@ -123,13 +123,18 @@ class AllBlocksDiscarded(RuntimeError):
     """Every block of a mode was discarded (the GPU throttled throughout): no figure stands."""
 
 
-def measure_gpu(call: Callable[[], object], clock: GpuClock, flush: Flush | None,
+def measure_gpu(call: Callable[[], object], clock: GpuClock,
+                flush: Flush | Callable[[], Flush | None] | None,
                 settings: ProtocolSettings, mode: str, guard: BlockGuard | None = None,
                 meter: EnergyMeter | None = None,
                 min_energy_s: float = MIN_ENERGY_REGION_S) -> GpuRun:
-    """Warm up, time `mode` (or all modes), then read energy over a hot region."""
+    """Warm up, time `mode` (or all modes), then read energy over a hot region. A `flush`
+    given as a function is made after the warm-up (which never flushes): a backend that
+    cannot reset its memory peak reads it there, before the flush buffer exists."""
     began = time.monotonic()
     warmup_ns, fastest = warm_up_gpu(call, clock, settings)
+    if flush is not None and not isinstance(flush, Flush):
+        flush = flush()
     session = Session(call, clock, flush, settings.iterations, loops_for(fastest, settings),
                       guard or KeepEveryBlock())
     outcome = time_gpu(session, mode, warmup_ns, time.monotonic() - began)
