@@ -162,6 +162,106 @@ def test_the_last_result_is_waited_for() -> None:
     assert device.log[-1] == "sync" and device.host_ns >= device.free_ns
 
 
+# --- a kernel with an untimed per-call reset (4 us of device work, one more 5 us launch) -----
+
+RESET_NS = 4_000.0
+BACK_TO_BACK = ("cannot be timed in {mode} mode: one {held} holds N calls back to back, with "
+                "no untimed place for the reset between them; no figure")
+
+
+def with_reset(mode: str, device: FakeDevice) -> dict[str, dict[str, object]]:
+    run = session(device, reset=device.kernel(RESET_NS, name="reset"))
+    return gpu_timing_raw(time_gpu(run, mode, (), 0.0), mode)["modes"]
+
+
+def test_a_reset_is_in_no_figure_and_back_to_back_modes_are_null_with_the_reason() -> None:
+    """cold and kernel show the kernel alone, sync launch + kernel + sync as without a reset;
+    hot, graph and graph_cold cannot put the reset between their calls: null, and why."""
+    modes = with_reset("all", FakeDevice(LAUNCH_NS, SYNC_NS))
+    assert {name: m["samples_us"] for name, m in modes.items()} == {
+        "cold": [3.0] * 4, "kernel": [3.0] * 4, "sync": [16.0] * 4,
+        "kernel_sync_flush": [3.0] * 4, "hot": [], "graph": [], "graph_cold": []}
+    for mode, held in (("hot", "event pair"), ("graph", "graph replay"),
+                       ("graph_cold", "graph replay")):
+        assert modes[mode]["mode"] == mode and modes[mode]["requested_mode"] is None
+        assert modes[mode]["reason"] == "a kernel with a `reset` " + BACK_TO_BACK.format(
+            mode=mode, held=held)
+    summary = gpu_timing_summary({"requested": "all", "primary": "cold", "modes": modes})
+    assert summary["launch_overhead_us"] == pytest.approx(13.0)
+
+
+def test_the_flush_follows_the_reset_so_the_call_meets_a_cold_l2() -> None:
+    """A kernel 2 us slower after a flush: with a reset, every figure is the one without
+    (cold and kernel 5, sync 16.02, kernel_sync_flush 3.02): the reset never takes the cold
+    L2 in the call's place."""
+    modes = with_reset("all", FakeDevice(LAUNCH_NS, SYNC_NS, cold_ns=2_000.0))
+    assert {name: m["samples_us"][0] for name, m in modes.items() if m["samples_us"]} == {
+        "cold": 5.0, "kernel": 5.0, "sync": 16.02, "kernel_sync_flush": 3.02}
+
+
+@pytest.mark.parametrize("mode", ["cold", "kernel", "sync"])
+def test_each_mode_alone_with_a_reset_resets_before_every_call(mode: str) -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    modes = with_reset(mode, device)
+    assert set(modes[mode]["samples_us"]) == {{"sync": 16.0}.get(mode, 3.0)}  # type: ignore[arg-type]
+    launched = [e for e in device.log if e in ("reset", "kernel")]
+    assert launched == ["reset", "kernel"] * (len(launched) // 2)
+    last = len(device.log) - 1 - device.log[::-1].index("kernel")  # the call checked after:
+    assert device.log[last - 1:last + 2] == ["reset", "kernel", "sync"]  # on a restored input
+
+
+def test_cold_with_a_reset_still_synchronises_once_per_block() -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    run = session(device, loops=1000, reset=device.kernel(RESET_NS, name="reset"))
+    outcome = time_gpu(run, "cold", (), 0.0)
+    assert device.log.count("sync") == SETTINGS.iterations + 2  # as without a reset
+    assert device.log[:3] == ["reset", "flush", "kernel"]
+    assert device.log.count("reset") == SETTINGS.iterations * COLD_BLOCK_CALLS + 1
+    assert set(outcome.primary.samples_ns) == {KERNEL_NS}
+
+
+@pytest.mark.parametrize(("mode", "held"), [("hot", "event pair"), ("graph", "graph replay")])
+def test_a_back_to_back_mode_alone_with_a_reset_is_not_timed_with_the_reason(
+        mode: str, held: str) -> None:
+    """As ``kernel`` without a profiler: no other mode stands in (graph does not fall back)."""
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    run = session(device, reset=device.kernel(RESET_NS, name="reset"))
+    raw = gpu_timing_raw(time_gpu(run, mode, (), 0.0), mode)
+    assert {name: m["samples_us"] for name, m in raw["modes"].items()} == \
+        ({"hot": []} if mode == "hot" else {"graph": [], "graph_cold": []})
+    reason = "a kernel with a `reset` " + BACK_TO_BACK.format(mode=mode, held=held)
+    assert missing_figure(raw) == f"not timed: {mode} mode: {reason}"
+    assert "replay" not in device.log and device.log.count("kernel") == 1  # the checked call
+
+
+def test_throttled_blocks_with_a_reset_are_discarded_and_retaken() -> None:
+    class EverySecondBlock:
+        def __init__(self) -> None:
+            self.blocks = 0
+
+        def begin(self) -> None:
+            self.blocks += 1
+
+        def end(self) -> str | None:
+            return "throttled: HwSlowdown" if self.blocks % 2 == 0 else None
+
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    run = session(device, reset=device.kernel(RESET_NS, name="reset"), guard=EverySecondBlock())
+    raw = gpu_timing_raw(time_gpu(run, "cold", (), 0.0), "cold")["modes"]["cold"]
+    assert raw["samples_us"] == [3.0] * SETTINGS.iterations
+    assert raw["discard_reasons"] == {"throttled: HwSlowdown": SETTINGS.iterations - 1}
+
+
+def test_warmup_waits_for_the_reset_outside_each_timed_call() -> None:
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    run = session(device)
+    times, fastest = warm_up_gpu(run.call, run.clock, SETTINGS,
+                                 device.kernel(RESET_NS, name="reset"))
+    assert times == [LAUNCH_NS + KERNEL_NS] * SETTINGS.warmup  # as without a reset
+    assert loops_for(fastest, SETTINGS) == 125
+    assert device.log == ["reset", "sync", "kernel", "sync"] * SETTINGS.warmup
+
+
 def torch_has_cuda() -> bool:
     try:
         import torch

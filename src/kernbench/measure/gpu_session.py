@@ -5,6 +5,9 @@ Energy is never read over the timed samples of a GPU case: they hold flushes (wh
 are not the kernel's energy) and host waits. It is read over a flush-free region of
 back-to-back calls lasting at least :data:`MIN_ENERGY_REGION_S` (NVML's counters update at a
 finite rate, and its power reading is a windowed average), or it is ``null`` with the reason.
+A kernel with a ``reset`` has it run before every call of the region too (its calls would
+otherwise work on their own output): the region's energy then includes the resets' (the
+record's ``energy.includes_reset`` says so).
 """
 
 from __future__ import annotations
@@ -48,18 +51,23 @@ class GpuOutcome:
     flush_bytes: int | None
 
 
-def warm_up_gpu(call: Callable[[], object], clock: GpuClock,
-                settings: ProtocolSettings) -> tuple[list[float], float]:
+def warm_up_gpu(call: Callable[[], object], clock: GpuClock, settings: ProtocolSettings,
+                reset: Callable[[], object] | None = None) -> tuple[list[float], float]:
     """Warmup calls, each timed alone (launch included), then untimed calls until
-    `settings.warmup_time_s` has passed; returns (warmup times, the fastest) in ns."""
+    `settings.warmup_time_s` has passed; returns (warmup times, the fastest) in ns. `reset`
+    runs before every call, and is waited for before a timed one."""
     began = time.monotonic()
     times: list[float] = []
     for _ in range(max(1, settings.warmup)):
+        if reset is not None:
+            clock.wait(reset())
         start = clock.mark()
         end = clock.mark_after(call())
         clock.synchronize()
         times.append(clock.elapsed_ns(start, end))
     while time.monotonic() - began < settings.warmup_time_s:
+        if reset is not None:
+            reset()
         clock.wait(call())
     return times, max(min(times), 1.0)
 
@@ -99,6 +107,8 @@ def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
     if mode == "all":  # the launch overhead's kernel side, flushed as sync is
         results.append(time_kernel_sync_flush(session))
     primary = next(r for r in results if (r.requested or r.mode) == modes_of(mode)[0])
+    if session.reset is not None:  # the checked output is one call's, on a restored input
+        session.reset()
     last = session.call()
     session.clock.wait(last)
     measurement = Measurement(samples_ns=primary.samples_ns,
@@ -126,17 +136,18 @@ class AllBlocksDiscarded(RuntimeError):
 def measure_gpu(call: Callable[[], object], clock: GpuClock,
                 flush: Flush | Callable[[], Flush | None] | None,
                 settings: ProtocolSettings, mode: str, guard: BlockGuard | None = None,
-                meter: EnergyMeter | None = None,
-                min_energy_s: float = MIN_ENERGY_REGION_S) -> GpuRun:
+                meter: EnergyMeter | None = None, min_energy_s: float = MIN_ENERGY_REGION_S,
+                reset: Callable[[], object] | None = None) -> GpuRun:
     """Warm up, time `mode` (or all modes), then read energy over a hot region. A `flush`
     given as a function is made after the warm-up (which never flushes): a backend that
-    cannot reset its memory peak reads it there, before the flush buffer exists."""
+    cannot reset its memory peak reads it there, before the flush buffer exists. `reset`
+    (the kernel's) runs untimed before every call."""
     began = time.monotonic()
-    warmup_ns, fastest = warm_up_gpu(call, clock, settings)
+    warmup_ns, fastest = warm_up_gpu(call, clock, settings, reset)
     if flush is not None and not isinstance(flush, Flush):
         flush = flush()
     session = Session(call, clock, flush, settings.iterations, loops_for(fastest, settings),
-                      guard or KeepEveryBlock())
+                      guard or KeepEveryBlock(), reset=reset)
     outcome = time_gpu(session, mode, warmup_ns, time.monotonic() - began)
     for result in outcome.modes:
         if not result.samples_ns and result.discarded:
@@ -149,7 +160,8 @@ def measure_gpu(call: Callable[[], object], clock: GpuClock,
 
 def energy_region(session: Session, meter: EnergyMeter,
                   min_s: float) -> tuple[dict[str, Any], int]:
-    """Blocks of back-to-back calls (no flush) until `min_s` has passed, under `meter`."""
+    """Blocks of back-to-back calls (no flush; the kernel's reset before each, if it has
+    one) until `min_s` has passed, under `meter`."""
     if isinstance(meter, NullMeter):  # nothing to read: spend no device time on it
         meter.start()
         return meter.stop(), 0
@@ -159,6 +171,8 @@ def energy_region(session: Session, meter: EnergyMeter,
     while time.monotonic() - began < min_s:
         result = None
         for _ in range(session.loops):
+            if session.reset is not None:
+                session.reset()
             result = session.call()
         session.clock.wait(result)
         calls += session.loops

@@ -24,6 +24,16 @@ A GPU case is timed in one of these modes (``--gpu-timing``, default ``cold``):
   device time taken as ``kernel`` takes it but with ``sync``'s flush policy (once per sample:
   :func:`time_kernel_sync_flush`), so both sides see the same L2 state.
 
+A kernel with a ``reset`` (untimed, before every call: it restores an input the kernel works
+on in place) has it run where the flush runs, outside what is timed, and before the flush, so
+the reset's own writes are not left in the L2: in ``cold`` it is queued before each call's
+start mark (the host still never waits per call); in ``kernel`` it runs outside each call's
+profiled range; in ``sync`` it is waited for before each call's start mark, and each call then
+has its own pair (an unwaited reset would hold the start mark back and hide the launch). ``hot``,
+``graph`` and ``graph_cold`` time N calls back to back in one pair or replay, with no untimed
+place between them: for such a kernel they have no figure (null), with the reason, and never
+fall back to another mode.
+
 The loops know a :class:`GpuClock` (CUDA events for PyTorch and CuPy, the host clock after
 ``block_until_ready`` for JAX) and a :class:`BlockGuard` (NVML clocks and throttle reasons);
 tests hand in a FIFO stream simulator, so every mode's arithmetic is asserted exactly.
@@ -155,6 +165,8 @@ class Session:
     fall_back: bool = True
     """A mode that cannot be measured is measured in its fallback mode (the record's samples
     need a figure); False where every mode is measured anyway (``all``): it is then null."""
+    reset: Callable[[], object] | None = None
+    """The kernel's untimed per-call reset (it does not wait), or None."""
 
     def guarded(self, take: Callable[[], list[float]]) -> tuple[list[list[float]], list[str]]:
         """`samples` blocks that the guard kept, and why the others were discarded."""
@@ -174,6 +186,25 @@ class Session:
 
     def flush_per(self, per: str) -> str:
         return per if self.flush is not None else "none"
+
+
+def untimed_before(session: Session, flush: bool = True) -> object:
+    """What runs before a call, outside its marks: the kernel's reset, then (where `flush`)
+    the L2 flush, so the call meets the L2 the mode promises, not the reset's writes. Queued,
+    never waited for; returns the last one's result (a host clock's mark waits on it)."""
+    result = session.reset() if session.reset is not None else None
+    if flush and session.flush is not None:
+        result = session.flush.run()
+    return result
+
+
+def _back_to_back(session: Session, mode: str, held_in: str) -> ModeResult | None:
+    """No figure for a mode of N calls back to back where the kernel has a reset; else None."""
+    if session.reset is None:
+        return None
+    return no_figure(mode, f"a kernel with a `reset` cannot be timed in {mode} mode: {held_in} "
+                           "holds N calls back to back, with no untimed place for the reset "
+                           "between them")
 
 
 def _paired(session: Session, run: Callable[[], object], calls: int) -> float:
@@ -205,13 +236,13 @@ def _result(session: Session, mode: str, blocks: list[list[float]], discarded: l
 
 
 def time_cold(session: Session) -> ModeResult:
-    clock, call, flush = session.clock, session.call, session.flush
+    clock, call = session.clock, session.call
     block_calls = min(session.loops, COLD_BLOCK_CALLS)
 
     def block() -> list[float]:
         marks = []
         for _ in range(block_calls):
-            start = clock.mark_after(flush.run() if flush is not None else None)
+            start = clock.mark_after(untimed_before(session))
             marks.append((start, clock.mark_after(call())))
         clock.synchronize()
         return [clock.elapsed_ns(start, end) for start, end in marks]
@@ -221,6 +252,9 @@ def time_cold(session: Session) -> ModeResult:
 
 
 def time_hot(session: Session) -> ModeResult:
+    refused = _back_to_back(session, "hot", "one event pair")
+    if refused is not None:
+        return refused
     loops, calls = session.loops, _repeat(session.call, session.loops)
     blocks, discarded = session.guarded(lambda: [_paired(session, calls, loops)])
     return _result(session, "hot", blocks, discarded, loops, "none")
@@ -238,7 +272,17 @@ def time_sync(session: Session) -> ModeResult:
         clock.synchronize()
         return [clock.elapsed_ns(start, end) / loops]
 
-    blocks, discarded = session.guarded(sample)
+    def reset_sample() -> list[float]:  # the reset and the flush waited for, then one call
+        marks = []
+        for index in range(loops):
+            clock.wait(untimed_before(session, flush=index == 0))
+            start = clock.mark()
+            clock.wait(call())
+            marks.append((start, clock.mark()))
+        clock.synchronize()
+        return [sum(clock.elapsed_ns(start, end) for start, end in marks) / loops]
+
+    blocks, discarded = session.guarded(sample if session.reset is None else reset_sample)
     return _result(session, "sync", blocks, discarded, loops, "sample")
 
 
@@ -247,6 +291,9 @@ def _graph_loops(session: Session) -> int:
 
 
 def time_graph(session: Session) -> ModeResult:
+    refused = _back_to_back(session, "graph", "one graph replay")
+    if refused is not None:
+        return refused
     loops = _graph_loops(session)
     try:
         replay = session.clock.capture(_repeat(session.call, loops))
@@ -262,6 +309,9 @@ def time_graph_cold(session: Session) -> ModeResult | None:
     flush, call, loops = session.flush, session.call, _graph_loops(session)
     if flush is None:
         return None
+    refused = _back_to_back(session, "graph_cold", "one graph replay")
+    if refused is not None:
+        return refused
 
     def flushed_call() -> object:
         flush.run()
@@ -279,11 +329,11 @@ def time_graph_cold(session: Session) -> ModeResult | None:
 
 
 def time_kernel(session: Session) -> ModeResult:
-    flush = session.flush.run if session.flush is not None else None
     count = min(session.loops, COLD_BLOCK_CALLS)
 
     def block() -> list[float]:
-        return session.clock.kernel_times_ns(session.call, flush, count)
+        return session.clock.kernel_times_ns(session.call, lambda: untimed_before(session),
+                                             count)
     try:
         blocks, discarded = session.guarded(block)
     except ProfilerUnavailable as exc:
@@ -294,12 +344,17 @@ def time_kernel(session: Session) -> ModeResult:
 def time_kernel_sync_flush(session: Session) -> ModeResult:
     """The kernels' device time as ``kernel`` takes it, but with ``sync``'s flush policy: the
     L2 flushed once before each sample of `loops` calls, not before every call. ``sync`` minus
-    this figure holds the launch and sync latency alone, both sides on the same L2 state."""
-    loops, flush = session.loops, session.flush
+    this figure holds the launch and sync latency alone, both sides on the same L2 state (a
+    reset runs before each call, and the flush after the first one's, as in ``sync``)."""
+    loops = session.loops
 
     def sample() -> list[float]:
-        session.clock.wait(flush.run() if flush is not None else None)
-        return [sum(session.clock.kernel_times_ns(session.call, None, loops)) / loops]
+        calls = iter(range(loops))
+        before = None if session.reset is None else \
+            (lambda: untimed_before(session, flush=next(calls) == 0))
+        if before is None:
+            session.clock.wait(untimed_before(session))
+        return [sum(session.clock.kernel_times_ns(session.call, before, loops)) / loops]
     try:
         blocks, discarded = session.guarded(sample)
     except ProfilerUnavailable as exc:
