@@ -870,14 +870,50 @@ def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: A
     assert reply.gpu_timing["modes"]["cold"]["flush"] == {"bytes": None, "per": "none"}
 
 
-def test_a_gpu_kernel_with_a_reset_fails_with_the_reason(tmp_path: Path,
-                                                          simulated_gpu: Any) -> None:
-    """The GPU timing modes queue calls back to back: an untimed reset between two calls has
-    no place in them yet, so the case says so instead of timing the resets."""
-    source = GPU_KERNEL + "\n\ndef reset(scratch):\n    return None\n"
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", source), framework="pytorch", backend="cuda",
-                 warmup_time_s=0.0), gpu_timing="cold")
-    reply = run_job(job)
-    assert reply.status == "failed"
-    assert reply.reason is not None and "`reset` runs on the CPU only for now" in reply.reason
+GPU_KERNEL_WITH_RESET = GPU_KERNEL + """
+def reset(scratch):                     # untimed: 4 us of device work, one more launch
+    return torch.reset_kernel()
+"""
+
+
+def run_with_reset(tmp_path: Path, device: Any, mode: str) -> WorkerReply:
+    sys.modules["torch"].reset_kernel = device.kernel(4_000.0, name="reset")
+    return run_job(dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL_WITH_RESET), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing=mode))
+
+
+@pytest.mark.parametrize(("mode", "figure_ns"), [
+    ("cold", 3_000.0), ("kernel", 3_000.0), ("sync", 16_000.0)])
+def test_a_gpu_kernel_with_a_reset_is_timed_without_its_reset(
+        tmp_path: Path, simulated_gpu: Any, mode: str, figure_ns: float) -> None:
+    """The reset runs before every call, outside what is timed: the figures are those of the
+    same kernel without one."""
+    reply = run_with_reset(tmp_path, simulated_gpu, mode)
+    assert reply.status == "ok", reply.reason
+    assert reply.samples_ns is not None and set(reply.samples_ns) == {figure_ns}
+    launched = [e for e in simulated_gpu.log if e in ("reset", "kernel")]
+    assert launched == ["reset", "kernel"] * (len(launched) // 2) and launched
+
+
+@pytest.mark.parametrize(("mode", "held"), [("hot", "event pair"), ("graph", "graph replay")])
+def test_a_gpu_kernel_with_a_reset_in_a_back_to_back_mode_is_skipped_with_the_reason(
+        tmp_path: Path, simulated_gpu: Any, mode: str, held: str) -> None:
+    reply = run_with_reset(tmp_path, simulated_gpu, mode)
+    assert reply.status == "skipped" and reply.samples_ns == ()
+    assert reply.reason == (
+        f"not timed: {mode} mode: a kernel with a `reset` cannot be timed in {mode} mode: one "
+        f"{held} holds N calls back to back, with no untimed place for the reset between "
+        "them; no figure")
+
+
+def test_all_modes_of_a_gpu_kernel_with_a_reset(tmp_path: Path, simulated_gpu: Any) -> None:
+    reply = run_with_reset(tmp_path, simulated_gpu, "all")
+    assert reply.status == "ok", reply.reason
+    assert reply.gpu_timing is not None and reply.gpu_timing["primary"] == "cold"
+    modes = reply.gpu_timing["modes"]
+    assert {name: set(m["samples_us"]) for name, m in modes.items()} == {
+        "cold": {3.0}, "hot": set(), "graph": set(), "graph_cold": set(), "kernel": {3.0},
+        "sync": {16.0}, "kernel_sync_flush": {3.0}}
+    assert all("`reset`" in modes[name]["reason"] for name in ("hot", "graph", "graph_cold"))
+    assert reply.energy is not None and "includes_reset" not in reply.energy  # NVML is absent

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.execution.checks import NO_ACCURACY, accuracy, accuracy_failure, work_counts
-from kernbench.execution.contract import BoundKernel, ContractError, bind_kernel
+from kernbench.execution.contract import BoundKernel, bind_kernel
 from kernbench.execution.describe import describe_device, describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
@@ -155,12 +155,9 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
         reset = kernel.reset_call()
         if clock is None:
             outcome, energy, gpu_timing = _protocol(collector, call, meter, reset)
-        elif reset is not None:
-            raise ContractError("a kernel with a `reset` runs on the CPU only for now: the GPU "
-                                "timing modes queue calls back to back, with no untimed step "
-                                "between them")
         else:
-            outcome, energy, gpu_timing = _gpu_modes(job, call, clock, flush, meter, nvml)
+            outcome, energy, gpu_timing = _gpu_modes(job, call, clock, flush, meter, nvml,
+                                                     reset)
         machine = None if probe is None else probe.stop()
     return Timed(kernel, outcome, merge_device_memory(host_memory, memory.end()), energy,
                  memory.flush is not None, machine, None if watch is None else watch.record(),
@@ -211,11 +208,12 @@ class DeviceMemory:
 def _protocol(collector: MetricsCollector, call: Callable[[], object], meter: EnergyMeter,
               reset: Callable[[], object] | None) -> tuple[Outcome, dict[str, Any], None]:
     """The CPU protocol (and a fake clock), with energy over the timed samples; `reset` runs
-    untimed before every call."""
+    untimed before every call (its energy, between the samples' calls, is in the region)."""
     region: dict[str, Any] = {}
     outcome = collector.time_execution(call, None, _metered(meter, region), reset)
     m = outcome.measurement
-    return outcome, energy_record(region, m.inner_loops * len(m.samples_ns)), None
+    return (outcome, energy_record(region, m.inner_loops * len(m.samples_ns), reset is not None),
+            None)
 
 
 def _energy_meter(name: str, nvml: NvmlDevice | None) -> EnergyMeter:
@@ -227,12 +225,15 @@ def _energy_meter(name: str, nvml: NvmlDevice | None) -> EnergyMeter:
 
 def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,
                flush: Flush | Callable[[], Flush | None] | None, meter: EnergyMeter,
-               nvml: NvmlDevice | None) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
-    """The GPU timing modes, throttled blocks discarded, energy over a hot region."""
+               nvml: NvmlDevice | None, reset: Callable[[], object] | None
+               ) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
+    """The GPU timing modes, throttled blocks discarded, energy over a hot region; `reset`
+    runs untimed before every call (and in the energy region, whose figure then says so)."""
     guard = nvml.guard() if nvml is not None else None
-    run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter)
+    run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter,
+                      reset=reset)
     outcome = Outcome(run.outcome.measurement, run.outcome.last_result)
-    return (outcome, energy_record(run.energy_region, run.energy_calls),
+    return (outcome, energy_record(run.energy_region, run.energy_calls, reset is not None),
             gpu_timing_raw(run.outcome, job.gpu_timing))
 
 
