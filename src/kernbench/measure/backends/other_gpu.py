@@ -11,7 +11,8 @@
   of the flush buffer (donated, so no second buffer lives), then times one call and its wait,
   so a JAX ``cold`` figure includes dispatch and wait latency. No CUDA-graph capture (XLA
   compiles the jitted function into its own graph; ``graph`` falls back to ``hot``) and no
-  per-call device time (``kernel`` has no figure, with the reason).
+  per-call device time (``kernel`` has no figure, with the reason). A kernel's ``reset`` is
+  waited for through the flush queued after it (or through its own result, without a flush).
 """
 
 from __future__ import annotations

@@ -74,7 +74,8 @@ class TorchCudaClock:
     def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
                         count: int) -> list[float]:
         """Each call's kernels' device time, from ``torch.profiler`` (CUPTI on CUDA, roctracer
-        on ROCm): the device time of a ``record_function`` range around the call."""
+        on ROCm): the device time of a ``record_function`` range around the call; `before`
+        (the kernel's reset, the flush) runs outside the range, so its kernels are not summed."""
         try:
             profiler = self._torch.profiler
             activities = [profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.CUDA]
