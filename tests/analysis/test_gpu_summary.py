@@ -24,7 +24,8 @@ def raw_all(kernel: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"requested": "all", "primary": "cold", "modes": {
         "cold": raw_mode("cold", [3.0, 3.0, 4.0, 5.0, 3.0]),
         "sync": raw_mode("sync", [16.0, 16.0, 17.0]),
-        "kernel": kernel or raw_mode("kernel", [2.5, 3.0, 3.5])}}
+        "kernel": raw_mode("kernel", [4.5, 5.0, 5.5]),  # a cold L2 before every call
+        "kernel_sync_flush": kernel or raw_mode("kernel_sync_flush", [2.5, 3.0, 3.5])}}
 
 
 def test_the_primary_mode_is_at_the_top_with_its_quantiles() -> None:
@@ -36,27 +37,40 @@ def test_the_primary_mode_is_at_the_top_with_its_quantiles() -> None:
     assert summary["iqr_us"] == 1.0
     assert summary["p10_us"] == 3.0
     assert summary["p90_us"] == 4.6
-    assert set(summary["modes"]) == {"cold", "sync", "kernel"}
+    assert set(summary["modes"]) == {"cold", "sync", "kernel", "kernel_sync_flush"}
     assert summary["modes"]["sync"]["median_us"] == 16.0
-    assert summary["launch_overhead_us"] == 13.0  # sync 16 - kernel 3
+    # sync 16 - the kernels' 3 under sync's flush policy (not kernel's cold-L2 5)
+    assert summary["launch_overhead_us"] == 13.0
     assert summary["launch_overhead_reason"] is None
     assert summary["gpu_timing"] == raw_all()  # the raw form, for readers
 
 
-def test_launch_overhead_is_null_with_a_reason_when_the_kernel_mode_fell_back() -> None:
-    fell_back = raw_mode("cold", [3.0], requested="kernel", reason="torch.profiler failed")
+def test_launch_overhead_is_null_with_a_reason_when_the_kernel_time_fell_back() -> None:
+    fell_back = raw_mode("cold", [3.0], requested="kernel_sync_flush",
+                         reason="torch.profiler failed")
     summary = gpu_timing_summary(raw_all(kernel=fell_back))
     assert summary["launch_overhead_us"] is None
     assert summary["launch_overhead_reason"] == \
-        "the kernel mode was not measured: torch.profiler failed"
+        "the kernels' device time was not measured: torch.profiler failed"
 
 
-def test_launch_overhead_is_null_with_a_reason_when_the_kernel_mode_has_no_figure() -> None:
-    summary = gpu_timing_summary(raw_all(kernel=raw_mode("kernel", [], reason="no CUPTI")))
-    assert summary["modes"]["kernel"]["median_us"] is None
-    assert summary["modes"]["kernel"]["n"] == 0
+def test_launch_overhead_is_null_with_a_reason_when_the_kernel_time_has_no_figure() -> None:
+    summary = gpu_timing_summary(raw_all(kernel=raw_mode("kernel_sync_flush", [],
+                                                         reason="no CUPTI")))
+    assert summary["modes"]["kernel_sync_flush"]["median_us"] is None
+    assert summary["modes"]["kernel_sync_flush"]["n"] == 0
     assert summary["launch_overhead_us"] is None
-    assert summary["launch_overhead_reason"] == "the kernel mode has no figure: no CUPTI"
+    assert summary["launch_overhead_reason"] == "the kernels' device time has no figure: no CUPTI"
+
+
+def test_a_record_without_the_kernels_time_under_sync_flush_has_no_launch_overhead() -> None:
+    """Written before the launch overhead compared like with like: kernel (a cold L2 per call)
+    is never subtracted from sync (a flush per sample) instead."""
+    raw = raw_all()
+    del raw["modes"]["kernel_sync_flush"]
+    summary = gpu_timing_summary(raw)
+    assert summary["launch_overhead_us"] is None
+    assert "kernel_sync_flush" in summary["launch_overhead_reason"]
 
 
 def test_one_mode_has_no_launch_overhead_key() -> None:

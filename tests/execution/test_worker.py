@@ -19,6 +19,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -727,8 +728,134 @@ def test_all_modes_in_one_gpu_case(tmp_path: Path, simulated_gpu: Any) -> None:
     modes = reply.gpu_timing["modes"]
     assert {name: set(m["samples_us"]) for name, m in modes.items()} == {
         "cold": {3.0}, "hot": {5.0}, "graph": {3.0}, "graph_cold": {3.0}, "kernel": {3.0},
-        "sync": {16.0}}
+        "sync": {16.0}, "kernel_sync_flush": {3.0}}
     assert reply.gpu_timing["primary"] == "cold"
+
+
+def test_kernel_mode_without_a_profiler_skips_the_case_with_the_reason(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No figure stands in for the kernels' device time: the case is not timed, and says why;
+    the mode's record is null with the same reason."""
+    monkeypatch.delattr(sys.modules["torch"], "profiler")
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="kernel")
+    reply = run_job(job)
+    assert reply.status == "skipped"
+    assert reply.reason is not None
+    assert reply.reason.startswith("not timed: kernel mode: torch.profiler failed: ")
+    assert reply.samples_ns == ()
+    assert reply.gpu_timing is not None
+    kernel = reply.gpu_timing["modes"]["kernel"]
+    assert kernel["mode"] == "kernel" and kernel["samples_us"] == []
+    assert reply.reason == f"not timed: kernel mode: {kernel['reason']}"
+
+
+def test_a_gpu_without_a_bus_id_on_a_two_gpu_machine_reads_no_nvml(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index 0 may be another GPU: state, throttle guard and energy are null with the reason."""
+    from kernbench.measure.backends.torch_backend import TorchBackend
+    from kernbench.measure.metrics import energy, gpu_state
+
+    class TwoGpus:
+        def nvmlInit(self) -> None:
+            return None
+
+        def nvmlShutdown(self) -> None:
+            return None
+
+        def nvmlDeviceGetCount(self) -> int:
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, index: int) -> object:
+            raise AssertionError(f"NVML read at index {index}")
+
+    monkeypatch.setattr(TorchBackend, "pci_bus_id", lambda self, backend: None)
+    monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: TwoGpus())
+    monkeypatch.setattr(energy, "import_optional", lambda name: TwoGpus())
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    why = ("NVML not read: the PCI bus id of the GPU that ran the case is unknown and NVML "
+           "sees 2 GPUs, so index 0 may be another one")
+    assert reply.gpu_state == {"before": {"source": None, "reason": why},
+                               "after": {"source": None, "reason": why}}
+    assert reply.energy is not None and reply.energy["energy_j"] is None
+    assert reply.energy["reason"] == why
+
+
+JAX_GPU_KERNEL = """\
+import torch
+
+def setup():
+    return {"scratch": torch.empty(2**20, dtype=torch.uint8, device="cuda")}
+
+def run_benchmark(scratch):
+    return torch.jax_call()
+"""
+
+
+def simulated_jax(device: Any) -> Any:
+    """JAX's backend on the simulator: the host clock after block_until_ready, a device whose
+    memory_stats() are the simulator's allocator, and a 512 MiB flush whose jitted touch
+    makes a transient copy (as XLA does where it cannot honour the donation)."""
+    from kernbench.measure.backends.jax_backend import JaxBackend
+    from kernbench.measure.backends.other_gpu import JaxClock
+    from kernbench.measure.gpu_timing import Flush
+    from support.fake_cuda import FakeArray, FakeBuffer
+
+    class SimulatedJax(JaxBackend):
+        def unavailable_reason(self, backend: str) -> str | None:
+            return None
+
+        def _gpu(self) -> Any:
+            def memory_stats() -> dict[str, int]:
+                return {"peak_bytes_in_use": device.peak, "bytes_in_use": device.allocated}
+            return SimpleNamespace(memory_stats=memory_stats, local_hardware_id=None)
+
+        def gpu_clock(self, backend: str) -> Any:
+            return JaxClock(lambda array: array.block_until_ready(),
+                            now=lambda: int(device.host_ns))
+
+        def l2_flush(self, backend: str) -> Any:
+            size = 512 * 2**20
+            FakeBuffer(device, size)
+
+            def touch() -> object:
+                device.allocate(size)  # the copy a donated jit would not make
+                device.launch(device.flush_ns, name="flush")
+                device.allocated -= size
+                return FakeArray(device)
+            return Flush(size, touch)
+
+        def describe(self, backend: str) -> dict[str, Any]:
+            return {"framework": "jax", "device": "gpu"}
+    return SimulatedJax()
+
+
+def test_jax_memory_is_read_after_warm_up_before_the_flush_buffer_exists(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX cannot reset its peak: the kernel's 1 MiB is read before the 512 MiB buffer (and
+    any copy its flush makes) exists; the old subtraction reported 513 MiB here."""
+    from kernbench.execution import worker
+    from support.fake_cuda import jax_kernel
+
+    sys.modules["torch"].jax_call = jax_kernel(simulated_gpu, 3_000.0)
+    monkeypatch.setattr(worker, "backend_for", lambda framework: simulated_jax(simulated_gpu))
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", JAX_GPU_KERNEL), framework="jax",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    assert reply.l2_flush is True and "flush" in simulated_gpu.log
+    assert simulated_gpu.peak == 2 * 512 * 2**20 + 2**20  # the flush's copy was there
+    assert reply.memory is not None
+    assert reply.memory["peak_mb"] == 1.0 and reply.memory["allocated_mb"] == 1.0
+    assert "before the L2 flush buffer was allocated" in reply.memory["source"]
+    assert reply.gpu_timing is not None
+    assert reply.gpu_timing["modes"]["cold"]["flush"] == {"bytes": 512 * 2**20, "per": "call"}
 
 
 def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: Any) -> None:
@@ -743,14 +870,50 @@ def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: A
     assert reply.gpu_timing["modes"]["cold"]["flush"] == {"bytes": None, "per": "none"}
 
 
-def test_a_gpu_kernel_with_a_reset_fails_with_the_reason(tmp_path: Path,
-                                                          simulated_gpu: Any) -> None:
-    """The GPU timing modes queue calls back to back: an untimed reset between two calls has
-    no place in them yet, so the case says so instead of timing the resets."""
-    source = GPU_KERNEL + "\n\ndef reset(scratch):\n    return None\n"
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", source), framework="pytorch", backend="cuda",
-                 warmup_time_s=0.0), gpu_timing="cold")
-    reply = run_job(job)
-    assert reply.status == "failed"
-    assert reply.reason is not None and "`reset` runs on the CPU only for now" in reply.reason
+GPU_KERNEL_WITH_RESET = GPU_KERNEL + """
+def reset(scratch):                     # untimed: 4 us of device work, one more launch
+    return torch.reset_kernel()
+"""
+
+
+def run_with_reset(tmp_path: Path, device: Any, mode: str) -> WorkerReply:
+    sys.modules["torch"].reset_kernel = device.kernel(4_000.0, name="reset")
+    return run_job(dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL_WITH_RESET), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing=mode))
+
+
+@pytest.mark.parametrize(("mode", "figure_ns"), [
+    ("cold", 3_000.0), ("kernel", 3_000.0), ("sync", 16_000.0)])
+def test_a_gpu_kernel_with_a_reset_is_timed_without_its_reset(
+        tmp_path: Path, simulated_gpu: Any, mode: str, figure_ns: float) -> None:
+    """The reset runs before every call, outside what is timed: the figures are those of the
+    same kernel without one."""
+    reply = run_with_reset(tmp_path, simulated_gpu, mode)
+    assert reply.status == "ok", reply.reason
+    assert reply.samples_ns is not None and set(reply.samples_ns) == {figure_ns}
+    launched = [e for e in simulated_gpu.log if e in ("reset", "kernel")]
+    assert launched == ["reset", "kernel"] * (len(launched) // 2) and launched
+
+
+@pytest.mark.parametrize(("mode", "held"), [("hot", "event pair"), ("graph", "graph replay")])
+def test_a_gpu_kernel_with_a_reset_in_a_back_to_back_mode_is_skipped_with_the_reason(
+        tmp_path: Path, simulated_gpu: Any, mode: str, held: str) -> None:
+    reply = run_with_reset(tmp_path, simulated_gpu, mode)
+    assert reply.status == "skipped" and reply.samples_ns == ()
+    assert reply.reason == (
+        f"not timed: {mode} mode: a kernel with a `reset` cannot be timed in {mode} mode: one "
+        f"{held} holds N calls back to back, with no untimed place for the reset between "
+        "them; no figure")
+
+
+def test_all_modes_of_a_gpu_kernel_with_a_reset(tmp_path: Path, simulated_gpu: Any) -> None:
+    reply = run_with_reset(tmp_path, simulated_gpu, "all")
+    assert reply.status == "ok", reply.reason
+    assert reply.gpu_timing is not None and reply.gpu_timing["primary"] == "cold"
+    modes = reply.gpu_timing["modes"]
+    assert {name: set(m["samples_us"]) for name, m in modes.items()} == {
+        "cold": {3.0}, "hot": set(), "graph": set(), "graph_cold": set(), "kernel": {3.0},
+        "sync": {16.0}, "kernel_sync_flush": {3.0}}
+    assert all("`reset`" in modes[name]["reason"] for name in ("hot", "graph", "graph_cold"))
+    assert reply.energy is not None and "includes_reset" not in reply.energy  # NVML is absent

@@ -324,6 +324,22 @@ def test_jax_no_gpu_fake(monkeypatch: pytest.MonkeyPatch) -> None:
         "CUDA not available (JAX sees no GPU device)"
 
 
+def test_jax_device_memory_is_the_unresettable_peak_and_never_subtracts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    stats = {"peak_bytes_in_use": 3 * 2**20, "bytes_in_use": 2**20}
+    gpu = SimpleNamespace(memory_stats=lambda: stats)
+    monkeypatch.setitem(sys.modules, "jax", SimpleNamespace(devices=lambda kind=None: [gpu]))
+    backend = JaxBackend()
+    assert backend.resets_device_peak("cuda") is False
+    assert backend.resets_device_peak("cpu") is True and TorchBackend().resets_device_peak("cuda")
+    memory = backend.device_memory("cuda")
+    assert memory is not None and memory["peak_mb"] == 3.0 and memory["allocated_mb"] == 1.0
+    assert memory["source"].startswith("jax Device.memory_stats() peak_bytes_in_use")
+    with pytest.raises(ValueError, match="read it before the flush buffer exists"):
+        backend.device_memory("cuda", excluded_bytes=512 * 2**20)
+    assert backend.device_memory("cpu") is None
+
+
 def test_jax_devices_and_describe() -> None:
     jax = pytest.importorskip("jax")
     backend = JaxBackend()

@@ -9,6 +9,7 @@ import pytest
 
 from kernbench.measure.backends.torch_gpu import TorchCudaClock, l2_flush
 from kernbench.measure.gpu_session import AllBlocksDiscarded, measure_gpu
+from kernbench.measure.metrics.energy import energy_record
 from kernbench.measure.metrics.meters import region_reading
 from kernbench.results.model import ProtocolSettings
 from support.fake_cuda import FakeDevice, fake_torch
@@ -23,13 +24,16 @@ class CountingMeter:
 
     def __init__(self, device: FakeDevice, region_s: float) -> None:
         self.device, self.region_s = device, region_s
-        self.flushes_at_start = -1
+        self.started_at = -1
+        self.region_log: list[str] = []
+        """What the device ran (and the host's syncs) while the meter ran."""
 
     def start(self) -> None:
-        self.flushes_at_start = self.device.log.count("flush")
+        self.started_at = len(self.device.log)
 
     def stop(self) -> dict[str, Any]:
-        assert self.device.log.count("flush") == self.flushes_at_start, "a flush in the region"
+        self.region_log = self.device.log[self.started_at:]
+        assert "flush" not in self.region_log, "a flush in the region"
         return region_reading(2.0, self.region_s, "test", "counter", None)
 
 
@@ -62,6 +66,24 @@ def test_without_a_meter_no_device_time_is_spent_on_energy() -> None:
     assert result.energy_calls == 0
     assert result.energy_region["reason"] == "not measured"
     assert set(result.outcome.primary.samples_ns) == {3_000.0}
+
+
+def test_with_a_reset_the_energy_region_resets_before_every_call_and_says_so() -> None:
+    """Back-to-back calls of an in-place kernel would work on their own output: each call of
+    the region follows the kernel's reset, still with no flush; the record says it includes
+    the resets (:func:`energy_record`)."""
+    device = FakeDevice(5_000.0, 8_000.0)
+    meter = CountingMeter(device, region_s=0.02)
+    result = run(device, meter=meter, min_energy_s=0.01,
+                 reset=device.kernel(4_000.0, name="reset"))
+    launched = [e for e in meter.region_log if e != "sync"]
+    assert result.energy_calls > 0 and result.energy_calls % 125 == 0
+    assert launched == ["reset", "kernel"] * result.energy_calls
+    assert set(result.outcome.primary.samples_ns) == {3_000.0}
+    record = energy_record(result.energy_region, result.energy_calls, includes_reset=True)
+    assert record["includes_reset"] is True
+    assert record["energy_j"] == 2.0 / result.energy_calls
+    assert "includes_reset" not in energy_record(result.energy_region, result.energy_calls)
 
 
 def test_a_gpu_that_throttles_throughout_fails_the_case_with_the_reason() -> None:

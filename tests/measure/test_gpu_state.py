@@ -39,6 +39,9 @@ class FakeNVML:
         self.inits = 0
         self.shutdowns = 0
         self.bus_ids: list[str] = []
+        self.indices: list[int] = []
+        self.count = 1
+        """GPUs NVML sees."""
         self.sm_clocks: list[int] = []
         """SM clocks served in turn (then 1980 MHz, the maximum)."""
         self.masks: list[int] = []
@@ -56,8 +59,13 @@ class FakeNVML:
     def nvmlShutdown(self) -> None:
         self.shutdowns += 1
 
+    def nvmlDeviceGetCount(self) -> int:
+        self._check("count")
+        return self.count
+
     def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
         self._check("handle")
+        self.indices.append(index)
         return f"h{index}"
 
     def nvmlDeviceGetHandleByPciBusId(self, bus_id: str) -> str:
@@ -217,3 +225,27 @@ def test_a_throttled_or_slow_block_is_discarded(masks: list[int], clocks: list[i
 
 def test_no_guard_without_nvml() -> None:
     assert gs.block_guard(None, nvml=FakeNVML(init_error=FakeNVMLError("no driver"))) is None
+
+
+def test_without_a_bus_id_several_gpus_are_never_read_at_index_0() -> None:
+    """Index 0 may be another GPU than the one that ran the case: null with the reason."""
+    fake = FakeNVML()
+    fake.count = 2
+    device = gs.nvml_device(None, nvml=fake)
+    assert device.refusal == ("NVML not read: the PCI bus id of the GPU that ran the case is "
+                              "unknown and NVML sees 2 GPUs, so index 0 may be another one")
+    assert device.state(nvml=fake) == {"source": None, "reason": device.refusal}
+    assert device.guard(nvml=fake) is None
+    assert fake.indices == [] and fake.bus_ids == []
+    assert fake.inits == fake.shutdowns == 1  # the count was read, then NVML closed
+
+
+def test_one_gpu_is_read_at_index_0_and_a_known_bus_id_by_its_address() -> None:
+    fake = FakeNVML()
+    single = gs.nvml_device(None, nvml=fake)
+    assert single.refusal is None and single.state(nvml=fake)["source"] == "nvml"
+    assert fake.indices == [0]
+    fake.count = 8
+    known = gs.nvml_device("00000000:41:00.0", nvml=fake)
+    assert known.refusal is None and known.state(nvml=fake)["pci_bus_id"] == "00000000:41:00.0"
+    assert gs.nvml_device(None, nvml=FakeNVML(init_error=FakeNVMLError("x"))).refusal is None

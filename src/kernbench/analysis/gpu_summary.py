@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernbench.analysis.stats import iqr, percentile
+from kernbench.results.vocabulary import KERNEL_SYNC_FLUSH
 
 __all__ = ["RAW_MODE_KEYS", "gpu_timing_summary", "merge_gpu_timing", "timing_mode"]
 
@@ -39,14 +40,17 @@ def mode_summary(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def launch_overhead(modes: Mapping[str, Mapping[str, Any]]) -> tuple[float | None, str | None]:
-    """``sync`` - ``kernel`` medians, or None and why."""
-    sync, kernel = modes.get("sync"), modes.get("kernel")
+    """Medians of ``sync`` minus the kernels' device time under sync's own flush policy (the
+    L2 flushed once per sample; ``kernel`` flushes it before every call, so a cold-L2 kernel
+    figure would be subtracted from a mostly warm one), or None and why."""
+    sync, kernel = modes.get("sync"), modes.get(KERNEL_SYNC_FLUSH)
     if sync is None or kernel is None:
-        return None, "needs both the sync and the kernel mode (--gpu-timing all)"
+        return None, (f"needs the sync mode and the kernels' device time under its flush policy "
+                      f"({KERNEL_SYNC_FLUSH}): --gpu-timing all")
     if kernel.get("requested_mode") is not None:
-        return None, f"the kernel mode was not measured: {kernel.get('reason')}"
+        return None, f"the kernels' device time was not measured: {kernel.get('reason')}"
     if kernel.get("median_us") is None:
-        return None, f"the kernel mode has no figure: {kernel.get('reason')}"
+        return None, f"the kernels' device time has no figure: {kernel.get('reason')}"
     if sync.get("median_us") is None:
         return None, f"the sync mode has no figure: {sync.get('reason')}"
     return float(sync["median_us"]) - float(kernel["median_us"]), None

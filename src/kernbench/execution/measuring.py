@@ -16,18 +16,18 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.execution.checks import NO_ACCURACY, accuracy, accuracy_failure, work_counts
-from kernbench.execution.contract import BoundKernel, ContractError, bind_kernel
+from kernbench.execution.contract import BoundKernel, bind_kernel
 from kernbench.execution.describe import describe_device, describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.compiling import CompileWatch, compile_function
-from kernbench.measure.gpu_record import gpu_timing_raw
+from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
 from kernbench.measure.gpu_session import measure_gpu
 from kernbench.measure.gpu_timing import Flush, GpuClock
 from kernbench.measure.machine import ActivityProbe
 from kernbench.measure.metrics import MetricsCollector
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
-from kernbench.measure.metrics.gpu_state import block_guard, gpu_state
+from kernbench.measure.metrics.gpu_state import NvmlDevice, nvml_device
 from kernbench.measure.metrics.memory import merge_device_memory
 from kernbench.measure.precision import ignored_precision
 from kernbench.measure.profiling import profile_case
@@ -97,11 +97,11 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                  harness: Mapping[str, Any]) -> WorkerReply:
     """Setup, the protocol with memory, energy and GPU state around it, then the checks."""
     fake = job.fake_call_ms is not None
-    bus_id = backend.pci_bus_id(job.backend) if job.backend == "cuda" and not fake else None
-    gpu_before = gpu_state(pci_bus_id=bus_id) if job.backend == "cuda" and not fake else None
-    timed = _time_case(job, settings, backend, module, function, harness)
-    gpu = None if gpu_before is None else {"before": gpu_before,
-                                           "after": gpu_state(pci_bus_id=bus_id)}
+    nvml = nvml_device(backend.pci_bus_id(job.backend)) \
+        if job.backend == "cuda" and not fake else None
+    gpu_before = nvml.state() if nvml is not None else None
+    timed = _time_case(job, settings, backend, module, function, harness, nvml)
+    gpu = None if nvml is None else {"before": gpu_before, "after": nvml.state()}
     m = timed.outcome.measurement
     output = describe_output(timed.outcome.last_result)
     if job.save_output_path is not None:
@@ -109,6 +109,9 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
 
         save_output(timed.outcome.last_result, job.save_output_path)
     status, reason, checked = _verdict(job, timed.kernel, timed.outcome.last_result, output)
+    untimed = missing_figure(timed.gpu_timing)
+    if status == "ok" and untimed is not None:  # nothing to report as the case's figure
+        status, reason = "skipped", untimed
     return WorkerReply(
         status=status, reason=reason, samples_ns=tuple(m.samples_ns),
         inner_loops=m.inner_loops, warmup_ns=tuple(m.warmup_ns),
@@ -123,20 +126,20 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
 
 def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                module: ModuleType, function: Callable[..., Any],
-               harness: Mapping[str, Any]) -> Timed:
+               harness: Mapping[str, Any], nvml: NvmlDevice | None) -> Timed:
     """Bind (setup's allocations count as the case's memory), compile outside the protocol,
     then the protocol itself (or the GPU timing modes), with energy and machine activity."""
     name, fake = job.backend, job.fake_call_ms is not None
     collector = MetricsCollector(settings, backend.timer(name), backend.synchronizer(name))
     clock = None if fake else backend.gpu_clock(name)
     meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
-        else energy_meter_for(name, pci_bus_id=backend.pci_bus_id(name))
+        else _energy_meter(name, nvml)
     options = job.implementation.compile if job.implementation is not None else None
     watch = CompileWatch(options) if options is not None else None
     if options is not None:
         function = compile_function(function, options)
-    flush = backend.l2_flush(name) if clock is not None and job.flush_l2 else None
-    backend.reset_device_memory(name)  # after the flush buffer exists: it is not the kernel's
+    memory = DeviceMemory(backend, name, clock is not None, job.flush_l2 and clock is not None)
+    flush = memory.start()
     with collector.measure_memory(job.trace_python) as host_memory:
         kernel = bind(job, module, function, harness)
         call = kernel.bare_call()
@@ -152,38 +155,85 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
         reset = kernel.reset_call()
         if clock is None:
             outcome, energy, gpu_timing = _protocol(collector, call, meter, reset)
-        elif reset is not None:
-            raise ContractError("a kernel with a `reset` runs on the CPU only for now: the GPU "
-                                "timing modes queue calls back to back, with no untimed step "
-                                "between them")
         else:
-            outcome, energy, gpu_timing = _gpu_modes(job, backend, call, clock, flush, meter)
+            outcome, energy, gpu_timing = _gpu_modes(job, call, clock, flush, meter, nvml,
+                                                     reset)
         machine = None if probe is None else probe.stop()
-    device_memory = backend.device_memory(name, flush.bytes if flush is not None else 0)
-    return Timed(kernel, outcome, merge_device_memory(host_memory, device_memory), energy,
-                 flush is not None, machine, None if watch is None else watch.record(),
+    return Timed(kernel, outcome, merge_device_memory(host_memory, memory.end()), energy,
+                 memory.flush is not None, machine, None if watch is None else watch.record(),
                  gpu_timing)
+
+
+@dataclass
+class DeviceMemory:
+    """The L2 flush buffer and the device memory reading of one case, in the order that keeps
+    the buffer out of the kernel's figures: where the allocator's peak can be reset, the buffer
+    is allocated first and the peak reset after it; where it cannot (JAX), the memory is read
+    after the warm-up calls (which never flush) and only then is the buffer allocated."""
+
+    backend: Backend
+    name: str
+    gpu: bool
+    """A GPU case, timed in the GPU timing modes."""
+    wanted: bool
+    """A flush was asked for (not --no-l2-flush) and the case is a GPU one."""
+    flush: Flush | None = None
+    reading: dict[str, Any] | None = None
+
+    @property
+    def early(self) -> bool:
+        return self.gpu and not self.backend.resets_device_peak(self.name)
+
+    def start(self) -> Flush | Callable[[], Flush | None] | None:
+        """Before setup: the flush, or, where the peak cannot be reset, what makes it later."""
+        if self.early:
+            return self.after_warmup
+        self.flush = self.backend.l2_flush(self.name) if self.wanted else None
+        self.backend.reset_device_memory(self.name)  # after the buffer: it is not the kernel's
+        return self.flush
+
+    def after_warmup(self) -> Flush | None:
+        self.reading = self.backend.device_memory(self.name)
+        self.flush = self.backend.l2_flush(self.name) if self.wanted else None
+        return self.flush
+
+    def end(self) -> dict[str, Any] | None:
+        """The device memory figures: read at the end less the buffer, or read early."""
+        if self.early:
+            return self.reading
+        return self.backend.device_memory(self.name,
+                                          self.flush.bytes if self.flush is not None else 0)
 
 
 def _protocol(collector: MetricsCollector, call: Callable[[], object], meter: EnergyMeter,
               reset: Callable[[], object] | None) -> tuple[Outcome, dict[str, Any], None]:
     """The CPU protocol (and a fake clock), with energy over the timed samples; `reset` runs
-    untimed before every call."""
+    untimed before every call (its energy, between the samples' calls, is in the region)."""
     region: dict[str, Any] = {}
     outcome = collector.time_execution(call, None, _metered(meter, region), reset)
     m = outcome.measurement
-    return outcome, energy_record(region, m.inner_loops * len(m.samples_ns)), None
+    return (outcome, energy_record(region, m.inner_loops * len(m.samples_ns), reset is not None),
+            None)
 
 
-def _gpu_modes(job: WorkerJob, backend: Backend, call: Callable[[], object], clock: GpuClock,
-               flush: Flush | None,
-               meter: EnergyMeter) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
-    """The GPU timing modes, throttled blocks discarded, energy over a hot region."""
-    bus_id = backend.pci_bus_id(job.backend)
-    guard = block_guard(bus_id) if job.backend == "cuda" else None
-    run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter)
+def _energy_meter(name: str, nvml: NvmlDevice | None) -> EnergyMeter:
+    """The backend's meter, on the device that ran the case (NVML: by its PCI bus id)."""
+    if nvml is not None and nvml.refusal is not None:
+        return NullMeter(nvml.refusal, "nvml")
+    return energy_meter_for(name, pci_bus_id=nvml.pci_bus_id if nvml is not None else None)
+
+
+def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,
+               flush: Flush | Callable[[], Flush | None] | None, meter: EnergyMeter,
+               nvml: NvmlDevice | None, reset: Callable[[], object] | None
+               ) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
+    """The GPU timing modes, throttled blocks discarded, energy over a hot region; `reset`
+    runs untimed before every call (and in the energy region, whose figure then says so)."""
+    guard = nvml.guard() if nvml is not None else None
+    run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter,
+                      reset=reset)
     outcome = Outcome(run.outcome.measurement, run.outcome.last_result)
-    return (outcome, energy_record(run.energy_region, run.energy_calls),
+    return (outcome, energy_record(run.energy_region, run.energy_calls, reset is not None),
             gpu_timing_raw(run.outcome, job.gpu_timing))
 
 

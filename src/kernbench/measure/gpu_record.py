@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kernbench.measure.gpu_timing import GpuOutcome, ModeResult
+from kernbench.measure.gpu_session import GpuOutcome
+from kernbench.measure.gpu_timing import ModeResult
 
 
 def mode_raw(result: ModeResult, flush_bytes: int | None) -> dict[str, Any]:
@@ -33,3 +34,14 @@ def gpu_timing_raw(outcome: GpuOutcome, requested: str) -> dict[str, Any]:
     modes = {(r.requested or r.mode): mode_raw(r, outcome.flush_bytes) for r in outcome.modes}
     primary = outcome.primary.requested or outcome.primary.mode
     return {"requested": requested, "primary": primary, "modes": modes}
+
+
+def missing_figure(raw: dict[str, Any] | None) -> str | None:
+    """Why a case has no figure at all: the mode its samples were to hold could not be measured
+    (``--gpu-timing kernel`` without a profiler); None when it has one."""
+    if not raw:
+        return None
+    primary = raw["modes"][raw["primary"]]
+    if primary["samples_us"]:
+        return None
+    return f"not timed: {raw['primary']} mode: {primary['reason']}"

@@ -1,4 +1,5 @@
-"""GPU timing modes: what one GPU figure means, and the loops that measure it.
+"""GPU timing modes: what one GPU figure means, and the loops that measure it (one case runs
+them through :mod:`kernbench.measure.gpu_session`).
 
 A GPU case is timed in one of these modes (``--gpu-timing``, default ``cold``):
 
@@ -15,11 +16,23 @@ A GPU case is timed in one of these modes (``--gpu-timing``, default ``cold``):
   dynamic shapes) is reported with its reason and the figure falls back to ``hot``.
 * ``kernel``: the device time of the call's kernels from the profiler (CUPTI), summed per
   call, the L2 flushed before each call outside the profiled range; where no profiler can
-  read it the figure falls back to ``cold``, with the reason.
+  read it there is no figure (null), with the reason: it never falls back to another mode.
 * ``sync``: kernbench's former behaviour, kept for comparison: a host synchronise after every
   call inside an event pair around N calls, the L2 flushed before each sample. It shows
   launch + kernel + sync latency.
-* ``all``: every mode in one record, plus ``launch_overhead_us`` (``sync`` - ``kernel``).
+* ``all``: every mode in one record, plus ``launch_overhead_us``: ``sync`` minus the kernels'
+  device time taken as ``kernel`` takes it but with ``sync``'s flush policy (once per sample:
+  :func:`time_kernel_sync_flush`), so both sides see the same L2 state.
+
+A kernel with a ``reset`` (untimed, before every call: it restores an input the kernel works
+on in place) has it run where the flush runs, outside what is timed, and before the flush, so
+the reset's own writes are not left in the L2: in ``cold`` it is queued before each call's
+start mark (the host still never waits per call); in ``kernel`` it runs outside each call's
+profiled range; in ``sync`` it is waited for before each call's start mark, and each call then
+has its own pair (an unwaited reset would hold the start mark back and hide the launch). ``hot``,
+``graph`` and ``graph_cold`` time N calls back to back in one pair or replay, with no untimed
+place between them: for such a kernel they have no figure (null), with the reason, and never
+fall back to another mode.
 
 The loops know a :class:`GpuClock` (CUDA events for PyTorch and CuPy, the host clock after
 ``block_until_ready`` for JAX) and a :class:`BlockGuard` (NVML clocks and throttle reasons);
@@ -28,20 +41,14 @@ tests hand in a FIFO stream simulator, so every mode's arithmetic is asserted ex
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kernbench.results.model import Measurement, ProtocolSettings
-from kernbench.results.vocabulary import GPU_TIMING_MODES
+from kernbench.results.vocabulary import KERNEL_SYNC_FLUSH
 
 COLD_BLOCK_CALLS = 256
 """Most calls between two host synchronisations in ``cold`` (their events wait meanwhile)."""
-SAMPLE_TARGET_NS = 1e6
-"""A ``hot``/``graph``/``sync`` sample, and a ``cold`` block, holds about this much device
-time (at least one call): event resolution (~0.5 us) is then under 0.1% of a sample."""
 MAX_GRAPH_CALLS = 1000
 """Most calls captured into one graph (a graph's memory grows with its nodes)."""
 MAX_ATTEMPTS_FACTOR = 2
@@ -158,6 +165,8 @@ class Session:
     fall_back: bool = True
     """A mode that cannot be measured is measured in its fallback mode (the record's samples
     need a figure); False where every mode is measured anyway (``all``): it is then null."""
+    reset: Callable[[], object] | None = None
+    """The kernel's untimed per-call reset (it does not wait), or None."""
 
     def guarded(self, take: Callable[[], list[float]]) -> tuple[list[list[float]], list[str]]:
         """`samples` blocks that the guard kept, and why the others were discarded."""
@@ -177,6 +186,25 @@ class Session:
 
     def flush_per(self, per: str) -> str:
         return per if self.flush is not None else "none"
+
+
+def untimed_before(session: Session, flush: bool = True) -> object:
+    """What runs before a call, outside its marks: the kernel's reset, then (where `flush`)
+    the L2 flush, so the call meets the L2 the mode promises, not the reset's writes. Queued,
+    never waited for; returns the last one's result (a host clock's mark waits on it)."""
+    result = session.reset() if session.reset is not None else None
+    if flush and session.flush is not None:
+        result = session.flush.run()
+    return result
+
+
+def _back_to_back(session: Session, mode: str, held_in: str) -> ModeResult | None:
+    """No figure for a mode of N calls back to back where the kernel has a reset; else None."""
+    if session.reset is None:
+        return None
+    return no_figure(mode, f"a kernel with a `reset` cannot be timed in {mode} mode: {held_in} "
+                           "holds N calls back to back, with no untimed place for the reset "
+                           "between them")
 
 
 def _paired(session: Session, run: Callable[[], object], calls: int) -> float:
@@ -208,13 +236,13 @@ def _result(session: Session, mode: str, blocks: list[list[float]], discarded: l
 
 
 def time_cold(session: Session) -> ModeResult:
-    clock, call, flush = session.clock, session.call, session.flush
+    clock, call = session.clock, session.call
     block_calls = min(session.loops, COLD_BLOCK_CALLS)
 
     def block() -> list[float]:
         marks = []
         for _ in range(block_calls):
-            start = clock.mark_after(flush.run() if flush is not None else None)
+            start = clock.mark_after(untimed_before(session))
             marks.append((start, clock.mark_after(call())))
         clock.synchronize()
         return [clock.elapsed_ns(start, end) for start, end in marks]
@@ -224,6 +252,9 @@ def time_cold(session: Session) -> ModeResult:
 
 
 def time_hot(session: Session) -> ModeResult:
+    refused = _back_to_back(session, "hot", "one event pair")
+    if refused is not None:
+        return refused
     loops, calls = session.loops, _repeat(session.call, session.loops)
     blocks, discarded = session.guarded(lambda: [_paired(session, calls, loops)])
     return _result(session, "hot", blocks, discarded, loops, "none")
@@ -241,7 +272,17 @@ def time_sync(session: Session) -> ModeResult:
         clock.synchronize()
         return [clock.elapsed_ns(start, end) / loops]
 
-    blocks, discarded = session.guarded(sample)
+    def reset_sample() -> list[float]:  # the reset and the flush waited for, then one call
+        marks = []
+        for index in range(loops):
+            clock.wait(untimed_before(session, flush=index == 0))
+            start = clock.mark()
+            clock.wait(call())
+            marks.append((start, clock.mark()))
+        clock.synchronize()
+        return [sum(clock.elapsed_ns(start, end) for start, end in marks) / loops]
+
+    blocks, discarded = session.guarded(sample if session.reset is None else reset_sample)
     return _result(session, "sync", blocks, discarded, loops, "sample")
 
 
@@ -250,6 +291,9 @@ def _graph_loops(session: Session) -> int:
 
 
 def time_graph(session: Session) -> ModeResult:
+    refused = _back_to_back(session, "graph", "one graph replay")
+    if refused is not None:
+        return refused
     loops = _graph_loops(session)
     try:
         replay = session.clock.capture(_repeat(session.call, loops))
@@ -265,6 +309,9 @@ def time_graph_cold(session: Session) -> ModeResult | None:
     flush, call, loops = session.flush, session.call, _graph_loops(session)
     if flush is None:
         return None
+    refused = _back_to_back(session, "graph_cold", "one graph replay")
+    if refused is not None:
+        return refused
 
     def flushed_call() -> object:
         flush.run()
@@ -282,16 +329,42 @@ def time_graph_cold(session: Session) -> ModeResult | None:
 
 
 def time_kernel(session: Session) -> ModeResult:
-    flush = session.flush.run if session.flush is not None else None
     count = min(session.loops, COLD_BLOCK_CALLS)
 
     def block() -> list[float]:
-        return session.clock.kernel_times_ns(session.call, flush, count)
+        return session.clock.kernel_times_ns(session.call, lambda: untimed_before(session),
+                                             count)
     try:
         blocks, discarded = session.guarded(block)
     except ProfilerUnavailable as exc:
-        return _fell_back(session, time_cold, "kernel", str(exc))
+        return no_figure("kernel", str(exc))
     return _result(session, "kernel", blocks, discarded, count, "call", cold_blocks=True)
+
+
+def time_kernel_sync_flush(session: Session) -> ModeResult:
+    """The kernels' device time as ``kernel`` takes it, but with ``sync``'s flush policy: the
+    L2 flushed once before each sample of `loops` calls, not before every call. ``sync`` minus
+    this figure holds the launch and sync latency alone, both sides on the same L2 state (a
+    reset runs before each call, and the flush after the first one's, as in ``sync``)."""
+    loops = session.loops
+
+    def sample() -> list[float]:
+        calls = iter(range(loops))
+        before = None if session.reset is None else \
+            (lambda: untimed_before(session, flush=next(calls) == 0))
+        if before is None:
+            session.clock.wait(untimed_before(session))
+        return [sum(session.clock.kernel_times_ns(session.call, before, loops)) / loops]
+    try:
+        blocks, discarded = session.guarded(sample)
+    except ProfilerUnavailable as exc:
+        return no_figure(KERNEL_SYNC_FLUSH, str(exc))
+    return _result(session, KERNEL_SYNC_FLUSH, blocks, discarded, loops, "sample")
+
+
+def no_figure(mode: str, reason: str) -> ModeResult:
+    """A mode that could not be measured: no figure (null), and why."""
+    return ModeResult(mode, (), (), 0, "none", reason=f"{reason}; no figure")
 
 
 def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requested: str,
@@ -299,7 +372,7 @@ def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requ
     """The fallback mode's figures, saying so; or no figure (null) and the reason where the
     fallback mode is measured on its own anyway."""
     if not session.fall_back:
-        return ModeResult(requested, (), (), 0, "none", reason=f"{reason}; no figure")
+        return no_figure(requested, reason)
     measured = fallback(session)
     return ModeResult(measured.mode, measured.figures_ns, measured.samples_ns,
                       measured.calls_per_sample, measured.flush_per, requested,
@@ -310,74 +383,3 @@ def _fell_back(session: Session, fallback: Callable[[Session], ModeResult], requ
 RUNNERS: dict[str, Callable[[Session], ModeResult]] = {
     "cold": time_cold, "hot": time_hot, "graph": time_graph, "kernel": time_kernel,
     "sync": time_sync}
-
-
-@dataclass(frozen=True)
-class GpuOutcome:
-    """Every requested mode's result; `primary` is the one the record's samples hold."""
-
-    modes: tuple[ModeResult, ...]
-    primary: ModeResult
-    measurement: Measurement
-    last_result: object
-    flush_bytes: int | None
-
-
-def warm_up_gpu(call: Callable[[], object], clock: GpuClock,
-                settings: ProtocolSettings) -> tuple[list[float], float]:
-    """Warmup calls, each timed alone (launch included), then untimed calls until
-    `settings.warmup_time_s` has passed; returns (warmup times, the fastest) in ns."""
-    began = time.monotonic()
-    times: list[float] = []
-    for _ in range(max(1, settings.warmup)):
-        start = clock.mark()
-        end = clock.mark_after(call())
-        clock.synchronize()
-        times.append(clock.elapsed_ns(start, end))
-    while time.monotonic() - began < settings.warmup_time_s:
-        clock.wait(call())
-    return times, max(min(times), 1.0)
-
-
-def mark_overhead_ns(clock: GpuClock, ahead: Callable[[], object] | None,
-                     probes: int = 11) -> float:
-    """Median time between two marks with nothing between them, taken as the modes take them:
-    behind queued work (`ahead`, the flush) where there is some, so an event pair's cost on a
-    busy stream is measured, not the host's delay in recording the second event."""
-    pairs = [(clock.mark_after(ahead() if ahead is not None else None), clock.mark())
-             for _ in range(probes)]
-    clock.synchronize()
-    return sorted(clock.elapsed_ns(a, b) for a, b in pairs)[probes // 2]
-
-
-def loops_for(estimate_ns: float, settings: ProtocolSettings) -> int:
-    """Calls per sample: enough for :data:`SAMPLE_TARGET_NS` of device time."""
-    return max(1, min(math.ceil(SAMPLE_TARGET_NS / estimate_ns), settings.max_inner_loops))
-
-
-def modes_of(mode: str) -> tuple[str, ...]:
-    """The modes `mode` stands for (``all``: every one)."""
-    return GPU_TIMING_MODES if mode == "all" else (mode,)
-
-
-def time_gpu(session: Session, mode: str, warmup_ns: Sequence[float],
-             warmup_s: float) -> GpuOutcome:
-    """Measure `mode` (or all of them) and keep one last, waited-for result for the checks."""
-    results: list[ModeResult] = []
-    session.fall_back = mode != "all"
-    for name in modes_of(mode):
-        results.append(RUNNERS[name](session))
-        if name == "graph":
-            cold = time_graph_cold(session)
-            if cold is not None:
-                results.append(cold)
-    primary = next(r for r in results if (r.requested or r.mode) == modes_of(mode)[0])
-    last = session.call()
-    session.clock.wait(last)
-    measurement = Measurement(samples_ns=primary.samples_ns,
-                              inner_loops=primary.calls_per_sample, warmup_ns=tuple(warmup_ns),
-                              timer_overhead_ns=mark_overhead_ns(
-                                  session.clock, session.flush.run if session.flush else None),
-                              timer=session.clock.name, warmup_s=warmup_s)
-    return GpuOutcome(tuple(results), primary, measurement, last,
-                      session.flush.bytes if session.flush is not None else None)

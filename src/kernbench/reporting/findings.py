@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernbench.reporting.gpu_modes import mode_suffix
 from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.views import (
     PROBLEM_STATUSES,
@@ -157,7 +158,7 @@ def _extremes(results: Sequence[Record]) -> list[Finding]:
     if len(ok) > 1:
         ends.append(("slowest", ok[-1]))
     return [Finding(kind, case_id(r), f"{case_id(r)}: {fmt_num(p50_ms(r))} ms p50"
-                    f"{_ci_text(r)}", p50_ms(r)) for kind, r in ends]
+                    f"{mode_suffix(r)}{_ci_text(r)}", p50_ms(r)) for kind, r in ends]
 
 
 def _best_implementations(document: Mapping[str, Any]) -> list[Finding]:

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernbench.reporting.views import Record, case_id, number, section
+from kernbench.results.vocabulary import KERNEL_SYNC_FLUSH
 
-MODE_ORDER = ("cold", "hot", "graph", "graph_cold", "kernel", "sync")
+MODE_ORDER = ("cold", "hot", "graph", "graph_cold", "kernel", "sync", KERNEL_SYNC_FLUSH)
 """Columns of the modes table, in this order (those no record has are left out)."""
 
 
@@ -22,10 +23,14 @@ def timing_mode(record: Record) -> str | None:
     return str(mode) if isinstance(mode, str) else None
 
 
+def suffix(mode: object) -> str:
+    """`` (cold)`` after a figure timed in that GPU mode; empty without one (CPU)."""
+    return f" ({mode})" if mode else ""
+
+
 def mode_suffix(record: Record) -> str:
     """`` (cold)`` after a GPU figure; empty for a CPU one."""
-    mode = timing_mode(record)
-    return f" ({mode})" if mode else ""
+    return suffix(timing_mode(record))
 
 
 def _cell(mode: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernbench.analysis.stats import geometric_mean
 from kernbench.reporting.availability import absent_backends, present_only
+from kernbench.reporting.gpu_modes import timing_mode
 from kernbench.reporting.views import Record, mappings, number, p50_ms, section
 from kernbench.results.model import point_of
 
@@ -32,6 +33,8 @@ class Cell:
     gb_per_s: float | None = None
     case_id: str | None = None
     reason: str | None = None
+    mode: str | None = None
+    """The GPU timing mode of its figures (None: a CPU case)."""
 
 
 @dataclass(frozen=True)
@@ -117,4 +120,5 @@ def _cell(record: Record | None, reference: Record | None) -> Cell:
     speedup = base / p50 if base is not None and p50 else None
     return Cell(status=str(record.get("status")), p50_ms=p50, speedup=speedup,
                 gb_per_s=number(section(record, "work").get("gb_per_s")) if p50 else None,
-                case_id=str(record.get("case_id")), reason=record.get("reason"))
+                case_id=str(record.get("case_id")), reason=record.get("reason"),
+                mode=timing_mode(record))

@@ -12,7 +12,7 @@ from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
 from kernbench.reporting.availability import absent_backends, present_only
 from kernbench.reporting.digest import regression_digest
-from kernbench.reporting.gpu_modes import gpu_timing_table, mode_suffix
+from kernbench.reporting.gpu_modes import gpu_timing_table, mode_suffix, suffix
 from kernbench.reporting.implementations import implementation_tables
 from kernbench.reporting.templating import environment
 from kernbench.reporting.views import OVER_PEAK_NOTE, PROBLEM_STATUSES, over_peak
@@ -45,6 +45,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["kernel_label"] = kernel_label
     env.filters["peak_pct"] = peak_pct
     env.filters["mode_suffix"] = mode_suffix
+    env.filters["suffix"] = suffix
     return env
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "GPU_ONLY_FRAMEWORKS",
     "GPU_TIMING_CHOICES",
     "GPU_TIMING_MODES",
+    "KERNEL_SYNC_FLUSH",
     "NARROW_PRECISIONS",
     "PRECISION_ALIASES",
     "PRECISION_NAMES",
@@ -92,6 +93,9 @@ GPU_TIMING_MODES: tuple[str, ...] = ("cold", "hot", "graph", "kernel", "sync")
 """How a GPU case's time is taken (kernbench.measure.gpu_timing); ``all`` takes every one."""
 GPU_TIMING_CHOICES: tuple[str, ...] = (*GPU_TIMING_MODES, "all")
 """What ``--gpu-timing`` (suite key and bench.yaml key ``gpu_timing``) accepts."""
+KERNEL_SYNC_FLUSH = "kernel_sync_flush"
+"""Under ``all``, the kernels' device time (as ``kernel``) with ``sync``'s flush policy (the L2
+flushed once per sample), which ``launch_overhead_us`` subtracts from ``sync``."""
 
 COMPILE_MODE_NAMES: tuple[str, ...] = (
     "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

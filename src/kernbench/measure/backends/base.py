@@ -128,6 +128,12 @@ class Backend:
         """Reset the device allocator's peak counters before a case (GPU backends)."""
         return None
 
+    def resets_device_peak(self, backend: str) -> bool:
+        """False where the device allocator's peak cannot be reset (JAX): a GPU case's memory
+        is then read after its warm-up, before the L2 flush buffer is allocated, so the
+        buffer is never counted as the kernel's."""
+        return True
+
     def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
         """Device allocator figures after a case: {peak_mb, allocated_mb, source}, or None.
         `excluded_bytes` (the L2 flush buffer, live all along) is not the kernel's."""

@@ -89,4 +89,6 @@ class CupyBackend(Backend):
     def pci_bus_id(self, backend: str) -> str | None:
         import cupy
 
-        return str(cupy.cuda.Device().pci_bus_id)
+        from kernbench.measure.backends.device_facts import parse_bus_id
+
+        return parse_bus_id(cupy.cuda.Device().pci_bus_id)

@@ -63,21 +63,49 @@ class JaxBackend(Backend):
         """JAX dispatches asynchronously on every device, the CPU included."""
         return BlockUntilReady()
 
-    def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
-        if backend == "cpu":
-            return None
+    def _gpu(self) -> Any:
+        """The GPU a case runs on: JAX's first, its default device on a GPU machine."""
         import jax
 
-        stats = jax.devices("gpu")[0].memory_stats() or {}
+        return jax.devices("gpu")[0]
+
+    def pci_bus_id(self, backend: str) -> str | None:
+        """JAX gives no PCI address: the CUDA (or HIP) runtime's, for the device's ordinal
+        (``local_hardware_id``); None where no runtime library answers."""
+        if backend == "cpu":
+            return None
+        from kernbench.measure.backends import device_facts
+
+        device = self._gpu()
+        ordinal = getattr(device, "local_hardware_id", None)
+        if ordinal is None:
+            return None
+        platform = str(getattr(device.client, "platform_version", "")).lower()
+        return device_facts.runtime_bus_id(int(ordinal), hip="rocm" in platform)
+
+    def resets_device_peak(self, backend: str) -> bool:
+        """XLA's allocator has no public reset of ``peak_bytes_in_use``."""
+        return backend == "cpu"
+
+    def device_memory(self, backend: str, excluded_bytes: int = 0) -> dict[str, Any] | None:
+        """The peak since the worker started (it cannot be reset), read after the case's
+        setup and warm-up calls and before the L2 flush buffer is allocated: nothing of the
+        buffer is in it, so nothing is subtracted (a subtraction would be wrong by any
+        transient copy the flush made)."""
+        if backend == "cpu":
+            return None
+        if excluded_bytes:
+            raise ValueError("JAX's peak cannot be reset: read it before the flush buffer "
+                             "exists instead of subtracting the buffer")
+        stats = self._gpu().memory_stats() or {}
         if "peak_bytes_in_use" not in stats:
             return None
-        source = ("jax Device.memory_stats() peak_bytes_in_use (since the worker started: JAX "
-                  "cannot reset its peak)")
-        if excluded_bytes:
-            source += f", less the {excluded_bytes} B L2 flush buffer"
-        return {"peak_mb": (stats["peak_bytes_in_use"] - excluded_bytes) / 2**20,
-                "allocated_mb": (stats.get("bytes_in_use", 0) - excluded_bytes) / 2**20,
-                "source": source}
+        return {"peak_mb": stats["peak_bytes_in_use"] / 2**20,
+                "allocated_mb": stats.get("bytes_in_use", 0) / 2**20,
+                "source": "jax Device.memory_stats() peak_bytes_in_use / bytes_in_use after "
+                          "setup and the warm-up calls, before the L2 flush buffer was "
+                          "allocated (JAX cannot reset its peak: it includes what the worker "
+                          "allocated before the case)"}
 
     def gpu_clock(self, backend: str) -> GpuClock | None:
         if backend == "cpu":

@@ -1,32 +1,45 @@
 """CuPy's and JAX's side of the GPU timing modes, in the same vocabulary as PyTorch's.
 
-* CuPy: CUDA events on the current stream, stream capture into a graph (CuPy >= 13), no
-  per-call profiler (``kernel`` falls back to ``cold`` with the reason), the flush a fill of a
-  buffer twice the device's L2 (``l2CacheSize`` from the runtime's device properties).
+* CuPy: CUDA events on the stream the timed work runs on (the current stream; a graph's
+  replays run on their non-blocking capture stream, which the default stream does not wait
+  for, so their marks are recorded there), stream capture into a graph (CuPy >= 13), no
+  per-call profiler (``kernel`` has no figure, with the reason), the flush a fill of a
+  buffer twice the device's last-level cache (``l2CacheSize`` from the runtime's device
+  properties, or a ROCm part's Infinity Cache by its ``gcnArchName``).
 * JAX: no events, so marks are the host clock after ``block_until_ready``: ``hot`` is N
   dispatches then one ``block_until_ready``, divided by N; ``cold`` waits for a jitted write
   of the flush buffer (donated, so no second buffer lives), then times one call and its wait,
   so a JAX ``cold`` figure includes dispatch and wait latency. No CUDA-graph capture (XLA
   compiles the jitted function into its own graph; ``graph`` falls back to ``hot``) and no
-  per-call device time (``kernel`` falls back to ``cold``).
+  per-call device time (``kernel`` has no figure, with the reason). A kernel's ``reset`` is
+  waited for through the flush queued after it (or through its own result, without a flush).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from kernbench.measure.backends.device_facts import LARGEST_LAST_LEVEL_CACHE, flush_bytes
 from kernbench.measure.gpu_timing import CaptureFailed, Flush, ProfilerUnavailable
 
-JAX_FLUSH_BYTES = 512 * 2**20
-"""JAX reports no L2 size: a buffer at least twice the largest last-level GPU cache of current
-parts (256 MB on MI300X) is flushed instead, and the record says how many bytes."""
+JAX_FLUSH_BYTES = max(512 * 2**20, 2 * LARGEST_LAST_LEVEL_CACHE)
+"""JAX reports no cache size: a buffer at least twice the largest last-level GPU cache known
+(MI300X's 256 MB Infinity Cache) is flushed instead, and the record says how many bytes."""
 
 
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a CuPy graph replay returns: the stream its work was queued on."""
+
+    stream: Any
 
 
 class CupyClock:
@@ -40,11 +53,16 @@ class CupyClock:
 
     def mark(self) -> object:
         event = self._cp.cuda.Event()
-        event.record()
+        event.record()  # on the current stream
         return event
 
     def mark_after(self, result: object) -> object:
-        return self.mark()
+        """A replay's work is on its capture stream: the event goes there, behind it."""
+        if not isinstance(result, Replayed):
+            return self.mark()
+        event = self._cp.cuda.Event()
+        event.record(result.stream)
+        return event
 
     def wait(self, result: object) -> None:
         self.synchronize()
@@ -72,8 +90,8 @@ class CupyClock:
 
         def replay() -> object:
             graph.launch(stream)
-            return None
-        return replay  # replays run on the capture stream; marks are on the current one
+            return Replayed(stream)
+        return replay
 
     def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
                         count: int) -> list[float]:
@@ -82,17 +100,19 @@ class CupyClock:
 
 
 def cupy_flush(cupy_module: Any) -> Flush | None:
+    """A fill of a buffer twice the device's last-level cache: its L2, or on ROCm the Infinity
+    Cache known by ``gcnArchName``; None where neither size is known."""
     device = cupy_module.cuda.Device()
     props = cupy_module.cuda.runtime.getDeviceProperties(device.id)
-    size = int(props.get("l2CacheSize", 0) or 0)
+    size = flush_bytes(int(props.get("l2CacheSize", 0) or 0), props.get("gcnArchName"))
     if size <= 0:
         return None
-    buffer = cupy_module.empty(2 * size, dtype=cupy_module.uint8)
+    buffer = cupy_module.empty(size, dtype=cupy_module.uint8)
 
     def run() -> object:
         buffer.fill(0)
         return None
-    return Flush(bytes=2 * size, run=run)
+    return Flush(bytes=size, run=run)
 
 
 class JaxClock:

@@ -1,5 +1,5 @@
 """PyTorch's side of the GPU timing modes (CUDA and ROCm): CUDA events as marks, CUDA graphs,
-``torch.profiler`` device times, the L2 flush buffer and the device's PCI bus id.
+``torch.profiler`` device times, the cache flush buffer and the device's PCI bus id.
 
 Everything goes through the ``torch`` module handed in, so tests run it on a stream simulator.
 """
@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.measure.backends.device_facts import bus_id_of_properties, flush_bytes
 from kernbench.measure.gpu_timing import CaptureFailed, Flush, ProfilerUnavailable
 
 CALL_RANGE = "kernbench::call"
@@ -73,7 +74,8 @@ class TorchCudaClock:
     def kernel_times_ns(self, call: Callable[[], object], before: Callable[[], object] | None,
                         count: int) -> list[float]:
         """Each call's kernels' device time, from ``torch.profiler`` (CUPTI on CUDA, roctracer
-        on ROCm): the device time of a ``record_function`` range around the call."""
+        on ROCm): the device time of a ``record_function`` range around the call; `before`
+        (the kernel's reset, the flush) runs outside the range, so its kernels are not summed."""
         try:
             profiler = self._torch.profiler
             activities = [profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.CUDA]
@@ -110,24 +112,20 @@ def _call_times_ns(events: Any, count: int) -> list[float]:
 
 
 def l2_flush(torch_module: Any) -> Flush | None:
-    """A buffer of twice the device's L2 (from its properties) and a write of it; None where
-    the properties give no L2 size."""
+    """A buffer of twice the device's last-level cache and a write of it: its L2 (from its
+    properties), or on ROCm the Infinity Cache behind it, known by ``gcnArchName``; None where
+    neither size is known."""
     cuda = torch_module.cuda
     props = cuda.get_device_properties(cuda.current_device())
-    size = int(getattr(props, "L2_cache_size", 0) or 0)
+    size = flush_bytes(int(getattr(props, "L2_cache_size", 0) or 0),
+                       getattr(props, "gcnArchName", None))
     if size <= 0:
         return None
-    buffer = torch_module.empty(2 * size, dtype=torch_module.uint8, device="cuda")
-    return Flush(bytes=2 * size, run=buffer.zero_)
+    buffer = torch_module.empty(size, dtype=torch_module.uint8, device="cuda")
+    return Flush(bytes=size, run=buffer.zero_)
 
 
 def pci_bus_id(torch_module: Any) -> str | None:
     """NVML's spelling (``00000000:41:00.0``) of the current device's PCI address."""
     cuda = torch_module.cuda
-    props = cuda.get_device_properties(cuda.current_device())
-    bus = getattr(props, "pci_bus_id", None)
-    if bus is None:
-        return None
-    domain = int(getattr(props, "pci_domain_id", 0) or 0)
-    device = int(getattr(props, "pci_device_id", 0) or 0)
-    return f"{domain:08X}:{int(bus):02X}:{device:02X}.0"
+    return bus_id_of_properties(cuda.get_device_properties(cuda.current_device()))

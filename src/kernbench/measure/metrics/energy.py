@@ -290,8 +290,18 @@ def energy_meter_for(backend: str, device_index: int = 0, *, pci_bus_id: str | N
     return NullMeter(f"no energy counter known for backend {backend!r}")
 
 
-def energy_record(region: Mapping[str, Any] | None, calls: int) -> dict[str, Any]:
-    """The record's ``energy`` field: per-call energy from a region reading of ``calls`` calls."""
+def energy_record(region: Mapping[str, Any] | None, calls: int,
+                  includes_reset: bool = False) -> dict[str, Any]:
+    """The record's ``energy`` field: per-call energy from a region reading of ``calls`` calls;
+    `includes_reset` (the kernel's reset ran before each call in the region, so its energy is
+    in the figure) adds ``"includes_reset": true`` to a figure."""
+    record = _energy_record(region, calls)
+    if includes_reset and record["energy_j"] is not None:
+        record["includes_reset"] = True
+    return record
+
+
+def _energy_record(region: Mapping[str, Any] | None, calls: int) -> dict[str, Any]:
     if region is None:
         return {"energy_j": None, "power_w": None, "region_energy_j": None, "region_s": None,
                 "calls": calls, "source": None, "method": None, "reason": "not measured"}

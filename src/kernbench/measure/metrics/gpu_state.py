@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # (name, pynvml constant, value from nvml.h for when pynvml is absent or lacks the constant)
@@ -189,3 +190,46 @@ def block_guard(pci_bus_id: str | None, nvml: Any | None = None) -> ThrottleGuar
         return ThrottleGuard(module, _handle(module, 0, pci_bus_id))
     except Exception:
         return None
+
+
+@dataclass(frozen=True)
+class NvmlDevice:
+    """The GPU that ran a case, as NVML is to read it: by its PCI bus id, or index 0 where the
+    machine has one GPU; `refusal` says why NVML must not be read for it at all."""
+
+    pci_bus_id: str | None = None
+    refusal: str | None = None
+
+    def state(self, nvml: Any | None = None) -> dict[str, Any]:
+        """:func:`gpu_state` of the device, or null with the refusal."""
+        if self.refusal is not None:
+            return {"source": None, "reason": self.refusal}
+        return gpu_state(nvml=nvml, pci_bus_id=self.pci_bus_id)
+
+    def guard(self, nvml: Any | None = None) -> ThrottleGuard | None:
+        """:func:`block_guard` on the device; None where it must not be read."""
+        return None if self.refusal is not None else block_guard(self.pci_bus_id, nvml)
+
+
+def nvml_device(pci_bus_id: str | None, nvml: Any | None = None) -> NvmlDevice:
+    """The case's device by `pci_bus_id`; without one, index 0 stands for it only where NVML
+    sees a single GPU: on a machine with several, index 0 may be another GPU, so NVML's
+    figures are null with the reason rather than another device's (never raises)."""
+    if pci_bus_id is not None:
+        return NvmlDevice(pci_bus_id)
+    try:
+        module = _load_nvml(nvml)
+        module.nvmlInit()
+    except Exception:
+        return NvmlDevice()  # no NVML: each reader says so itself
+    try:
+        count = int(module.nvmlDeviceGetCount())
+    except Exception:
+        count = 0
+    finally:
+        _query(lambda: module.nvmlShutdown())
+    if count > 1:
+        return NvmlDevice(refusal=f"NVML not read: the PCI bus id of the GPU that ran the "
+                                  f"case is unknown and NVML sees {count} GPUs, so index 0 "
+                                  "may be another one")
+    return NvmlDevice()
