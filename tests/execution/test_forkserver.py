@@ -22,9 +22,10 @@ from kernbench.execution.forkserver import (
     initialised_reason,
     preload_key,
 )
-from kernbench.execution.isolation import TAIL_BYTES, WorkerExit
+from kernbench.execution.isolation import WorkerExit
 from kernbench.execution.jobs import WorkerJob, dump_job
 from kernbench.execution.launcher import WorkerLauncher, worker_env
+from kernbench.execution.tails import TAIL_BYTES
 from kernbench.results.model import ProtocolSettings
 from support.processes import wait_gone
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.execution.isolation import TAIL_BYTES, WorkerExit, run_isolated
+from kernbench.execution.isolation import WorkerExit, run_isolated
+from kernbench.execution.tails import TAIL_BYTES
 from support.processes import wait_gone
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")

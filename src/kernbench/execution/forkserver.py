@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernbench.execution.reaping import sweep
+from kernbench.execution.tails import CaseOutput
 
 PR_SET_CHILD_SUBREAPER = 36
 PRELOADS: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "pytorch": ("torch",),
@@ -209,6 +210,9 @@ START_TIMEOUT_S = 180.0
 """How long a server may take to import its framework."""
 REPLY_TIMEOUT_S = 30.0
 """How long a live server may take to fork (or to reap and sweep after a kill)."""
+OUTPUT_EOF_TIMEOUT_S = 2.0
+"""How long a finished case's pipes may take to reach end-of-file (the server has killed
+every descendant that could hold them by then)."""
 
 
 class ServerGone(Exception):
@@ -221,7 +225,8 @@ class ForkServer:
     def __init__(self, key: str, cwd: str, env: dict[str, str]) -> None:
         import subprocess
 
-        from kernbench.execution.isolation import _Tail, child_setup
+        from kernbench.execution.isolation import child_setup
+        from kernbench.execution.tails import ThreadedTail
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.key = key
@@ -233,7 +238,7 @@ class ForkServer:
             preexec_fn=child_setup(None))
         theirs.close()
         assert self._proc.stderr is not None
-        self._stderr = _Tail(self._proc.stderr)
+        self._stderr = ThreadedTail(self._proc.stderr)
         self.hello: dict[str, Any] | None = None
 
     def ready(self) -> dict[str, Any]:
@@ -251,8 +256,6 @@ class ForkServer:
             max_memory_bytes: int | None) -> Any:
         """Run one case in a forked child; its
         :class:`~kernbench.execution.isolation.WorkerExit`."""
-        from kernbench.execution.isolation import _Tail
-
         started = time.monotonic()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -267,24 +270,29 @@ class ForkServer:
         finally:
             os.close(out_w)
             os.close(err_w)
-        out, err = _Tail(open(out_r, "rb")), _Tail(open(err_r, "rb"))  # noqa: SIM115
-        pid, finished, timed_out = self._wait_case(started, timeout_s)
-        return self._exit(pid, finished, timed_out, time.monotonic() - started, out, err)
+        output = CaseOutput(out_r, err_r)
+        try:
+            pid, finished, timed_out = self._wait_case(started, timeout_s, output)
+            output.finish(OUTPUT_EOF_TIMEOUT_S)
+        finally:
+            output.close()
+        return self._exit(pid, finished, timed_out, time.monotonic() - started, output)
 
-    def _wait_case(self, started: float, timeout_s: float) -> tuple[int, dict[str, Any], bool]:
+    def _wait_case(self, started: float, timeout_s: float,
+                   output: CaseOutput) -> tuple[int, dict[str, Any], bool]:
         """(child pid, the server's `finished` message, whether the timeout killed it)."""
-        hello = self._receive(REPLY_TIMEOUT_S)
+        hello = self._receive(REPLY_TIMEOUT_S, output)
         if hello is None:
             self.close()
             raise ServerGone(f"the {self.key} fork server did not fork within "
                              f"{REPLY_TIMEOUT_S:g} s")
         pid, finished = int(hello["started"]), None
         try:
-            finished = self._receive(timeout_s - (time.monotonic() - started))
+            finished = self._receive(timeout_s - (time.monotonic() - started), output)
             if finished is not None:
                 return pid, finished, False
             _kill_case(pid)
-            finished = self._receive(REPLY_TIMEOUT_S)
+            finished = self._receive(REPLY_TIMEOUT_S, output)
         finally:
             if finished is None:  # interrupted, or the server stopped answering
                 _kill_case(pid)
@@ -294,16 +302,21 @@ class ForkServer:
         return pid, finished, True
 
     def _exit(self, pid: int, finished: dict[str, Any], timed_out: bool, wall_s: float,
-              out: Any, err: Any) -> Any:
+              output: CaseOutput) -> Any:
         from kernbench.execution.isolation import WorkerExit
 
+        out, err = output.stdout, output.stderr
         return WorkerExit(returncode=os.waitstatus_to_exitcode(int(finished["status"])),
                           timed_out=timed_out, wall_s=wall_s, pid=pid,
                           stdout_tail=out.text(), stderr_tail=err.text(),
                           stdout_bytes=out.total, stderr_bytes=err.total, isolation="fork")
 
-    def _receive(self, timeout_s: float) -> dict[str, Any] | None:
-        """The next message; None when `timeout_s` passes first; ServerGone at EOF."""
+    def _receive(self, timeout_s: float,
+                 output: CaseOutput | None = None) -> dict[str, Any] | None:
+        """The next message; None when `timeout_s` passes first; ServerGone at EOF. With
+        `output`, the case's pipes are drained while waiting."""
+        if output is not None and not output.pump(self._sock, timeout_s):
+            return None
         self._sock.settimeout(max(timeout_s, 0.001))
         try:
             data = self._sock.recv(MESSAGE_BYTES)

@@ -6,8 +6,9 @@ A descendant can leave the group (``setsid``, a double-forking daemon), so every
 gets a unique token in its environment, which its descendants inherit: on Linux the sweep
 kills every process whose ``/proc/PID/environ`` holds the token, wherever it was reparented.
 Only a descendant that leaves the session *and* execs with a scrubbed environment escapes.
-stdout and stderr are drained by threads into bounded tails: a kernel that floods either cannot
-fill a pipe, stall the worker or grow the parent's memory. Before it runs anything the child
+stdout and stderr are drained into bounded tails (:mod:`kernbench.execution.tails`): a kernel
+that floods either cannot fill a pipe, stall the worker or grow the parent's memory. Before it
+runs anything the child
 asks to be killed when the parent dies (PR_SET_PDEATHSIG) and sets the optional
 address-space limit (RLIMIT_AS).
 """
@@ -23,15 +24,13 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
-TAIL_BYTES = 4096
+from kernbench.execution.tails import ThreadedTail
+
 TOKEN_VARIABLE = "KERNBENCH_WORKER_TOKEN"
 """Environment variable that marks a worker and every descendant that inherits it."""
 SWEEP_ROUNDS = 5
@@ -64,32 +63,6 @@ class WorkerExit:
             return signal.Signals(-self.returncode).name
         except ValueError:
             return f"signal {-self.returncode}"
-
-
-class _Tail:
-    """Keeps the last `limit` bytes of a stream and counts all of them."""
-
-    def __init__(self, stream: IO[bytes], limit: int = TAIL_BYTES) -> None:
-        self.total = 0
-        self._chunks: deque[bytes] = deque()
-        self._kept = 0
-        self._limit = limit
-        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, stream: IO[bytes]) -> None:
-        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-            self.total += len(chunk)
-            self._chunks.append(chunk)
-            self._kept += len(chunk)
-            while self._kept - len(self._chunks[0]) >= self._limit:
-                self._kept -= len(self._chunks.popleft())
-        stream.close()
-
-    def text(self, join_timeout: float = 2.0) -> str:
-        self._thread.join(join_timeout)
-        data = b"".join(self._chunks)[-self._limit:]
-        return data.decode("utf-8", errors="replace")
 
 
 def _kill_group(pgid: int) -> None:
@@ -204,7 +177,7 @@ def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
                             stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=child_setup(max_memory_bytes))
     assert proc.stdout is not None and proc.stderr is not None
-    out, err = _Tail(proc.stdout), _Tail(proc.stderr)
+    out, err = ThreadedTail(proc.stdout), ThreadedTail(proc.stderr)
     timed_out = False
     try:
         timed_out = not wait_for_exit(proc, timeout_s)
