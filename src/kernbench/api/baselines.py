@@ -33,18 +33,13 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
     """Append the record of the run whose report set is in `run_dir` (e.g. merged shards);
     a merge of several machines (``--allow-mixed``) gets one record per machine, each under
     its own fingerprint. The paths written."""
+    from kernbench.results.machines import split_summary
+
     summary, environment = _documents(run_dir)
-    machines = summary.get("machines")
-    if not isinstance(machines, list) or not machines:
+    parts = split_summary(summary)
+    if not parts:
         return [append_record(root, history_record(summary, environment))]
-    paths = []
-    for machine in machines:
-        env = dict(machine.get("environment") or {})
-        mine = [r for r in summary.get("results") or []
-                if r.get("fingerprint") == machine.get("fingerprint")]
-        part = {**summary, "environment": env, "results": mine}
-        paths.append(append_record(root, history_record(part, env)))
-    return paths
+    return [append_record(root, history_record(part, part["environment"])) for _, part in parts]
 
 
 def _documents(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:

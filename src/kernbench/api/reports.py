@@ -27,7 +27,7 @@ from kernbench.results.serialize import spec_dict
 OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
                "pytorch_v3.json", "github_benchmark.json", "junit.xml", "bmf.json",
                "pytest_benchmark.json")
-OWNED_DIRS = ("plots", "profiles")
+OWNED_DIRS = ("plots", "profiles", "machines")
 
 
 def clear_previous_reports(output_dir: Path) -> None:
@@ -135,6 +135,9 @@ def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
             raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     merged = merge_summaries(documents, allow_mixed, owned=True)
     del documents  # the records live on in `merged`; the rest of each shard's summary goes
+    for machine in merged.get("machines") or []:  # each machine's report shows all its env.json
+        machine["environment"] = (read_json_object(Path(machine["shards"][0]) / "env.json")
+                                  or machine["environment"])
     # Several machines: no shard's env.json stands for the report; each is in `machines`.
     environment = ({"schema_version": merged["schema_version"], **merged["environment"]}
                    if merged.get("machines") else

@@ -125,10 +125,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
     """Says what was merged and what of the suite is missing; 1 under --strict if anything."""
     from kernbench.execution.completeness import problems
+    from kernbench.results.machines import machine_names, machines_of
 
-    machines = document.get("machines") or []
+    machines = machines_of(document)
     kept = (f", {len(machines)} machines kept apart: "
-            f"{', '.join(str(m.get('testbed')) for m in machines)}") if machines else ""
+            f"{', '.join(machine_names(machines))}") if machines else ""
     status(f"Merged {len(args.shards)} shards: {document['counts']['total']} cases into "
            f"{args.output_dir}/{kept}")
     found = document.get("completeness") or {}
