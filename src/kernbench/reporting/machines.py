@@ -4,20 +4,25 @@ Such a report is one report per machine under one roof: :func:`machine_inputs` s
 documents into each machine's own (:mod:`kernbench.results.machines`), and each format renders
 every machine with its single-machine renderer, so leaderboards, findings, recommendations,
 A/B verdicts and environments are each machine's alone and nothing is ranked or compared
-across machines.
+across machines. :func:`machines_comparison` joins the per-machine comparisons of a merged
+A/B into one comparison.json: every case tagged with its machine, each machine's verdict,
+counts and sides kept in ``machines``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kernbench.analysis.compare import VERDICTS
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.results.files import safe_filename
-from kernbench.results.machines import split_comparison, split_summary
+from kernbench.results.machines import machine_label, split_comparison, split_summary
+from kernbench.results.schema import SCHEMA_VERSION
 
-__all__ = ["MACHINES_DIR", "demote", "incomplete_text", "machine_dir", "machine_inputs"]
+__all__ = ["MACHINES_DIR", "demote", "incomplete_text", "machine_dir", "machine_inputs",
+           "machines_comparison"]
 
 MACHINES_DIR = "machines"
 """Where each machine's own files go, under the report directory: ``machines/<name>/``."""
@@ -62,3 +67,38 @@ def incomplete_text(document: Mapping[str, Any]) -> tuple[str, str]:
     return "Incomplete merge", (f"not every case of the suite came back once "
                                 f"({said or 'a shard was interrupted'}; see completeness in "
                                 "summary.json)")
+
+
+def _entry(machine: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, Any]:
+    return {"testbed": machine.get("testbed"), "fingerprint": machine.get("fingerprint"),
+            **{key: document.get(key) for key in (
+                "verdict", "regression", "baseline_note", "baseline", "candidate", "settings",
+                "counts", "skipped_both", "warnings") if key in document}}
+
+
+def machines_comparison(parts: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
+                        ) -> dict[str, Any]:
+    """One comparison document from each machine's own ``(machine, comparison)``: the cases
+    tagged with their machine, each machine's verdict and sides in ``machines``. The counts
+    add up verdicts that were each reached on one machine; the verdict names each machine's."""
+    first = parts[0][1]
+    several = {"machine": "several machines (see machines)", "fingerprint": None}
+    notes = [doc.get("baseline_note") for _, doc in parts]
+    return {
+        "skipped_both": sorted({str(key) for _, doc in parts
+                                for key in doc.get("skipped_both") or []}),
+        "schema_version": SCHEMA_VERSION, "kind": "kernbench-comparison",
+        "verdict": "; ".join(f"{machine_label(m)}: {doc.get('verdict')}" for m, doc in parts),
+        "regression": any(doc.get("regression") for _, doc in parts),
+        "baseline_note": notes[0] if all(notes) else None,
+        "baseline": {**(first.get("baseline") or {}), **several},
+        "candidate": {**(first.get("candidate") or {}), **several},
+        "settings": dict(first.get("settings") or {}),
+        "counts": {v: sum(int((doc.get("counts") or {}).get(v) or 0) for _, doc in parts)
+                   for v in VERDICTS},
+        "cases": [{**case, "testbed": m.get("testbed"), "fingerprint": m.get("fingerprint")}
+                  for m, doc in parts for case in doc.get("cases") or []],
+        "warnings": [f"{machine_label(m)}: {w}" for m, doc in parts
+                     for w in doc.get("warnings") or []],
+        "machines": [_entry(m, doc) for m, doc in parts],
+    }
