@@ -120,8 +120,8 @@ def _method_note(comparison: Mapping[str, Any], n_cases: int, several: bool) -> 
     text = (f"Ratio is candidate / baseline median latency (above 1 is slower). A change is "
             f"claimed only beyond the {pct}% threshold **and** at q < "
             f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across "
-            + (f"each machine's cases ({n_cases} in all); each machine's A and B ran on that "
-               "machine, and no case is compared across machines." if several else
+            + (f"each machine's cases ({n_cases} in all); each machine is compared only with "
+               "its own baseline, and no case is compared across machines." if several else
                f"all {n_cases} cases."))
     skipped = comparison.get("skipped_both")
     if isinstance(skipped, list) and skipped:

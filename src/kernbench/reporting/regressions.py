@@ -82,8 +82,8 @@ def render_regressions(document: Mapping[str, Any]) -> str:
         sections = [f"## {md_escape(machine_label(m))}\n\n" + demote(render_regressions(part))
                     for m, part in parts if part is not None]
         return "\n".join([f"# kernbench regressions\n\n**{md_escape(document['verdict'])}**\n",
-                          "Each machine's A/B was judged on its own cases (its A and B ran on "
-                          "it, in the same rounds); no case is compared across machines.\n",
+                          "Each machine is compared only with its own baseline (with --ab, "
+                          "its own A and B rounds); no case is compared across machines.\n",
                           *sections])
     significant, rest = split_significant(list(document["cases"]))
     template = template_environment().get_template("regressions.md.j2")
