@@ -792,14 +792,19 @@ def test_merging_a_cpu_and_a_gpu_machine_is_refused_then_grouped_with_allow_mixe
     code, _, err = cli("merge", out, shards[0], gpu, "--allow-mixed", "--compare-to", "HEAD")
     assert code == 0, err
     assert "2 machines kept apart: h100, pool-a" in err
-    assert "never compared across machines" in err      # --compare-to is skipped, said plainly
+    # --compare-to: each machine with its own record at HEAD (here none: said per machine)
+    comparison = load(out / "comparison.json")
+    assert [(m["testbed"], m["baseline_note"] is not None) for m in comparison["machines"]] == [
+        ("h100", True), ("pool-a", True)]
+    assert "h100 (fingerprint 9f00deadbeef0001): No comparison" in err
     merged = load(out / "summary.json")
     assert [m["testbed"] for m in merged["machines"]] == ["h100", "pool-a"]
     testbeds = [r["testbed"] for r in merged["results"]]
     assert testbeds == sorted(testbeds) and set(testbeds) == {"h100", "pool-a"}
     assert load(out / "env.json")["fingerprint"] is None
-    # each machine's suite misses the other's shard: named, and --strict fails on it
-    assert "missing: shard 2/2" in err and "missing: shard 1/2" in err
+    # one machine ran shard 1/2 and the other 2/2: every case of the suite came back once
+    assert "missing:" not in err and merged["completeness"]["complete"] is True
+    assert cli("merge", tmp_path / "strict", shards[0], gpu, "--allow-mixed", "--strict")[0] == 0
 
 
 def test_a_missing_shard_is_named_and_fails_the_merge_under_strict(
@@ -886,6 +891,36 @@ def test_merged_shards_save_history_and_compare_to_a_ref(tmp_path: Path) -> None
     assert code == 0, err
     assert set(verdicts(again).values()) == {"unchanged"}
     assert "No regression" in err
+
+
+def test_a_merge_of_two_machines_compares_each_with_its_own_history(tmp_path: Path) -> None:
+    """The push path of bench.yml: --save-history keeps one record per machine, and
+    --compare-to judges each machine's cases against its own record, never another's."""
+    repo = tmp_path / "repo"
+    init_repo(repo, dict.fromkeys(SHARD_KERNELS, GOOD))  # both shards hold cases
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for k, out in enumerate(shards, start=1):
+        assert run(repo, out, "--shard", f"{k}/2", "--debug-fake-timer", "2")[0] == 0
+    gpu = fake_gpu_machine(shards[1], tmp_path / "gpu")
+    code, _, err = cli("merge", tmp_path / "m1", shards[0], gpu, "--allow-mixed",
+                       "--root", repo, "--save-history")
+    assert code == 0, err
+    assert sorted(p.name.split("-")[-1] for p in history_files(repo)) == sorted(
+        f"{fp}.jsonl.gz" for fp in (load(shards[0] / "env.json")["fingerprint"],
+                                    "9f00deadbeef0001"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "history")
+    code, _, err = cli("merge", tmp_path / "m2", shards[0], gpu, "--allow-mixed",
+                       "--root", repo, "--compare-to", "HEAD")
+    assert code == 0, err
+    document = load(tmp_path / "m2" / "comparison.json")
+    for machine in document["machines"]:
+        mine = [c for c in document["cases"] if c["fingerprint"] == machine["fingerprint"]]
+        assert machine["baseline_note"] is None and mine
+        assert machine["baseline"]["fingerprint"] == machine["fingerprint"]
+        assert {c["verdict"] for c in mine} == {"unchanged"}
+        assert machine["counts"]["unchanged"] == len(mine)
+    assert len(document["cases"]) == len(SHARD_KERNELS)
 
 
 def test_golden_values_per_sweep_point(tmp_path: Path) -> None:

@@ -88,3 +88,43 @@ def test_summary_md_is_written_once_whatever_the_formats(tmp_path: Path) -> None
                     "--format", "md")
     assert code == 0, err
     assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8").startswith("#")
+
+
+def test_slurm_without_sbatch_is_refused_before_anything_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No silent fallback to submitit's local executor: the Slurm options would be dropped and
+    the run reported as a Slurm one."""
+    import shutil
+
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which",
+                        lambda name, *a, **k: None if name == "sbatch" else which(name, *a, **k))
+    root = tree(tmp_path / "tree")
+    out = tmp_path / "out"
+    code, err = cli("run", "--root", root, "--output-dir", out, *FAST, "--shards", "2",
+                    "--executor", "slurm", "--partition", "gpu", "--gpus-per-task", "1",
+                    "--exclusive")
+    assert code == 2, err
+    assert "no sbatch on the PATH" in err
+    assert "--debug-slurm-cluster local" in err       # how to try it on this machine
+    assert "Merged" not in err
+    assert not out.exists()                           # nothing ran, nothing was written
+
+
+def test_debug_slurm_cluster_needs_the_slurm_executor(tmp_path: Path) -> None:
+    root = tree(tmp_path / "tree")
+    code, err = cli("run", "--root", root, "--output-dir", tmp_path / "out", *FAST,
+                    "--shards", "2", "--debug-slurm-cluster", "local")
+    assert code == 2
+    assert "--debug-slurm-cluster goes with --executor slurm" in err
+
+
+def test_debug_slurm_cluster_runs_the_job_array_here_and_says_so(tmp_path: Path) -> None:
+    pytest.importorskip("submitit")
+    root = tree(tmp_path / "tree")
+    code, err = cli("run", "--root", root, "--output-dir", tmp_path / "out", *FAST,
+                    "--cache-dir", tmp_path / "cache", "--shards", "2", "--executor", "slurm",
+                    "--debug-slurm-cluster", "local", "--time", "5")
+    assert code == 1, err  # the broken kernel
+    assert "Merged 2 of 2 shards (slurm on submitit's local executor): 5 cases" in err
+    assert load(tmp_path / "out" / "summary.json")["completeness"]["complete"] is True

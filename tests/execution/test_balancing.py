@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import re
 from contextlib import redirect_stderr
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,43 @@ def test_without_a_history_shards_are_split_by_count(tmp_path: Path) -> None:
     assert "split by count" in err
     assert load(tmp_path / "s1" / "summary.json")["settings"]["plan"]["balance"] == {
         "by": "count"}
+
+
+# --- --shards N: the split is printed before the shards start ------------------------------
+
+
+def run_shards(root: Path, out: Path) -> tuple[int, str]:
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = main(["run", "--root", str(root), "--output-dir", str(out), "--iters", "3",
+                     "--warmup", "1", "--no-cpu-peak", "--debug-fake-timer", "1",
+                     "--processes", "1", "--shards", "2", "--cache-dir", str(root / "cache")])
+    return code, err.getvalue()
+
+
+def test_shards_print_every_shard_expected_wall_time_before_they_start(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    for name in ("big", "k1", "k2", "k3"):
+        kernel(root, name, GOOD)
+    append_record(root, record(result("big", [9000.0]), result("k1", [1000.0]),
+                               result("k2", [1000.0]), result("k3", [1000.0])))
+    code, err = run_shards(root, tmp_path / "out")
+    assert code == 0, err
+    line = ("2 shards, balanced by measured wall time (4 of 4 cases in the history); "
+            "expected 1/2 9.2 s, 2/2 3.8 s")
+    assert line in err
+    assert err.index(line) < err.index("shard 1/2: running")
+
+
+def test_shards_without_a_history_say_they_split_by_count(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    for name in ("a", "b", "c"):
+        kernel(root, name, GOOD)
+    code, err = run_shards(root, tmp_path / "out")
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if "split by count" in x)
+    assert line.startswith("2 shards, split by count (no history measured these cases): 1/2 ")
+    assert err.index(line) < err.index("shard 1/2: running")
+    counts = [int(n) for n in re.findall(r"(\d+) cases", line)]
+    merged = load(tmp_path / "out" / "summary.json")
+    assert sum(counts) == merged["counts"]["total"] == 3

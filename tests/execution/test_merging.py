@@ -126,6 +126,43 @@ def test_every_case_once_is_complete_and_an_empty_shard_given_twice_is_named() -
     assert "duplicated: shard 2/3" in problems(twice)[0]
 
 
+def on(machine: str, index: int, ids: list[str], *kernels: str) -> dict[str, Any]:
+    return shard(machine, machine, *kernels, index=(index, 3), plan=plan_record(SUITE, ids),
+                 testbed="hosted")
+
+
+def test_a_suite_split_over_two_machines_is_complete_when_every_shard_came_back() -> None:
+    """Two hosted runners of different CPUs (one testbed, two fingerprints) ran the shards of
+    one suite: every case is there, once, on one machine or the other; nothing is missing."""
+    merged = merge_summaries([("s1", on("epyc", 1, SUITE[:2], "a", "b")),
+                              ("s2", on("xeon", 2, SUITE[2:3], "c")),
+                              ("s3", on("epyc", 3, SUITE[3:], "d"))], allow_mixed=True)
+    assert merged["completeness"]["complete"] is True and merged["complete"] is True
+    assert problems(merged["completeness"]) == []
+    assert [m["fingerprint"] for m in merged["machines"]] == ["epyc", "xeon"]
+
+
+def test_a_shard_run_on_two_machines_is_measured_twice_not_duplicated() -> None:
+    parts = [("s1", on("epyc", 1, SUITE[:2], "a", "b")), ("s2", on("epyc", 2, [])),
+             ("s3", on("epyc", 3, SUITE[2:], "c", "d")),
+             ("s3-xeon", on("xeon", 3, SUITE[2:], "c", "d"))]
+    assert merge_summaries(parts, allow_mixed=True)["completeness"]["complete"] is True
+    # the same shard twice from one machine holds its cases twice there: refused outright
+    with pytest.raises(KernbenchError, match="in two shard summaries"):
+        merge_summaries([*parts, ("s3-again", on("xeon", 3, SUITE[2:], "c", "d"))],
+                        allow_mixed=True)
+
+
+def test_a_shard_no_machine_brought_back_names_the_machines_that_ran_the_others() -> None:
+    found = merge_summaries([("s1", on("epyc", 1, SUITE[:1], "a")),
+                             ("s3", on("xeon", 3, SUITE[1:2], "b"))],
+                            allow_mixed=True)["completeness"]
+    assert [m["shard"] for m in found["missing_shards"]] == ["2/3"]
+    assert problems(found) == [f"missing: shard 2/3 of suite {found['missing_shards'][0]['suite']} "
+                               "never came back from any machine, 2 cases (its other shards "
+                               "ran on epyc, xeon)"]
+
+
 def test_shards_that_split_the_suite_differently_are_named() -> None:
     # every shard came back, but no shard planned d: they were balanced by different histories
     found = merge_summaries([("s1", planned(1, SUITE[:1], "a")),

@@ -62,4 +62,5 @@ def test_two_shards_on_a_two_node_cluster_give_the_unsharded_cases(
     node_ids = {s["scheduler"].get("RAY_NODE_ID") for s in merged["settings"]["shards"]}
     placed = {n["NodeID"] for n in ray.nodes() if "sku:test" in n["Resources"]}
     assert len(node_ids) == 1 and node_ids == placed  # ray.nodes(): Ray 2.9 and newer alike
-    assert sorted(line.split(":")[0] for line in logged) == ["shard 1/2", "shard 2/2"]
+    assert logged[0].startswith("2 shards, split by count")  # the split, before they start
+    assert sorted(line.split(":")[0] for line in logged[1:]) == ["shard 1/2", "shard 2/2"]

@@ -42,7 +42,7 @@ def environment(fingerprint: str = FP, branch: str | None = "main",
                 commit: str | None = SHA) -> dict[str, Any]:
     git = {"commit": commit, "short_commit": commit[:12] if commit else None, "branch": branch,
            "dirty": False, "detached": False, "describe": None, "reason": None}
-    return {"fingerprint": fingerprint, "hostname": "box", "git": git,
+    return {"fingerprint": fingerprint, "hostname": "box", "testbed": "pool-a", "git": git,
             "cpu": {"model": "Test CPU 9000", "logical_cores": 8},
             "os": {"system": "Linux", "machine": "x86_64"},
             "gpus": [{"name": "NVIDIA H100", "driver_version": "550"}]}
@@ -93,6 +93,7 @@ def test_record_from_a_real_summary_is_compact() -> None:
     assert rec["git"] == {"commit": SHA, "short_commit": SHA[:12], "branch": "main",
                           "dirty": False}
     assert rec["fingerprint"] == FP
+    assert rec["testbed"] == "pool-a"  # the machine's name in merged reports, beside its id
     assert rec["machine"] == {"cpu": "Test CPU 9000", "logical_cores": 8,
                               "gpus": ["NVIDIA H100"], "sku": "1x NVIDIA H100"}
     assert rec["settings"] == {"iterations": 4, "warmup": 3, "seed": 7, "processes": 1}
@@ -361,6 +362,16 @@ def test_corrupt_files_and_lines_are_skipped_and_reported(
     with caplog.at_level(logging.WARNING, logger="kernbench.results.history"):
         assert len(load_records(populated)) == 6
     assert sum("skipped" in m for m in caplog.messages) == 4
+
+
+def test_a_record_without_a_testbed_still_loads(tmp_path: Path) -> None:
+    """Schema-3 records written before the testbed was kept have none: they read as before."""
+    older = {k: v for k, v in record().items() if k != "testbed"}
+    store(tmp_path, older)
+    (rec,) = load_records(tmp_path, fingerprint=FP)
+    assert rec.get("testbed") is None and rec["results"][0]["kernel_name"] == "gemm"
+    bare = {k: v for k, v in environment().items() if k != "testbed"}
+    assert history_record({**summary(), "environment": bare}, bare)["testbed"] is None
 
 
 def test_records_of_a_newer_schema_are_skipped(tmp_path: Path) -> None:

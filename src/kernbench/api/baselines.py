@@ -14,7 +14,7 @@ from kernbench.analysis.baselines import baseline_from_history
 from kernbench.analysis.compare import Thresholds
 from kernbench.analysis.gitref import history_at_ref
 from kernbench.analysis.summary import summary_dict
-from kernbench.api.compare import write_run_comparison
+from kernbench.api.compare import run_comparison, write_run_comparison
 from kernbench.errors import KernbenchError
 from kernbench.results.files import read_json_object
 from kernbench.results.history import append_record
@@ -33,18 +33,13 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
     """Append the record of the run whose report set is in `run_dir` (e.g. merged shards);
     a merge of several machines (``--allow-mixed``) gets one record per machine, each under
     its own fingerprint. The paths written."""
+    from kernbench.results.machines import split_summary
+
     summary, environment = _documents(run_dir)
-    machines = summary.get("machines")
-    if not isinstance(machines, list) or not machines:
+    parts = split_summary(summary)
+    if not parts:
         return [append_record(root, history_record(summary, environment))]
-    paths = []
-    for machine in machines:
-        env = dict(machine.get("environment") or {})
-        mine = [r for r in summary.get("results") or []
-                if r.get("fingerprint") == machine.get("fingerprint")]
-        part = {**summary, "environment": env, "results": mine}
-        paths.append(append_record(root, history_record(part, env)))
-    return paths
+    return [append_record(root, history_record(part, part["environment"])) for _, part in parts]
 
 
 def _documents(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -75,9 +70,23 @@ def compare_to_stored(baseline: LoadedRun, run: RunResult, output_dir: Path,
 
 def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Thresholds,
                        alpha: float) -> dict[str, Any]:
-    """:func:`compare_to_ref` for a run already on disk in `run_dir` (written there too)."""
+    """:func:`compare_to_ref` for a run already on disk in `run_dir` (written there too). A
+    merge of several machines (``--allow-mixed``) compares each machine with its own newest
+    record at `ref`, never one machine with another's
+    (:func:`kernbench.reporting.machines.machines_comparison`)."""
+    from kernbench.reporting.machines import machines_comparison
+    from kernbench.reporting.regressions import write_comparison
+    from kernbench.results.machines import split_summary
+
     summary, environment = _documents(run_dir)
-    return compare_document_to_ref(root, ref, summary, environment, run_dir, thresholds, alpha)
+    parts = split_summary(summary)
+    if not parts:
+        return compare_document_to_ref(root, ref, summary, environment, run_dir, thresholds,
+                                       alpha)
+    document = machines_comparison([(machine, _ref_comparison(
+        root, ref, part, part["environment"], thresholds, alpha)) for machine, part in parts])
+    write_comparison(run_dir, document)
+    return document
 
 
 def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
@@ -85,8 +94,18 @@ def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
                             thresholds: Thresholds, alpha: float) -> dict[str, Any]:
     """Compare the run `summary` describes with its machine's newest record at `ref`; write
     and return the comparison document."""
+    from kernbench.reporting.regressions import write_comparison
+
+    document = _ref_comparison(root, ref, summary, environment, thresholds, alpha)
+    write_comparison(output_dir, document)
+    return document
+
+
+def _ref_comparison(root: Path, ref: str, summary: Mapping[str, Any],
+                    environment: Mapping[str, Any], thresholds: Thresholds,
+                    alpha: float) -> dict[str, Any]:
     fingerprint = environment.get("fingerprint")
     record, message = history_at_ref(root, ref, fingerprint)
     baseline, note = baseline_from_history(record, message, ref, fingerprint)
     candidate = run_from_document(summary, "this run")
-    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha, note=note)
+    return run_comparison(baseline, candidate, thresholds, alpha, note=note)

@@ -36,9 +36,21 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
                          thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
                          note: str | None = None, paired: bool = False) -> dict[str, Any]:
     """Compare `base` with `cand`, write comparison.json and regressions.md to `output_dir` and
-    return the document. `paired` (an interleaved A/B) compares round by round and skips the
-    machine-change caveats: both sides shared the machine's changes."""
-    from kernbench.reporting.regressions import comparison_document, write_comparison
+    return the document (:func:`run_comparison`)."""
+    from kernbench.reporting.regressions import write_comparison
+
+    document = run_comparison(base, cand, thresholds, alpha, note, paired)
+    write_comparison(output_dir, document)
+    return document
+
+
+def run_comparison(base: LoadedRun, cand: LoadedRun, thresholds: Thresholds,
+                   alpha: float = DEFAULT_ALPHA, note: str | None = None,
+                   paired: bool = False) -> dict[str, Any]:
+    """The comparison document of `base` and `cand`. `paired` (an interleaved A/B) compares
+    round by round and skips the machine-change caveats: both sides shared the machine's
+    changes."""
+    from kernbench.reporting.regressions import comparison_document
 
     cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
     changed = None
@@ -53,5 +65,4 @@ def write_run_comparison(base: LoadedRun, cand: LoadedRun, output_dir: Path,
     warnings = comparison_warnings(base.meta, cand.meta, changed)
     if warnings:
         document["warnings"] = warnings
-    write_comparison(output_dir, document)
     return document

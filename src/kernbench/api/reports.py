@@ -3,7 +3,7 @@ join shards into one set, and clear what an earlier run into the same directory 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,9 @@ from kernbench.analysis.compare import (
     DEFAULT_THRESHOLD,
     Thresholds,
 )
-from kernbench.api.compare import write_run_comparison
 from kernbench.errors import KernbenchError
 from kernbench.reporting import ReportGenerator
 from kernbench.results.files import read_json_object
-from kernbench.results.inputs import load_run
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.serialize import spec_dict
 
@@ -27,7 +25,7 @@ from kernbench.results.serialize import spec_dict
 OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
                "pytorch_v3.json", "github_benchmark.json", "junit.xml", "bmf.json",
                "pytest_benchmark.json")
-OWNED_DIRS = ("plots", "profiles")
+OWNED_DIRS = ("plots", "profiles", "machines")
 
 
 def clear_previous_reports(output_dir: Path) -> None:
@@ -81,41 +79,66 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
 
     Shards of an `--ab` run also hold `baseline/` and comparison.json: their baselines are
     merged into `output_dir/baseline` and the comparison is made again over all cases at once,
-    with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
+    with the shards' settings, so Benjamini-Hochberg control covers the whole suite; with
+    several machines (`allow_mixed`), once per machine over that machine's cases (its A and B
+    ran on it), never across machines.
     Shards of different machines are refused unless `allow_mixed`
-    (:func:`kernbench.execution.merging.merge_summaries`).
+    (:func:`kernbench.execution.merging.merge_summaries`), before anything is written; a merge
+    that fails later removes the `output_dir` it created.
     Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next:
     rendering it for every case is half of a large merge).
     Returns the merged summary and that comparison (None for plain shards).
     """
-    merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
     comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
-    if any(has_baseline):
-        if not all(has_baseline) or not all(comparisons):
-            raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
-                                 "comparison.json) and some do not: merge shards of one run")
-        if merged.get("machines"):
-            raise KernbenchError(
-                "the --ab shards ran on different machines "
-                f"({', '.join(str(m.get('testbed')) for m in merged['machines'])}): their A/B "
-                "comparison is made per machine; merge each machine's shards apart")
-        _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline",
-                           allow_mixed)
-        first = comparisons[0] or {}
-        settings = first.get("settings") or {}
-        base = load_run(output_dir / "baseline")
-        cand = load_run(output_dir)
-        for run, side in ((base, "baseline"), (cand, "candidate")):
-            run.meta["source"] = (first.get(side) or {}).get("source") or run.meta.get("source")
-        thresholds = Thresholds(float(settings.get("threshold", DEFAULT_THRESHOLD)),
-                                float(settings.get("accuracy_drift", DEFAULT_ACCURACY_DRIFT)),
-                                dict(settings.get("per_kernel") or {}))
-        comparison = write_run_comparison(base, cand, output_dir, thresholds,
-                                          float(settings.get("alpha", DEFAULT_ALPHA)),
-                                          paired=bool(settings.get("paired")))
-        return merged, comparison
-    return merged, None
+    if any(has_baseline) and not (all(has_baseline) and all(comparisons)):
+        raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
+                             "comparison.json) and some do not: merge shards of one run")
+    created = not output_dir.exists()
+    try:
+        merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
+        if not any(has_baseline):
+            return merged, None
+        baseline = _merge_report_sets([d / "baseline" for d in shard_dirs],
+                                      output_dir / "baseline", allow_mixed)
+        return merged, _ab_comparison(output_dir, comparisons[0] or {}, baseline, merged)
+    except BaseException:
+        if created:  # never leave a partial report set behind
+            import shutil
+
+            shutil.rmtree(output_dir, ignore_errors=True)
+        raise
+
+
+def _ab_comparison(output_dir: Path, first: Mapping[str, Any], baseline: Mapping[str, Any],
+                   merged: Mapping[str, Any]) -> dict[str, Any]:
+    """comparison.json and regressions.md of merged --ab shards: one comparison of all their
+    cases, or one per machine joined (:func:`kernbench.reporting.machines.machines_comparison`)."""
+    from kernbench.api.compare import run_comparison
+    from kernbench.reporting.machines import machines_comparison
+    from kernbench.reporting.regressions import write_comparison
+    from kernbench.results.inputs import run_from_document
+    from kernbench.results.machines import split_summary
+
+    settings = first.get("settings") or {}
+    thresholds = Thresholds(float(settings.get("threshold", DEFAULT_THRESHOLD)),
+                            float(settings.get("accuracy_drift", DEFAULT_ACCURACY_DRIFT)),
+                            dict(settings.get("per_kernel") or {}))
+    alpha, paired = float(settings.get("alpha", DEFAULT_ALPHA)), bool(settings.get("paired"))
+    sources = [(first.get(side) or {}).get("source") for side in ("baseline", "candidate")]
+    bases = {m.get("fingerprint"): part for m, part in split_summary(baseline)}
+    pairs: list[tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]] = [
+        (m, bases.get(m.get("fingerprint"), {"results": []}), part)
+        for m, part in split_summary(merged)] or [({}, baseline, merged)]
+    parts = []
+    for machine, base_part, cand_part in pairs:
+        base, cand = (run_from_document(doc, str(source or output_dir / where))
+                      for doc, source, where in ((base_part, sources[0], "baseline"),
+                                                 (cand_part, sources[1], ".")))
+        parts.append((machine, run_comparison(base, cand, thresholds, alpha, paired=paired)))
+    document = machines_comparison(parts) if merged.get("machines") else parts[0][1]
+    write_comparison(output_dir, document)
+    return document
 
 
 def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
@@ -135,6 +158,9 @@ def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
             raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     merged = merge_summaries(documents, allow_mixed, owned=True)
     del documents  # the records live on in `merged`; the rest of each shard's summary goes
+    for machine in merged.get("machines") or []:  # each machine's report shows all its env.json
+        machine["environment"] = (read_json_object(Path(machine["shards"][0]) / "env.json")
+                                  or machine["environment"])
     # Several machines: no shard's env.json stands for the report; each is in `machines`.
     environment = ({"schema_version": merged["schema_version"], **merged["environment"]}
                    if merged.get("machines") else

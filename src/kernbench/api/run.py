@@ -20,7 +20,6 @@ from kernbench.execution.runner import (
     select_kernels,
 )
 from kernbench.execution.settings import RunSettings
-from kernbench.execution.sharding import select_shard
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
@@ -150,24 +149,43 @@ HISTORY_RECORDS = 20
 
 def _shard_items(settings: RunSettings, suite: list[Case | KernelSpec]
                  ) -> tuple[list[Case | KernelSpec], dict[str, Any]]:
-    """This shard's items and how the suite was split (``settings.plan.balance``): by
-    measured wall time when the history under the root measured a planned case, else by
-    count (:mod:`kernbench.execution.balancing`)."""
-    from kernbench.execution.balancing import WORKER_START_S, balanced_groups, case_walls_s
-    from kernbench.execution.resume import plan_id
-    from kernbench.results.history import load_records
-
+    """This shard's items and how the suite was split (``settings.plan.balance``)."""
     assert settings.shard is not None
     index, total = settings.shard
+    shards, balance = _split(settings, suite, total)
+    return [item for item, k in zip(suite, shards, strict=True) if k == index], balance
+
+
+def _split(settings: RunSettings, suite: list[Case | KernelSpec], total: int
+           ) -> tuple[list[int], dict[str, Any]]:
+    """The shard (1..total) of each suite item and how the suite was split: by measured wall
+    time when the history under the root measured a planned case, else by count
+    (:mod:`kernbench.execution.balancing`)."""
+    from kernbench.execution.balancing import WORKER_START_S, balanced_groups, case_walls_s
+    from kernbench.execution.resume import plan_id
+    from kernbench.execution.sharding import shard_of
+    from kernbench.results.history import load_records
+
     records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
     walls = case_walls_s(records, settings.protocol.warmup_time_s + WORKER_START_S)
     balance = balanced_groups(suite, plan_key, plan_id, walls, total)
     if balance is None:
-        return select_shard(suite, plan_key, settings.shard), {"by": "count"}
-    planned = [item for item in suite if balance.shard_of[plan_key(item)] == index]
-    return planned, {"by": "history", "known_cases": balance.known_cases,
-                     "suite_cases": len(suite),
-                     "expected_s": [round(s, 3) for s in balance.expected_s]}
+        return [shard_of(plan_key(item), total) for item in suite], {"by": "count"}
+    return [balance.shard_of[plan_key(item)] for item in suite], {
+        "by": "history", "known_cases": balance.known_cases, "suite_cases": len(suite),
+        "expected_s": [round(s, 3) for s in balance.expected_s]}
+
+
+def shard_split(settings: RunSettings, shards: int,
+                paths: Sequence[str] | None = None) -> dict[str, Any]:
+    """How `settings`' suite splits into `shards` (what each shard's ``settings.plan.balance``
+    will say), with the case count of each shard (``cases``, shard 1 first)."""
+    specs, _ = discover(settings.root, paths)
+    selected = select_kernels(specs, settings.filters)
+    suite = BenchmarkRunner(replace(settings, shard=None)).plan(selected)
+    where, balance = _split(settings, suite, shards)
+    return {**balance, "suite_cases": len(suite),
+            "cases": [where.count(k) for k in range(1, shards + 1)]}
 
 
 def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],

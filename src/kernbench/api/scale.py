@@ -104,6 +104,11 @@ def run_sharded(settings: RunSettings, output_dir: Path,
         raise KernbenchError("--shards and --shard cannot be combined: --shards N runs every "
                              "shard, --shard K/N runs one")
     runner = _runner(executor, output_dir)
+    if log is not None:
+        from kernbench.api.run import shard_split
+        from kernbench.execution.balancing import describe_split
+
+        log(describe_split(shards, shard_split(settings, shards, paths)))
     tasks = {k: ShardTask(replace(settings, shard=(k, shards)),
                           output_dir / "shards" / f"{k}-of-{shards}",
                           tuple(paths) if paths is not None else None, extra_settings)

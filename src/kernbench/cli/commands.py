@@ -98,12 +98,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
         for path in save_history_of_dir(args.root.resolve(), args.output_dir):
             status(f"History record: {path}")
-    machines = document.get("machines") or []
-    if args.compare_to and machines:
-        warnings([f"not compared with {args.compare_to}: the report holds {len(machines)} "
-                  "machines (--allow-mixed), and cases are never compared across machines; "
-                  "merge each machine's shards apart to compare them"])
-    elif args.compare_to:
+    if args.compare_to:  # a mixed merge: each machine with its own record
         from kernbench.analysis.compare import Thresholds
         from kernbench.api.baselines import compare_dir_to_ref
 
@@ -125,10 +120,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
     """Says what was merged and what of the suite is missing; 1 under --strict if anything."""
     from kernbench.execution.completeness import problems
+    from kernbench.results.machines import machine_names, machines_of
 
-    machines = document.get("machines") or []
+    machines = machines_of(document)
     kept = (f", {len(machines)} machines kept apart: "
-            f"{', '.join(str(m.get('testbed')) for m in machines)}") if machines else ""
+            f"{', '.join(machine_names(machines))}") if machines else ""
     status(f"Merged {len(args.shards)} shards: {document['counts']['total']} cases into "
            f"{args.output_dir}/{kept}")
     found = document.get("completeness") or {}

@@ -108,7 +108,7 @@ def history_listing(records: Sequence[Mapping[str, Any]], root: Path) -> str:
         git = record.get("git") or {}
         lines.append(f"  {record.get('created_at')}  {git.get('short_commit') or 'nogit':<12} "
                      f"{(git.get('branch') or '-'):<16} {record.get('fingerprint')}  "
-                     f"{len(record.get('results', []))} cases")
+                     f"{record.get('testbed') or '-'}  {len(record.get('results', []))} cases")
     return "\n".join(lines)
 
 

@@ -27,12 +27,15 @@ def executor_settings(args: argparse.Namespace) -> ExecutorSettings:
         kind=args.executor, jobs=args.jobs, partition=args.partition,
         gpus_per_task=args.gpus_per_task, time_min=args.time, exclusive=args.exclusive,
         slurm_args=parse_key_values(args.slurm_arg, "--slurm-arg"),
+        slurm_cluster=getattr(args, "debug_slurm_cluster", None),
         ray_address=args.ray_address, gpus_per_shard=args.gpus_per_shard,
         ray_resources=parse_resources(parse_key_values(args.ray_resource, "--ray-resource")))
 
 
 def check_sharded(args: argparse.Namespace) -> None:
     """Executor options need --shards; --shards does not go with a run of one side or shard."""
+    if getattr(args, "debug_slurm_cluster", None) and args.executor != "slurm":
+        raise KernbenchError("--debug-slurm-cluster goes with --executor slurm")
     if args.shards is None:
         if args.executor != "local":
             raise KernbenchError(f"--executor {args.executor} needs --shards N")
@@ -54,8 +57,10 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
                           markdown="md" not in args.format)
     found = outcome.summary.get("completeness") or {}
     if not args.quiet:
+        cluster = getattr(args, "debug_slurm_cluster", None)
+        where = f"{args.executor} on submitit's {cluster} executor" if cluster else args.executor
         status(f"Merged {len(outcome.shard_dirs)} of {args.shards} shards "
-               f"({args.executor}): {outcome.summary['counts']['total']} cases into "
+               f"({where}): {outcome.summary['counts']['total']} cases into "
                f"{args.output_dir}/")
     warnings([f"missing: shard {line}" for line in outcome.missing] + problems(found))
     strict = EXIT_FAILURES if args.strict and not found.get("complete", True) else 0
@@ -67,12 +72,8 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
 
 
 def _after_merge(args: argparse.Namespace, summary: dict[str, Any]) -> int:
-    """--save-history and --compare-to of the merged run, as `kernbench merge` makes them."""
-    if summary.get("machines"):
-        if args.compare_to or args.save_history:
-            warnings(["--save-history and --compare-to skipped: the report holds several "
-                      "machines (--allow-mixed); merge each machine's shards apart"])
-        return 0
+    """--save-history and --compare-to of the merged run, as `kernbench merge` makes them (a
+    merge of several machines: one record each, each compared with its own)."""
     from kernbench.api.baselines import compare_dir_to_ref, save_history_of_dir
 
     root = args.root.resolve()

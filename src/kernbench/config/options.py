@@ -46,6 +46,8 @@ FORMAT_ALIASES = {"pytorch-oss": "pytorch_v3"}
 DEFAULT_FORMATS = ("json", "md", "html")
 EXECUTORS = ("local", "slurm", "ray")
 """``--executor`` choices: where ``--shards N`` run (:mod:`kernbench.execution.executors`)."""
+SLURM_TEST_CLUSTERS = ("local", "debug")
+"""``--debug-slurm-cluster`` choices: submitit's executors that run the job array here."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,10 @@ SCALE = (
 RUN_LAST = (
     Option(("--debug-fake-timer",), "testing aid: every kernel call takes exactly MS on a fake "
            "clock, so reports hold known numbers", "positive_float", metavar="MS"),
+    Option(("--debug-slurm-cluster",), "testing aid: --executor slurm submits its job array to "
+           "submitit's local or debug executor on this machine, not to Slurm (the Slurm options "
+           "are then ignored); without it, a machine with no sbatch is refused", "choice",
+           choices=SLURM_TEST_CLUSTERS),
 )
 
 OUTPUT = (

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 
 from kernbench.results.model import case_id_of, point_of, record_case_id
 
-__all__ = ["Balance", "balanced_groups", "case_walls_s", "describe_balance", "history_ids"]
+__all__ = ["Balance", "balanced_groups", "case_walls_s", "describe_balance", "describe_split",
+           "history_ids"]
 
 T = TypeVar("T")
 
@@ -113,3 +114,18 @@ def describe_balance(shard: tuple[int, int], balance: Mapping[str, Any]) -> str:
     each = ", ".join(f"{k}/{total} {s:.1f} s" for k, s in enumerate(expected, start=1))
     return (f"shard {index}/{total}: balanced by measured wall time ({balance.get('known_cases')}"
             f" of {balance.get('suite_cases')} cases in the history); expected {each}")
+
+
+def describe_split(total: int, split: Mapping[str, Any]) -> str:
+    """One line, before the shards of ``--shards N`` start, on how the suite was split
+    (:func:`kernbench.api.run.shard_split`): each shard's expected wall time, or its case
+    count when no history measured the cases."""
+    cases = [int(c) for c in split.get("cases") or []]
+    if split.get("by") != "history":
+        each = ", ".join(f"{k}/{total} {c} cases" for k, c in enumerate(cases, start=1))
+        return (f"{total} shards, split by count (no history measured these cases)"
+                + (f": {each}" if each else ""))
+    expected = [float(s) for s in split.get("expected_s") or []]
+    each = ", ".join(f"{k}/{total} {s:.1f} s" for k, s in enumerate(expected, start=1))
+    return (f"{total} shards, balanced by measured wall time ({split.get('known_cases')} of "
+            f"{split.get('suite_cases')} cases in the history); expected {each}")

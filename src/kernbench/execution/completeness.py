@@ -2,11 +2,13 @@
 
 A run records its plan in ``settings.plan`` (:func:`plan_record`): how many cases the whole
 suite holds, a digest of their ids (the suite's identity) and the ids of its own shard.
-:func:`completeness` groups shards by machine and suite, then names what is missing: a shard
-``K/N`` that never came back (with how many cases it held), a case a shard planned but has no
-record of (an interrupted or killed shard), a shard given twice, shards that split the suite
-differently (their plans do not add up to the suite). Summaries without a plan
-(older files, merged ones) are listed as unchecked.
+:func:`completeness` groups shards by suite, then names what is missing: a shard ``K/N`` that
+no machine brought back (with how many cases it held), a case a shard planned but has no
+record of (an interrupted or killed shard), a shard given twice by one machine, shards that
+split the suite differently (their plans do not add up to the suite). Machines are kept apart
+but share the suite: shard 1/2 from one machine and 2/2 from another (two hosted runners of
+different CPUs) leave nothing missing, and a shard that ran on two machines is measured twice,
+not duplicated. Summaries without a plan (older files, merged ones) are listed as unchecked.
 """
 
 from __future__ import annotations
@@ -47,34 +49,39 @@ def _shard(document: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _groups(documents: Sequence[tuple[str, Mapping[str, Any]]]
-            ) -> tuple[dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]], list[str]]:
-    """Planned shards by (machine fingerprint, suite digest), and the sources without a plan."""
-    groups: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
+            ) -> tuple[dict[str, list[tuple[str, Mapping[str, Any]]]], list[str]]:
+    """Planned shards by suite digest, and the sources without a plan."""
+    groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     unchecked = []
     for source, document in documents:
         plan = _plan(document)
         if plan is None:
             unchecked.append(source)
             continue
-        machine = str((document.get("environment") or {}).get("fingerprint") or "unknown")
-        groups.setdefault((machine, str(plan.get("suite_digest"))), []).append(
-            (source, document))
+        groups.setdefault(str(plan.get("suite_digest")), []).append((source, document))
     return groups, unchecked
 
 
-def _check_suite(machine: str, digest: str, shards: Sequence[tuple[str, Mapping[str, Any]]],
+def _machine(document: Mapping[str, Any]) -> str:
+    return str((document.get("environment") or {}).get("fingerprint") or "unknown")
+
+
+def _check_suite(digest: str, shards: Sequence[tuple[str, Mapping[str, Any]]],
                  found: dict[str, Any]) -> None:
     """Adds the suite's missing shards, missing cases and doubled shards to `found`."""
-    by_index: dict[int, list[str]] = {}
+    by_index: dict[int, dict[str, list[str]]] = {}
     total, suite_cases, planned = 1, 0, 0
+    machines = sorted({_machine(document) for _, document in shards})
     for source, document in shards:
-        plan = _plan(document) or {}
+        plan, machine = _plan(document) or {}, _machine(document)
         index, total = _shard(document)
-        by_index.setdefault(index, []).append(source)
         suite_cases = int(plan.get("suite_cases") or 0)
-        if len(by_index[index]) > 1:
+        on_index = by_index.setdefault(index, {})
+        if len(on_index) == 0:  # the suite's share of this shard counts once
+            planned += len(plan.get("case_ids") or [])
+        on_index.setdefault(machine, []).append(source)
+        if len(on_index[machine]) > 1:
             continue
-        planned += len(plan.get("case_ids") or [])
         have = {key for r in document.get("results") or [] for key in history_ids(r)}
         found["missing_cases"].extend(
             {"case_id": case_id, "source": source, "fingerprint": machine}
@@ -82,15 +89,17 @@ def _check_suite(machine: str, digest: str, shards: Sequence[tuple[str, Mapping[
     absent = [k for k in range(1, total + 1) if k not in by_index]
     if not absent and planned != suite_cases:  # shards split the suite differently
         found["plan_mismatches"].append(
-            {"suite": digest, "fingerprint": machine, "planned": planned,
+            {"suite": digest, "fingerprints": machines, "planned": planned,
              "suite_cases": suite_cases, "sources": [source for source, _ in shards]})
     for index in absent:
         found["missing_shards"].append(
-            {"shard": f"{index}/{total}", "suite": digest, "fingerprint": machine,
+            {"shard": f"{index}/{total}", "suite": digest, "fingerprints": machines,
              "cases": (suite_cases - planned) if len(absent) == 1 else None})
     found["duplicated_shards"].extend(
-        {"shard": f"{index}/{total}", "suite": digest, "fingerprint": machine, "sources": names}
-        for index, names in sorted(by_index.items()) if len(names) > 1)
+        {"shard": f"{index}/{total}", "suite": digest, "fingerprint": machine,
+         "sources": names}
+        for index, on_index in sorted(by_index.items())
+        for machine, names in sorted(on_index.items()) if len(names) > 1)
 
 
 def completeness(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
@@ -100,8 +109,8 @@ def completeness(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str
     found: dict[str, Any] = {"complete": True, "missing_shards": [], "missing_cases": [],
                              "duplicated_shards": [], "plan_mismatches": [],
                              "unchecked": unchecked}
-    for (machine, digest), shards in groups.items():
-        _check_suite(machine, digest, shards, found)
+    for digest, shards in groups.items():
+        _check_suite(digest, shards, found)
     found["complete"] = not (found["missing_shards"] or found["missing_cases"]
                              or found["duplicated_shards"] or found["plan_mismatches"])
     return found
@@ -112,8 +121,9 @@ def problems(found: Mapping[str, Any], limit: int = 20) -> list[str]:
     lines = []
     for shard in found.get("missing_shards") or []:
         held = "" if shard.get("cases") is None else f", {shard['cases']} cases"
-        lines.append(f"missing: shard {shard['shard']} of suite {shard['suite']} on machine "
-                     f"{shard['fingerprint']} never came back{held}")
+        ran = ", ".join(shard.get("fingerprints") or []) or "none"
+        lines.append(f"missing: shard {shard['shard']} of suite {shard['suite']} never came "
+                     f"back from any machine{held} (its other shards ran on {ran})")
     cases = found.get("missing_cases") or []
     lines.extend(f"missing: case {c['case_id']} (planned by {c['source']}, no record)"
                  for c in cases[:limit])
@@ -121,7 +131,8 @@ def problems(found: Mapping[str, Any], limit: int = 20) -> list[str]:
         lines.append(f"missing: {len(cases) - limit} more cases (see completeness in "
                      "summary.json)")
     lines.extend(f"duplicated: shard {d['shard']} of suite {d['suite']} is given "
-                 f"{len(d['sources'])} times: {', '.join(d['sources'])}"
+                 f"{len(d['sources'])} times by machine {d['fingerprint']}: "
+                 f"{', '.join(d['sources'])}"
                  for d in found.get("duplicated_shards") or [])
     lines.extend(f"mismatch: the shards of suite {m['suite']} planned {m['planned']} of its "
                  f"{m['suite_cases']} cases (split differently, e.g. balanced by different "

@@ -43,8 +43,9 @@ class ExecutorSettings:
     exclusive: bool = False
     slurm_args: tuple[tuple[str, str], ...] = ()
     slurm_cluster: str | None = None
-    """submitit's cluster: None picks Slurm where it is installed; "local" and "debug" run the
-    same job array on this machine (the tests)."""
+    """submitit's cluster: None is Slurm itself (refused where ``sbatch`` is missing, never a
+    silent fallback); "local" and "debug" run the same job array on this machine, Slurm
+    options ignored (the tests, ``--debug-slurm-cluster``)."""
     ray_address: str | None = None
     gpus_per_shard: float = 0.0
     ray_resources: tuple[tuple[str, float], ...] = ()

@@ -4,18 +4,23 @@ One task per shard (``executor.map_array``); ``--partition``, ``--gpus-per-task`
 and ``--exclusive`` become submitit's Slurm parameters; each ``--slurm-arg KEY=VALUE`` is
 submitit's own parameter where it has one of that name (``mem``, ``qos``, ``account``, ...)
 and otherwise a raw ``#SBATCH --KEY=VALUE`` line. The array is polled until every task ends,
-logging each task's state as it changes. submitit's ``local`` and ``debug`` clusters run the
-same array on this machine: the tests use them.
+logging each task's state as it changes. Without Slurm (no ``sbatch`` on the PATH) it refuses
+before anything runs: submitit would otherwise fall back to its local executor and drop every
+Slurm option. submitit's ``local`` and ``debug`` clusters run the same array on this machine
+only when asked for by name (``ExecutorSettings.slurm_cluster``, ``--debug-slurm-cluster``):
+the tests use them.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernbench.config.options import SLURM_TEST_CLUSTERS
 from kernbench.errors import KernbenchError
 from kernbench.execution.executors import Attempt, ExecutorSettings, Log, TaskFn
 
@@ -61,6 +66,27 @@ def slurm_parameters(settings: ExecutorSettings, valid: set[str]) -> dict[str, A
     return params
 
 
+TEST_CLUSTERS = SLURM_TEST_CLUSTERS
+"""submitit's executors that run a job array on this machine (``--debug-slurm-cluster``)."""
+
+
+def _cluster(settings: ExecutorSettings) -> str:
+    """submitit's cluster for `settings`: Slurm itself unless a test cluster is named; a
+    KernbenchError, before anything is submitted, when Slurm is asked for and absent."""
+    if settings.slurm_cluster is None:
+        if shutil.which("sbatch") is None:
+            raise KernbenchError(
+                "--executor slurm: no sbatch on the PATH, so this machine cannot submit Slurm "
+                "jobs; run kernbench on a Slurm login node. To try the job array on this "
+                "machine instead, add --debug-slurm-cluster local (submitit's local executor; "
+                "the Slurm options are then ignored)")
+        return "slurm"
+    if settings.slurm_cluster not in (*TEST_CLUSTERS, "slurm"):
+        raise KernbenchError(f"slurm cluster {settings.slurm_cluster!r}: expected one of "
+                             f"{', '.join(TEST_CLUSTERS)} (or none for Slurm itself)")
+    return settings.slurm_cluster
+
+
 @dataclass
 class SlurmShards:
     """Runs the shards' tasks as one job array of submitit's executor."""
@@ -73,11 +99,12 @@ class SlurmShards:
     def from_settings(cls, settings: ExecutorSettings, folder: Path | None = None
                       ) -> SlurmShards:
         submitit = _submitit()
+        params = slurm_parameters(settings, set(submitit.SlurmExecutor._valid_parameters()))
+        cluster = _cluster(settings)  # before any executor exists: no Slurm, no run
         executor = submitit.AutoExecutor(folder=str(folder or Path("slurm-logs")),
-                                         cluster=settings.slurm_cluster)
-        valid = set(submitit.SlurmExecutor._valid_parameters())
+                                         cluster=cluster)
         try:
-            executor.update_parameters(**slurm_parameters(settings, valid))
+            executor.update_parameters(**params)
         except (AssertionError, TypeError, ValueError, NameError) as exc:
             raise KernbenchError(f"--slurm-arg: submitit refused the parameters: {exc}") from exc
         return cls(executor)

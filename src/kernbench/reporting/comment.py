@@ -20,6 +20,13 @@ from typing import Any
 from kernbench.analysis.compare import VERDICTS, CaseComparison, tally
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.comment_machines import (
+    MachineTag,
+    grouped,
+    machine_tag,
+    machines_run_table,
+    machines_verdict_table,
+)
 from kernbench.reporting.comment_text import (
     HEX,
     NOTE_CHARS,
@@ -76,7 +83,8 @@ def _significant(case: Mapping[str, Any]) -> bool:
     return case.get("verdict") in CHANGED or _drifted(case)
 
 
-def _verdict_blocks(comparison: Mapping[str, Any] | None) -> list[str]:
+def _verdict_blocks(comparison: Mapping[str, Any] | None,
+                    summary: Mapping[str, Any]) -> list[str]:
     if comparison is None:
         return ["**No comparison: this run was not compared with a baseline**",
                 "Nothing was compared; this is not a pass."]
@@ -87,9 +95,12 @@ def _verdict_blocks(comparison: Mapping[str, Any] | None) -> list[str]:
     if note is not None:
         return [f"**{line}**", "Nothing was compared; this is not a pass."]
     counts = tally(judged)
-    table = "\n".join([table_row(VERDICTS), "|" + "---:|" * len(VERDICTS),
-                       table_row([str(counts[v]) for v in VERDICTS])])
-    return [f"**{line}**", *_warnings(comparison), table, _method_note(comparison, len(cases))]
+    several = machine_tag(summary) is not None
+    table = machines_verdict_table(cases, summary) if several else "\n".join(
+        [table_row(VERDICTS), "|" + "---:|" * len(VERDICTS),
+         table_row([str(counts[v]) for v in VERDICTS])])
+    return [f"**{line}**", *_warnings(comparison), table,
+            _method_note(comparison, len(cases), several)]
 
 
 def _warnings(comparison: Mapping[str, Any]) -> list[str]:
@@ -102,14 +113,16 @@ def _warnings(comparison: Mapping[str, Any]) -> list[str]:
     return ["\n>\n".join(lines)] if lines else []
 
 
-def _method_note(comparison: Mapping[str, Any], n_cases: int) -> str:
+def _method_note(comparison: Mapping[str, Any], n_cases: int, several: bool) -> str:
     settings = section(comparison, "settings")
     threshold = settings.get("threshold")
     pct = number_text(threshold * 100) if isinstance(threshold, (int, float)) else "n/a"
     text = (f"Ratio is candidate / baseline median latency (above 1 is slower). A change is "
             f"claimed only beyond the {pct}% threshold **and** at q < "
-            f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across all "
-            f"{n_cases} cases.")
+            f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across "
+            + (f"each machine's cases ({n_cases} in all); each machine is compared only with "
+               "its own baseline, and no case is compared across machines." if several else
+               f"all {n_cases} cases."))
     skipped = comparison.get("skipped_both")
     if isinstance(skipped, list) and skipped:
         text += f" {len(skipped)} cases were skipped on both sides and are not judged."
@@ -125,9 +138,15 @@ _CASES_HEAD = ("Case", "Verdict", "Ratio", "95% CI", "q", "Baseline p50 ms",
 _RESULTS_HEAD = ("Case", "Status", "p50 ms", "95% CI ms", "p99 ms", "Samples")
 
 
-def _head(columns: Sequence[str], numeric: Sequence[int]) -> str:
+def _head(columns: Sequence[str], numeric: Sequence[int], tag: MachineTag | None = None) -> str:
+    if tag is not None:  # a report of several machines: every row names its machine
+        columns, numeric = ("Machine", *columns), [i + 1 for i in numeric]
     rule = "|" + "".join("---:|" if i in numeric else "---|" for i in range(len(columns)))
     return table_row(columns) + "\n" + rule
+
+
+def _row(cells: Sequence[str], item: Mapping[str, Any], tag: MachineTag | None) -> str:
+    return table_row(cells if tag is None else [tag(item), *cells])
 
 
 def _case_name(case: Mapping[str, Any]) -> str:
@@ -161,29 +180,31 @@ def _drift_cell(case: Mapping[str, Any]) -> str:
             f"{number_text(drift.get('candidate'), 3)}**")
 
 
-def _significant_rows(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+def _significant_rows(cases: Sequence[Mapping[str, Any]], summary: Mapping[str, Any],
+                      tag: MachineTag | None) -> list[str]:
+    """By impact, largest first; with several machines, within each machine."""
     ranked = sorted((c for c in cases if _significant(c)), key=impact, reverse=True)
-    return [table_row([_case_name(c), _verdict_cell(c, True), *_figures(c), _drift_cell(c)])
-            for c in ranked]
+    return [_row([_case_name(c), _verdict_cell(c, True), *_figures(c), _drift_cell(c)], c, tag)
+            for c in (grouped(ranked, summary) if tag else ranked)]
 
 
-def _case_rows(cases: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [table_row([_case_name(c), _verdict_cell(c, False), *_figures(c),
-                  escape(c.get("note"), NOTE_CHARS) if c.get("note") else ""])
+def _case_rows(cases: Sequence[Mapping[str, Any]], tag: MachineTag | None) -> list[str]:
+    return [_row([_case_name(c), _verdict_cell(c, False), *_figures(c),
+                  escape(c.get("note"), NOTE_CHARS) if c.get("note") else ""], c, tag)
             for c in cases]
 
 
-def _result_rows(results: Sequence[Mapping[str, Any]]) -> list[str]:
+def _result_rows(results: Sequence[Mapping[str, Any]], tag: MachineTag | None) -> list[str]:
     rows = []
     for r in results:
         timing = section(r, "timing")
         low, high = ci95_bounds(r)
         samples = r.get("samples_ms", timing.get("samples_ms"))
-        rows.append(table_row([escape(r.get("case_id")), escape(r.get("status"), 40),
+        rows.append(_row([escape(r.get("case_id")), escape(r.get("status"), 40),
                           number_text(timing.get("latency_ms_p50")) + mode_suffix(r),
                           _interval(low, high),
                           number_text(timing.get("latency_ms_p99")),
-                          str(len(samples)) if isinstance(samples, list) else "n/a"]))
+                          str(len(samples)) if isinstance(samples, list) else "n/a"], r, tag))
     return rows
 
 
@@ -210,6 +231,9 @@ def _runs_table(inputs: ReportInputs) -> str:
     env = inputs.environment
     head_commit = section(env, "git").get("commit")
     comparison = inputs.comparison
+    if machine_tag(inputs.summary) is not None:  # each machine's own row
+        return "\n".join([_head(("", "Head"), ()), table_row(("Commit", _commit(head_commit))),
+                          "", machines_run_table(inputs.summary)])
     if comparison is None:
         rows = [("Commit", _commit(head_commit)), ("Machine", _machine(env)),
                 ("Fingerprint", code_text(env.get("fingerprint"), TOKEN))]
@@ -315,19 +339,20 @@ def render_comment(inputs: ReportInputs, *, max_chars: int = 60_000,
     url = check_run_url(run_url)
     link = [f"[Workflow run]({url})"] if url else []
     comparison = inputs.comparison
-    verdict = _verdict_blocks(comparison)
+    verdict = _verdict_blocks(comparison, inputs.summary)
+    tag = machine_tag(inputs.summary)
     title = [MARKER + "\n### kernbench", *([fork_notice(fork)] if fork else [])]
     cases = mappings(dig(comparison, "cases"))
     compared = comparison is not None and comparison.get("baseline_note") is None
     parts = _Parts(
         top=[*title, *verdict],
-        significant_head=_head(_SIGNIFICANT_HEAD, (2, 4, 5, 6)),
-        significant=_significant_rows(cases) if compared else [],
+        significant_head=_head(_SIGNIFICANT_HEAD, (2, 4, 5, 6), tag),
+        significant=_significant_rows(cases, inputs.summary, tag) if compared else [],
         table_title="All cases" if compared else "All results",
-        table_head=(_head(_CASES_HEAD, (2, 4, 5, 6)) if compared
-                    else _head(_RESULTS_HEAD, (2, 4, 5))),
-        rows=_case_rows(cases) if compared else _result_rows(mappings(
-            inputs.summary.get("results"))),
+        table_head=(_head(_CASES_HEAD, (2, 4, 5, 6), tag) if compared
+                    else _head(_RESULTS_HEAD, (2, 4, 5), tag)),
+        rows=_case_rows(cases, tag) if compared else _result_rows(mappings(
+            inputs.summary.get("results")), tag),
         bottom=[*_run_blocks(inputs), *link],
     )
     fallback = "\n\n".join([*title, verdict[0],

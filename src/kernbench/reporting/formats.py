@@ -8,7 +8,8 @@ format     files                                        for
 ========== ============================================ ==========================================
 json       summary.json, env.json, comparison.json      machines; the source of every other format
 md         summary.md, regressions.md (with a baseline) people, PR comments
-html       index.html (self-contained)                  people, in a browser
+html       index.html (self-contained); with several    people, in a browser
+           machines also machines/*/index.html
 csv        results.csv                                  spreadsheets, pandas
 pytorch_v3 pytorch_v3.json (also named pytorch-oss)    the PyTorch OSS benchmark database (v3)
 github     github_benchmark.json                        github-action-benchmark (customSmallerIs…)
@@ -18,6 +19,9 @@ bmf        bmf.json                                     Bencher (Bencher Metric 
 pytest-    pytest_benchmark.json                        pytest-benchmark's compare, and the tools
 benchmark                                               that read its JSON
 ========== ============================================ ==========================================
+
+A report of several machines (``kernbench merge --allow-mixed``) writes every format but json,
+md and html once per machine, under ``machines/<testbed>-<fingerprint>/``.
 """
 
 from __future__ import annotations
@@ -58,9 +62,9 @@ def _markdown(inputs: ReportInputs, out: Path) -> list[Path]:
 
 
 def _html(inputs: ReportInputs, out: Path) -> list[Path]:
-    from kernbench.reporting.html import render_html
+    from kernbench.reporting.html_machines import html_pages
 
-    return [write_text_atomic(out / "index.html", render_html(inputs))]
+    return [write_text_atomic(out / name, text) for name, text in html_pages(inputs).items()]
 
 
 def _export(name: str) -> Writer:
@@ -135,9 +139,23 @@ def install_command(module: str, extra: str) -> str:
     return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(wanted)}"
 
 
+COMBINED = ("json", "md", "html")
+"""Formats that lay out a report of several machines themselves, machine by machine; every
+other format is written once per machine, under ``machines/<testbed>-<fingerprint>/``."""
+
+
 def write_formats(inputs: ReportInputs, out: Path, formats: Sequence[str]) -> list[Path]:
-    """Write each format's files under `out`; the paths written, in format order."""
+    """Write each format's files under `out`; the paths written, in format order. A report
+    of several machines (a merge with ``--allow-mixed``) gets each machine's export files
+    (CSV, JUnit, plots, ...) apart, from that machine's documents alone: no file mixes them."""
+    from kernbench.reporting.machines import machine_dir, machine_inputs
+
+    parts = machine_inputs(inputs)
     written: list[Path] = []
     for name in formats:
-        written.extend(WRITERS[name](inputs, out))
+        if name in COMBINED or not parts:
+            written.extend(WRITERS[name](inputs, out))
+            continue
+        for machine, part in parts:
+            written.extend(WRITERS[name](part, out / machine_dir(machine)))
     return written

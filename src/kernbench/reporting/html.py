@@ -33,6 +33,7 @@ from kernbench.reporting.html_charts import (
     speedup_chart,
     trend_views,
 )
+from kernbench.reporting.machines import incomplete_text
 from kernbench.reporting.svg import (
     BoxRow,
     box_plot_svg,
@@ -75,8 +76,9 @@ def fmt_pct(value: object) -> str:
     return "n/a" if value is None else f"{fmt_num(value, 3)}%"
 
 
-def render_html(inputs: ReportInputs) -> str:
-    """The dashboard page of one run, as a single HTML document."""
+def render_html(inputs: ReportInputs, machine: str | None = None) -> str:
+    """The dashboard page of one run, as a single HTML document; `machine` names the machine
+    when the run is one machine of a report that kept several apart (its page links back)."""
     results = [normalised(r) for r in inputs.results]
     anchors = {id(r): f"case-{i}" for i, r in enumerate(results)}
     verdicts = {str(c.get("label")): str(c.get("verdict"))
@@ -93,6 +95,7 @@ def render_html(inputs: ReportInputs) -> str:
     template = html_environment().get_template("index.html.j2")
     return template.render(
         run=_run_view(inputs.summary), counts=_counts(inputs.summary, results),
+        machine=machine, incomplete=incomplete_text(inputs.summary),
         slowest=board[-1] if board else None, env_rows=environment_rows(inputs.environment),
         settings=settings_rows(inputs.summary.get("settings") or {}),
         board=rows,

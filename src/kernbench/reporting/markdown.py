@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
 from kernbench.reporting.availability import absent_backends, present_only
+from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.digest import regression_digest
 from kernbench.reporting.gpu_modes import gpu_timing_table, mode_suffix, suffix
 from kernbench.reporting.implementations import implementation_tables
+from kernbench.reporting.machines import demote, incomplete_text, machine_inputs
 from kernbench.reporting.templating import environment
 from kernbench.reporting.views import OVER_PEAK_NOTE, PROBLEM_STATUSES, over_peak
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
-
-if TYPE_CHECKING:
-    from kernbench.reporting.bundle import ReportInputs
-
+from kernbench.results.machines import machine_label
 
 MAX_LISTED = 12
 """Key Findings lists at most this many findings per group and counts the rest."""
@@ -86,7 +85,15 @@ def machine_boards(document: Mapping[str, Any]) -> list[tuple[str | None, list[A
 
 def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
                    comparison: Mapping[str, Any] | None = None) -> str:
-    """summary.md; with `comparison` (comparison.json) it also carries a Regressions section."""
+    """summary.md; with `comparison` (comparison.json) it also carries a Regressions section.
+    A report of several machines (``machines``) is the machines' table, then each machine's
+    own summary as a section (:mod:`kernbench.reporting.machines`)."""
+    parts = [(machine_label(machine), demote(render_summary(
+        {**part.summary, "complete": True}, part.environment, part.comparison)))
+        for machine, part in machine_inputs(ReportInputs(document, environment, comparison))]
+    if parts:  # the top says what is incomplete, once
+        return template_environment().get_template("summary.md.j2").render(
+            doc=document, env=environment, parts=parts, incomplete=incomplete_text(document))
     results = list(document["results"])
     found = fx.key_findings(document)
     absent = absent_backends(results, environment or document.get("environment") or {})
@@ -109,7 +116,7 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
         advice=rx.recommendations(document, comparison),
         no_advice=rx.NO_RECOMMENDATIONS,
         digest=regression_digest(comparison), impl_tables=implementation_tables(document),
-        gpu_table=gpu_timing_table(results),
+        gpu_table=gpu_timing_table(results), parts=[], incomplete=incomplete_text(document),
     )
 
 

@@ -13,7 +13,7 @@ from kernbench.analysis.compare import (
     regressions_found,
     tally,
 )
-from kernbench.reporting.markdown import template_environment
+from kernbench.reporting.markdown import md_escape, template_environment
 from kernbench.reporting.views import split_significant
 from kernbench.results.files import write_json_atomic, write_text_atomic
 from kernbench.results.schema import SCHEMA_VERSION
@@ -71,6 +71,20 @@ def _side(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_regressions(document: Mapping[str, Any]) -> str:
+    """regressions.md; a comparison of several machines (``machines``: a merged A/B that kept
+    them apart) is each machine's own, one section each, never one table of all."""
+    machines = [m for m in document.get("machines") or [] if isinstance(m, Mapping)]
+    if machines:
+        from kernbench.reporting.machines import demote
+        from kernbench.results.machines import machine_label, split_comparison
+
+        parts = [(m, split_comparison(document, m)) for m in machines]
+        sections = [f"## {md_escape(machine_label(m))}\n\n" + demote(render_regressions(part))
+                    for m, part in parts if part is not None]
+        return "\n".join([f"# kernbench regressions\n\n**{md_escape(document['verdict'])}**\n",
+                          "Each machine is compared only with its own baseline (with --ab, "
+                          "its own A and B rounds); no case is compared across machines.\n",
+                          *sections])
     significant, rest = split_significant(list(document["cases"]))
     template = template_environment().get_template("regressions.md.j2")
     return template.render(doc=document, significant=significant, rest=rest)

@@ -1,9 +1,11 @@
 """One history record: built from a run's documents, encoded as one gzipped JSON line, decoded.
 
 A record is built from a run's ``summary.json`` and ``env.json`` by :func:`history_record`:
-who ran what where (git commit, machine fingerprint, settings) and, per case, the raw samples
-(rounded to 6 significant digits), their median and the accuracy verdict. Everything else in
-the summary can be derived again from the samples, so it is left out.
+who ran what where (git commit, machine fingerprint and testbed, settings) and, per case, the
+raw samples (rounded to 6 significant digits), their median and the accuracy verdict.
+Everything else in the summary can be derived again from the samples, so it is left out.
+``testbed`` (the ``--testbed`` name; None where the run had none) came after the first schema-3
+records: a reader takes a record without it as one without a testbed (``record.get``).
 
 Decoding skips, with a message, what it cannot use: corrupt or truncated gzip data, lines that
 are not JSON, records of a newer ``schema_version`` (older ones go through
@@ -59,6 +61,7 @@ def history_record(run_summary: Mapping[str, Any], environment: Mapping[str, Any
         "created_at": format_created_at(created_at),
         "git": _git_section(env.get("git")),
         "fingerprint": _fingerprint(env),
+        "testbed": env.get("testbed") if isinstance(env.get("testbed"), str) else None,
         "machine": _machine(env),
         "kernbench_version": summary.get("kernbench_version") or __version__,
         "settings": {key: settings[key] for key in SETTINGS_KEYS if key in settings},

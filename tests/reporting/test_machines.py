@@ -1,0 +1,128 @@
+"""A report of two machines (a merge with --allow-mixed) is one report per machine: no finding,
+leaderboard or table ranks one machine's cases against the other's, each machine shows its
+own environment, and a merge that lost nothing says nothing about being incomplete."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.execution.merging import merge_summaries
+from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.comment import render_comment
+from kernbench.reporting.formats import write_formats
+from kernbench.reporting.html_machines import html_pages
+from kernbench.reporting.markdown import render_summary
+from kernbench.results.schema import migrate
+from support.reports import load_fixture
+
+CPU, GPU = "cpu0cpu0cpu0cpu0", "9f00deadbeef0001"
+
+
+def shard(kernels: tuple[str, ...], fingerprint: str, testbed: str,
+          cpu: str) -> dict[str, Any]:
+    """The fixture run's cases of `kernels`, as machine `fingerprint` ran them."""
+    fixture = load_fixture(comparison=False, history=False)
+    document = migrate(copy.deepcopy(dict(fixture.summary)), "fixture")
+    environment = {**copy.deepcopy(dict(fixture.environment)), "fingerprint": fingerprint,
+                   "testbed": testbed, "hostname": f"{testbed}-1",
+                   "cpu": {"model": cpu, "logical_cores": 8}}
+    document["environment"] = environment
+    document["results"] = [{**r, "fingerprint": fingerprint, "testbed": testbed}
+                           for r in document["results"] if r["kernel_name"] in kernels]
+    return document
+
+
+@pytest.fixture(scope="module")
+def mixed() -> ReportInputs:
+    """gemm and softmax on a CPU pool, rmsnorm on a GPU node: across both, the fastest case is
+    the pool's and the slowest the node's."""
+    parts = [("pool", shard(("gemm", "softmax"), CPU, "cpu-pool", "AMD EPYC 7763")),
+             ("node", shard(("rmsnorm",), GPU, "h100", "Intel Xeon 8480"))]
+    environments = {d["environment"]["fingerprint"]: d["environment"] for _, d in parts}
+    merged = merge_summaries(parts, allow_mixed=True)
+    for machine in merged["machines"]:  # as `kernbench merge` keeps each machine's env.json
+        machine["environment"] = environments[machine["fingerprint"]]
+    return ReportInputs(merged, {"fingerprint": None, "mixed": ["cpu-pool", "h100"]})
+
+
+def sections(markdown: str) -> dict[str, str]:
+    """The `## <machine>` sections of summary.md, by heading."""
+    found = re.split(r"^## (.+)$", markdown, flags=re.M)
+    return {title: body for title, body in zip(found[1::2], found[2::2], strict=True)}
+
+
+def test_summary_md_ranks_and_finds_within_each_machine_only(mixed: ReportInputs) -> None:
+    text = render_summary(mixed.summary, mixed.environment)
+    parts = sections(text)
+    pool = parts["cpu-pool (fingerprint cpu0cpu0cpu0cpu0)"]
+    node = parts["h100 (fingerprint 9f00deadbeef0001)"]
+    assert "**Fastest**: softmax\\[cpu,bf16\\]" in pool
+    assert "**Slowest**: softmax\\[cpu,fp32\\]" in pool and "rmsnorm" not in pool
+    assert "**Fastest**: rmsnorm\\[cpu,fp32\\]" in node
+    assert "**Slowest**: rmsnorm\\[cpu,bf16\\]" in node and "softmax" not in node
+    assert not re.search(r"^## Key Findings", text, re.M)
+    assert text.count("### Key Findings") == 2
+    assert text.count("### Performance Leaderboard") == 2
+    # each machine's own environment, in full
+    assert "| CPU | AMD EPYC 7763, 8 logical cores |" in pool
+    assert "| CPU | Intel Xeon 8480, 8 logical cores |" in node
+    assert "Incomplete" not in text
+
+
+def test_a_merge_missing_a_shard_says_so_not_interrupted(mixed: ReportInputs) -> None:
+    summary = {**mixed.summary, "complete": False, "completeness": {
+        **mixed.summary["completeness"], "complete": False,
+        "missing_shards": [{"shard": "2/2", "suite": "s", "fingerprints": [CPU],
+                            "cases": 3}]}}
+    text = render_summary(summary, mixed.environment)
+    assert "**Incomplete merge**: not every case of the suite came back once (1 shards " \
+           "never came back" in text
+    assert "interrupted" not in text
+    assert text.count("Incomplete") == 1  # said once, at the top
+
+
+def test_index_html_is_an_overview_with_one_dashboard_per_machine(mixed: ReportInputs) -> None:
+    pages = html_pages(mixed)
+    index = pages.pop("index.html")
+    assert sorted(pages) == ["machines/cpu-pool-cpu0cpu0cpu0cpu0/index.html",
+                             "machines/h100-9f00deadbeef0001/index.html"]
+    assert "leaderboard-table" not in index  # no board of both machines
+    assert index.count('class="machine"') == 2
+    assert "AMD EPYC 7763, 8 logical cores" in index and "Intel Xeon 8480" in index
+    assert 'href="machines/h100-9f00deadbeef0001/index.html"' in index
+    node = pages["machines/h100-9f00deadbeef0001/index.html"]
+    assert "rmsnorm[cpu,fp32]" in node and "softmax" not in node and "gemm[" not in node
+    assert "Intel Xeon 8480" in node and "AMD EPYC" not in node
+    assert 'href="../../index.html"' in node
+
+
+def test_the_pr_comment_names_each_row_machine_and_each_machine_hardware(
+        mixed: ReportInputs) -> None:
+    body = render_comment(mixed)
+    assert "| Machine | Case | Status |" in body
+    rows = [line for line in body.splitlines() if "rmsnorm\\[cpu" in line]
+    assert rows and all(line.startswith("| h100 `9f00deadbeef0001` |") for line in rows)
+    assert "| cpu-pool | `cpu0cpu0cpu0cpu0` | AMD EPYC 7763; GPUs: none |" in body
+    assert "| h100 | `9f00deadbeef0001` | Intel Xeon 8480; GPUs: none |" in body
+    assert "unknown CPU" not in body and "Fingerprint | n/a" not in body
+
+
+def test_export_formats_are_written_once_per_machine(mixed: ReportInputs,
+                                                     tmp_path: Path) -> None:
+    """CSV, JUnit, Bencher, ... files of one machine each: a case of one machine never lands
+    beside (or, keyed by name, over) the same case of the other."""
+    written = write_formats(mixed, tmp_path, ["md", "csv", "bmf", "junit"])
+    names = sorted(str(p.relative_to(tmp_path)) for p in written)
+    assert names == ["machines/cpu-pool-cpu0cpu0cpu0cpu0/bmf.json",
+                     "machines/cpu-pool-cpu0cpu0cpu0cpu0/junit.xml",
+                     "machines/cpu-pool-cpu0cpu0cpu0cpu0/results.csv",
+                     "machines/h100-9f00deadbeef0001/bmf.json",
+                     "machines/h100-9f00deadbeef0001/junit.xml",
+                     "machines/h100-9f00deadbeef0001/results.csv", "summary.md"]
+    node = (tmp_path / "machines/h100-9f00deadbeef0001/results.csv").read_text(encoding="utf-8")
+    assert "rmsnorm" in node and "softmax" not in node and "gemm" not in node
