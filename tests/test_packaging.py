@@ -85,11 +85,21 @@ def test_supported_os_and_pythons_are_stated_in_classifiers_and_readme() -> None
     ".github/workflows/bench-comment.yml"])
 def test_nothing_says_to_install_kernbench_from_an_index(path: str) -> None:
     text = (ROOT / path).read_text(encoding="utf-8")
-    assert not re.search(r"pip install '?kernbench(\[[a-z,]+\])?'?(?!\s*@)(\s|$|`)", text), path
+    assert not re.search(r"pip install ['\"]?kernbench(\[[a-z,]+\])?['\"]?(?!\s*@)"
+                         r"(\s|$|[`'\")])", text), path
+
+
+@pytest.mark.parametrize(("module", "extra"), [("ray", "ray"), ("submitit", "slurm")])
+def test_a_missing_executor_library_is_named_with_its_own_requirement(module: str,
+                                                                       extra: str) -> None:
+    from kernbench.config.extras import install_command
+
+    assert install_command(module, extra).endswith(
+        f"-m pip install '{PROJECT['optional-dependencies'][extra][0]}'")
 
 
 def test_the_install_command_kernbench_prints_installs_the_declared_requirement() -> None:
-    from kernbench.reporting.formats import install_command
+    from kernbench.config.extras import install_command
 
     command = install_command("matplotlib", "plots")
     assert command == f"{sys.executable} -m pip install 'matplotlib>=3.7'"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernbench.config.extras import install_command
 from kernbench.errors import KernbenchError
 from kernbench.execution.executors import Attempt, ExecutorSettings, Log, TaskFn
 
@@ -24,7 +25,8 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise KernbenchError("--executor ray needs Ray: pip install 'kernbench[ray]'") from None
+        raise KernbenchError("--executor ray needs Ray, which is not installed: "
+                             f"{install_command('ray', 'ray')}") from None
     return ray
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernbench.config.extras import install_command
 from kernbench.config.options import SLURM_TEST_CLUSTERS
 from kernbench.errors import KernbenchError
 from kernbench.execution.executors import Attempt, ExecutorSettings, Log, TaskFn
@@ -35,8 +36,8 @@ def _submitit() -> Any:
     try:
         import submitit
     except ImportError:
-        raise KernbenchError("--executor slurm needs submitit: pip install "
-                             "'kernbench[slurm]'") from None
+        raise KernbenchError("--executor slurm needs submitit, which is not installed: "
+                             f"{install_command('submitit', 'slurm')}") from None
     return submitit
 
 

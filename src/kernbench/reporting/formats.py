@@ -29,12 +29,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kernbench.config.extras import install_command
 from kernbench.config.options import DEFAULT_FORMATS, FORMAT_ALIASES
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.results.files import write_json_atomic, write_text_atomic
 
-__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "check_libraries", "install_command", "parse_formats",
+__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "check_libraries", "parse_formats",
            "write_formats"]
 
 Writer = Callable[[ReportInputs, Path], list[Path]]
@@ -121,22 +122,6 @@ def check_libraries(formats: Sequence[str]) -> None:
             module, extra = LIBRARIES[name]
             raise KernbenchError(f"--format {name} needs {module}, which is not installed: "
                                  f"{install_command(module, extra)} (or leave out {name})")
-
-
-def install_command(module: str, extra: str) -> str:
-    """`/path/python -m pip install 'matplotlib>=3.7'`: the requirement kernbench's `extra`
-    declares for `module`, for the interpreter running now."""
-    import shlex
-    import sys
-    from importlib.metadata import PackageNotFoundError, requires
-
-    try:
-        declared = requires("kernbench") or []
-    except PackageNotFoundError:  # run from a checkout without installing
-        declared = []
-    wanted = next((r.split(";")[0].strip() for r in declared
-                   if r.startswith(module) and f'extra == "{extra}"' in r), module)
-    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(wanted)}"
 
 
 COMBINED = ("json", "md", "html")

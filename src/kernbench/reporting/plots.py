@@ -94,7 +94,7 @@ def _matplotlib() -> tuple[NewFigure, Callable[[], Any]]:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        from kernbench.reporting.formats import install_command
+        from kernbench.config.extras import install_command
 
         raise KernbenchError(f"{MISSING_MATPLOTLIB}: {install_command('matplotlib', 'plots')}"
                              ) from exc
