@@ -84,11 +84,16 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
     Shards of different machines are refused unless `allow_mixed`
     (:func:`kernbench.execution.merging.merge_summaries`).
-    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next:
-    rendering it for every case is half of a large merge).
-    Returns the merged summary and that comparison (None for plain shards).
+    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next).
+    The merge reads one shard at a time and never holds every record
+    (:func:`kernbench.api.merge.merge_report_sets`).
+    Returns the merged summary without its ``results`` (they are in
+    `output_dir/summary.json`: :func:`kernbench.results.inputs.load_run` reads them) and that
+    comparison (None for plain shards).
     """
-    merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
+    from kernbench.api.merge import merge_report_sets
+
+    merged = merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
     comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
     if any(has_baseline):
@@ -100,8 +105,8 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
                 "the --ab shards ran on different machines "
                 f"({', '.join(str(m.get('testbed')) for m in merged['machines'])}): their A/B "
                 "comparison is made per machine; merge each machine's shards apart")
-        _merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline",
-                           allow_mixed)
+        merge_report_sets([d / "baseline" for d in shard_dirs], output_dir / "baseline",
+                          allow_mixed)
         first = comparisons[0] or {}
         settings = first.get("settings") or {}
         base = load_run(output_dir / "baseline")
@@ -116,36 +121,3 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
                                           paired=bool(settings.get("paired")))
         return merged, comparison
     return merged, None
-
-
-def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
-                       allow_mixed: bool = False, markdown: bool = True) -> dict[str, Any]:
-    import json
-
-    from kernbench.execution.merging import merge_summaries
-    from kernbench.reporting.markdown import render_summary
-    from kernbench.results.files import write_json_atomic, write_text_atomic
-
-    documents = []
-    for directory in shard_dirs:
-        path = directory / "summary.json"
-        try:
-            documents.append((str(directory), json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError) as exc:
-            raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
-    merged = merge_summaries(documents, allow_mixed, owned=True)
-    del documents  # the records live on in `merged`; the rest of each shard's summary goes
-    # Several machines: no shard's env.json stands for the report; each is in `machines`.
-    environment = ({"schema_version": merged["schema_version"], **merged["environment"]}
-                   if merged.get("machines") else
-                   read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {})
-    clear_previous_reports(output_dir)
-    write_json_atomic(output_dir / "summary.json", merged, one_line_items=True)
-    write_json_atomic(output_dir / "env.json", environment)
-    if markdown:
-        write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
-    for directory in shard_dirs:
-        for kernel_file in sorted((directory / "kernels").glob("*.json")):
-            write_text_atomic(output_dir / "kernels" / kernel_file.name,  # copies: no fsync
-                              kernel_file.read_text(encoding="utf-8"), durable=False)
-    return merged
