@@ -53,9 +53,11 @@ def render_reports(output_dir: Path, formats: Sequence[str], history_root: Path 
     from kernbench.reporting.formats import write_formats
 
     source = source_dir or output_dir
-    inputs = load_report_inputs(source, history_root)
     same = source.resolve() == output_dir.resolve()
     wanted = [f for f in formats if not (same and f == "json")]
+    if not wanted and (source / "summary.json").is_file():  # no need to read a large run
+        return []
+    inputs = load_report_inputs(source, history_root)
     return write_formats(inputs, output_dir, wanted)
 
 
@@ -84,7 +86,8 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     with the shards' settings, so Benjamini-Hochberg control covers the whole suite.
     Shards of different machines are refused unless `allow_mixed`
     (:func:`kernbench.execution.merging.merge_summaries`).
-    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next).
+    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next,
+    after a comparison of its own); an `--ab` merge's carries the comparison.
     The merge reads one shard at a time and never holds every record
     (:func:`kernbench.api.merge.merge_report_sets`).
     Returns the merged summary without its ``results`` (they are in
@@ -119,5 +122,7 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
         comparison = write_run_comparison(base, cand, output_dir, thresholds,
                                           float(settings.get("alpha", DEFAULT_ALPHA)),
                                           paired=bool(settings.get("paired")))
+        if markdown:  # again, with the comparison's Regressions section
+            render_reports(output_dir, ["md"])
         return merged, comparison
     return merged, None
