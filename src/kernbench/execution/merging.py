@@ -29,6 +29,7 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import ShardPlan, completeness_of, shard_plan
+from kernbench.results.jsontext import one_line
 from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
@@ -78,8 +79,9 @@ def read_shard(source: str, document: dict[str, Any],
 
     Each record takes the shard's machine (``fingerprint``, ``testbed``) where it names none.
     With `texts` (each record's JSON text as read, aligned with the results), an entry holds
-    the record and its text on one line (written anew only for a record that changed);
-    without, the record alone. An unknown status is a KernbenchError naming the source."""
+    the record and that text on one line (:func:`kernbench.results.jsontext.one_line`; made
+    anew only for a record that changed); without, the record alone. An unknown status is a
+    KernbenchError naming the source."""
     version = document.get("schema_version")
     document = migrate(document, source)
     keep_texts = texts is not None and version == SCHEMA_VERSION  # a migration may change them
@@ -100,8 +102,8 @@ def read_shard(source: str, document: dict[str, Any],
                 record[key], changed = value, True
         payload: Any = record
         if texts is not None:
-            text = texts[index] if keep_texts and not changed else json.dumps(record)
-            payload = (record, text if "\n" not in text else json.dumps(record))
+            text = one_line(texts[index]) if keep_texts and not changed else json.dumps(record)
+            payload = (record, text)
         entries.append((_order(record), record_case_id(record), payload))
     entries.sort(key=lambda entry: entry[0])
     plan = shard_plan(source, document, results)

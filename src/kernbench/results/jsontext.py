@@ -17,10 +17,21 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["split_records"]
+__all__ = ["one_line", "split_records"]
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _SPACE = re.compile(r"[ \t\n\r]*")
+_ITEM_BREAK = re.compile(r",[ \t\r]*\n[ \t\r\n]*")
+_BREAK = re.compile(r"[ \t\r]*\n[ \t\r\n]*")
+
+
+def one_line(text: str) -> str:
+    """A JSON text on one line: the line breaks and indentation of an indented value gone (a
+    JSON string holds no raw line break, so every one is between tokens). The text of
+    ``json.dumps(value, indent=N)`` becomes that of ``json.dumps(value)``."""
+    if "\n" not in text:
+        return text
+    return _BREAK.sub("", _ITEM_BREAK.sub(", ", text))
 
 
 def split_records(text: str, key: str = "results"
