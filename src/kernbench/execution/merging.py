@@ -166,8 +166,8 @@ def merged_order(runs: Sequence[Iterable[Entry]], heads: Sequence[ShardHead],
 
     current: tuple[int, Key] | None = None
     seen: dict[str, str] = {}
-    for key, index, case_id, payload in heapq.merge(*map(ranked, range(len(runs))),
-                                                    key=lambda entry: entry[0]):
+    # tuples compare by (machine rank, key), then by shard: never by case id or payload
+    for key, index, case_id, payload in heapq.merge(*map(ranked, range(len(runs)))):
         if key != current:
             current, seen = key, {}
         source = heads[index].source

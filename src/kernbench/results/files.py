@@ -100,13 +100,24 @@ def write_json_items_atomic(path: Path, data: dict[str, Any],
 
 
 def _write_items(handle: IO[bytes], items: Iterable[str]) -> None:
-    """A JSON list of the item texts, one a line; ``[]`` when there are none."""
-    first = True
+    """A JSON list of the item texts, one a line (written about 1 MB at a time); ``[]`` when
+    there are none."""
+    batch: list[str] = []
+    size, first = 0, True
     for text in items:
-        handle.write(b"[\n    " if first else b",\n    ")
-        handle.write(text.encode())
-        first = False
+        batch.append(text)
+        size += len(text)
+        if size > 1 << 20:
+            first = _write_batch(handle, batch, first)
+            batch, size = [], 0
+    if batch:
+        first = _write_batch(handle, batch, first)
     handle.write(b"[]" if first else b"\n  ]")
+
+
+def _write_batch(handle: IO[bytes], batch: list[str], first: bool) -> bool:
+    handle.write((b"[\n    " if first else b",\n    ") + ",\n    ".join(batch).encode())
+    return False
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
