@@ -80,9 +80,9 @@ class Spool:
             yield tuple(key), case_id, text
 
 
-def _read(source: Path, index: int, spool: Spool, view: SummaryView) -> ShardHead:
-    """One shard's summary: its head; its records into the `view` (kernel by kernel) and,
-    as JSON texts in merge order, into the `spool`."""
+def _read(source: Path, index: int, spool: Spool, view: SummaryView | None) -> ShardHead:
+    """One shard's summary: its head; its records into the `view` (kernel by kernel; none
+    without summary.md to write) and, as JSON texts in merge order, into the `spool`."""
     from kernbench.results.jsontext import split_records
 
     path = source / "summary.json"
@@ -92,17 +92,24 @@ def _read(source: Path, index: int, spool: Spool, view: SummaryView) -> ShardHea
         raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     document["results"] = [record for record, _ in items or []]
     head, entries = read_shard(str(source), document, [text for _, text in items or []])
+    if view is not None:
+        _view_kernels(view, head, index, entries)
+    spool.write([(key, case_id, text) for key, case_id, (_, text) in entries])
+    return head
+
+
+def _view_kernels(view: SummaryView, head: ShardHead, index: int,
+                  entries: Sequence[Entry]) -> None:
+    """A shard's records into the view, a kernel at a time (they come in kernel order)."""
     view.declare(head.document.get("implementations"))
     group: list[tuple[Any, Any]] = []
     for position, (key, _, (record, _)) in enumerate(entries):
-        if group and key[0] != group[-1][0][0]:  # entries are in kernel order
+        if group and key[0] != group[-1][0][0]:
             view.add_kernel(group, head.machine)
             group = []
         group.append(((*key, index, position), record))
     if group:
         view.add_kernel(group, head.machine)
-    spool.write([(key, case_id, text) for key, case_id, (_, text) in entries])
-    return head
 
 
 def merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
@@ -127,7 +134,7 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
     from kernbench.api.reports import clear_previous_reports
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    view = SummaryView()
+    view = SummaryView() if markdown else None
     heads: list[ShardHead] = []
     with tempfile.TemporaryFile(dir=output_dir, prefix=".merge-spool-") as handle:
         spool = Spool(handle)
@@ -143,7 +150,7 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
                                 {"results": merged_order(runs, heads, found)})
     environment = _environment(header, shard_dirs[0])
     write_json_atomic(output_dir / "env.json", environment)
-    if markdown:
+    if view is not None:
         _write_markdown(view, header, environment, found, output_dir)
     _link_kernel_files(shard_dirs, output_dir / "kernels")
     del header["results"]
