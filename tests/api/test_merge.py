@@ -92,3 +92,16 @@ def test_the_spool_gives_back_entries_larger_than_its_reads() -> None:
         assert list(spool.read(1)) == entries[2:]
         assert list(spool.read(0)) == entries[:2]
         assert list(spool.read(2)) == []
+
+
+
+def test_a_merge_that_fails_removes_the_output_directory_it_made(tmp_path: Path) -> None:
+    one = shard_set(tmp_path / "one", summary(result("a"), fingerprint="f1"))
+    other = shard_set(tmp_path / "other", summary(result("b"), fingerprint="f2"))
+    with pytest.raises(KernbenchError, match="different machines"):
+        merge_shards([one, other], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(KernbenchError, match="different machines"):
+        merge_shards([one, other], tmp_path / "kept")
+    assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())

@@ -2,13 +2,15 @@
 
 :func:`merge_report_sets` reads each shard's summary.json once. Of its records it keeps what
 summary.md shows (:class:`kernbench.reporting.summary_view.SummaryView` keeps the first rows
-of each table) and writes the rest to a spool file beside the output: each record's JSON text
-as it was read, in merge order, with its sort key. Then it writes the merged summary.json by
-joining the shards' spooled runs (:func:`kernbench.execution.merging.merged_order`), so at
-most one record per shard is in memory; what grows with the number of shards is each shard's
-head (its environment, settings and plan facts) and a read buffer. The kernel files are linked
-into the output (copied across file systems): kernbench replaces a report file, never writes
-into it, so a link never sees a later change to the shard's copy.
+of each table; one view per machine, so a merge that keeps machines apart gives each machine
+its own section, ranked and judged on its own) and writes the rest to a spool file beside
+the output: each record's JSON text as it was read, in merge order, with its sort key. Then
+it writes the merged summary.json by joining the shards' spooled runs
+(:func:`kernbench.execution.merging.merged_order`), so at most one record per shard is in
+memory; what grows with the number of shards is each shard's head (its environment, settings
+and plan facts) and a read buffer. The kernel files are linked into the output (copied
+across file systems): kernbench replaces a report file, never writes into it, so a link
+never sees a later change to the shard's copy.
 """
 
 from __future__ import annotations
@@ -80,9 +82,11 @@ class Spool:
             yield tuple(key), case_id, text
 
 
-def _read(source: Path, index: int, spool: Spool, view: SummaryView | None) -> ShardHead:
-    """One shard's summary: its head; its records into the `view` (kernel by kernel; none
-    without summary.md to write) and, as JSON texts in merge order, into the `spool`."""
+def _read(source: Path, index: int, spool: Spool,
+          views: dict[str, SummaryView] | None) -> ShardHead:
+    """One shard's summary: its head; its records into its machine's view of `views` (kernel
+    by kernel; none without summary.md to write) and, as JSON texts in merge order, into the
+    `spool`."""
     from kernbench.results.jsontext import split_records
 
     path = source / "summary.json"
@@ -92,8 +96,8 @@ def _read(source: Path, index: int, spool: Spool, view: SummaryView | None) -> S
         raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     document["results"] = [record for record, _ in items or []]
     head, entries = read_shard(str(source), document, [text for _, text in items or []])
-    if view is not None:
-        _view_kernels(view, head, index, entries)
+    if views is not None:  # one view per machine: nothing is ranked across machines
+        _view_kernels(views.setdefault(head.machine, SummaryView()), head, index, entries)
     spool.write([(key, case_id, text) for key, case_id, (_, text) in entries])
     return head
 
@@ -134,15 +138,17 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
     from kernbench.api.reports import clear_previous_reports
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    view = SummaryView() if markdown else None
+    views: dict[str, SummaryView] | None = {} if markdown else None
     heads: list[ShardHead] = []
     with tempfile.TemporaryFile(dir=output_dir, prefix=".merge-spool-") as handle:
         spool = Spool(handle)
         for index, directory in enumerate(shard_dirs):
-            heads.append(_read(directory, index, spool, view))
+            heads.append(_read(directory, index, spool, views))
             if not allow_mixed:  # the first shard of another machine stops the merge
                 check_one_machine([(h.source, h.environment) for h in (heads[0], heads[-1])])
         found = machines(heads)
+        if len(found) > 1:
+            _machine_environments(found)
         header = merged_header(heads, found)
         clear_previous_reports(output_dir)
         runs = [spool.read(index) for index in range(len(heads))]
@@ -150,8 +156,8 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
                                 {"results": merged_order(runs, heads, found)})
     environment = _environment(header, shard_dirs[0])
     write_json_atomic(output_dir / "env.json", environment)
-    if view is not None:
-        _write_markdown(view, header, environment, found, output_dir)
+    if views is not None:
+        _write_markdown(views, header, environment, heads, output_dir)
     _link_kernel_files(shard_dirs, output_dir / "kernels")
     del header["results"]
     return header
@@ -164,14 +170,37 @@ def _environment(header: dict[str, Any], first: Path) -> dict[str, Any]:
     return read_json_object(first / "env.json") or header.get("environment") or {}
 
 
-def _write_markdown(view: SummaryView, header: dict[str, Any], environment: dict[str, Any],
-                    found: Sequence[dict[str, Any]], output_dir: Path) -> None:
+def _machine_environments(found: Sequence[dict[str, Any]]) -> None:
+    """Each machine's report shows all its env.json (its first shard's), not only the part of
+    it a summary.json keeps; a file of another machine (or none) leaves the summary's."""
     from kernbench.execution.merging import machine_key
-    from kernbench.reporting.markdown import render_view
+
+    for machine in found:
+        env = read_json_object(Path(machine["shards"][0]) / "env.json")
+        if env and machine_key(env) == machine_key(machine["environment"]):
+            machine["environment"] = env
+
+
+def _write_markdown(views: dict[str, SummaryView], header: dict[str, Any],
+                    environment: dict[str, Any], heads: Sequence[ShardHead],
+                    output_dir: Path) -> None:
+    """summary.md: one machine's view, or each machine's as its own section
+    (:func:`kernbench.reporting.markdown.render_machine_views`)."""
+    from kernbench.reporting.markdown import render_machine_views, render_view
     from kernbench.results.files import write_text_atomic
 
-    view.machines = [machine_key(m["environment"]) for m in found]
-    write_text_atomic(output_dir / "summary.md", render_view(view, header, environment))
+    if not header.get("machines"):
+        view = next(iter(views.values()), SummaryView())
+        view.machines = list(views)[:1] or [None]
+        text = render_view(view, header, environment)
+    else:
+        tallies: dict[str, dict[str, int]] = {}
+        for head in heads:
+            tally = tallies.setdefault(head.machine, dict.fromkeys(head.tally, 0))
+            for status, count in head.tally.items():
+                tally[status] += count
+        text = render_machine_views(views, tallies, header, environment)
+    write_text_atomic(output_dir / "summary.md", text)
 
 
 def _link_kernel_files(shard_dirs: Sequence[Path], kernels: Path) -> None:

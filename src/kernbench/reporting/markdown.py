@@ -18,7 +18,7 @@ from kernbench.reporting.summary_view import MAX_LISTED, MAX_ROWS, SummaryView
 from kernbench.reporting.templating import environment
 from kernbench.reporting.views import OVER_PEAK_NOTE, mappings, over_peak
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
-from kernbench.results.machines import machine_label
+from kernbench.results.machines import machine_label, machine_part, machines_of, split_comparison
 
 
 def md_escape(value: object) -> str:
@@ -99,6 +99,26 @@ def _machines_page(header: Mapping[str, Any], environment: Mapping[str, Any],
     top says what is incomplete, once."""
     return template_environment().get_template("summary.md.j2").render(
         doc=header, env=environment, parts=parts, incomplete=incomplete_text(header))
+
+
+def render_machine_views(views: Mapping[str, SummaryView], tallies: Mapping[str, Mapping[str, int]],
+                         header: Mapping[str, Any], environment: Mapping[str, Any],
+                         comparison: Mapping[str, Any] | None = None) -> str:
+    """summary.md of a merge of several machines from one view per machine (by fingerprint,
+    "unknown" for none) and each machine's case counts by status: as :func:`render_summary`
+    lays out the whole document, each machine's section from its own view alone."""
+    parts = []
+    for machine in machines_of(header):
+        key = str(machine.get("fingerprint") or "unknown")
+        tally = tallies.get(key) or {}
+        part = machine_part(header, machine, [], {"total": sum(tally.values()), **tally})
+        del part["results"]
+        part["complete"] = True
+        view = views.get(key) or SummaryView()
+        view.machines = [key]
+        parts.append((machine_label(machine), demote(render_view(
+            view, part, part["environment"], split_comparison(comparison, machine)))))
+    return _machines_page(header, environment, parts)
 
 
 def _boards(view: SummaryView, header: Mapping[str, Any]
