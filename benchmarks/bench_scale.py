@@ -8,25 +8,29 @@ once (``--jobs`` = shards). Printed: the wall time of the whole sharded run (sha
 and the time of merging the shards' report sets again on their own.
 
 Part 2, merge. ``--merge-shards`` report sets of ``--merge-cases`` cases each are written
-directly as files (summary.json with 30 samples per record and a plan, env.json, one
-kernels/<name>.json per 10 cases; no kernel runs), then merged by
+directly as files (summary.json as a run writes it, one record a line, with 30 samples per
+record and a plan; env.json; one kernels/<name>.json per 10 cases; no kernel runs), then
+merged by
 ``kernbench.api.merge_shards`` in a fresh process each, for a quarter, half and all of the
-shards, so memory per shard shows. Printed per merge: wall time, the part of it summary.md
-takes (rendered again on its own after the merge), and the process's peak resident memory
-(``ru_maxrss``, taken before that second rendering), and the peak per shard.
+shards (or the counts of ``--merge-points``), so memory per shard shows. Printed per merge:
+wall and CPU time, the process's peak resident memory (``ru_maxrss``), and the wall time of the
+same merge again without summary.md (what summary.md adds).
 
 Goals (issue 19): 2,000 cases across 4 local shards; merging 100 shard report sets of 1,000
-cases each under 5 s, in memory that does not grow faster than the number of shards.
+cases each under 5 s, in memory that does not grow with the number of shards.
 
     python benchmarks/bench_scale.py                       # full size: 2000 cases, 100 x 1000
     python benchmarks/bench_scale.py --cases 200 --merge-shards 10 --merge-cases 1000  # reduced
+    python benchmarks/bench_scale.py --skip-run --merge-points 10,20,50,100  # merges only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +45,7 @@ from kernbench.api.scale import run_sharded  # noqa: E402
 from kernbench.execution.completeness import plan_record  # noqa: E402
 from kernbench.execution.executors import ExecutorSettings  # noqa: E402
 from kernbench.execution.settings import RunSettings  # noqa: E402
-from kernbench.reporting.markdown import render_summary  # noqa: E402
+from kernbench.results.files import write_json_atomic  # noqa: E402
 from kernbench.results.model import ProtocolSettings, case_id_of  # noqa: E402
 from kernbench.results.schema import SCHEMA_VERSION  # noqa: E402
 
@@ -116,7 +120,8 @@ def write_shard(directory: Path, index: int, total: int, cases: int, suite: list
         "results": results,
     }
     (directory / "kernels").mkdir(parents=True, exist_ok=True)
-    (directory / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    # as a run writes it (ReportGenerator.write_summary): one record a line
+    write_json_atomic(directory / "summary.json", summary, one_line_items=True)
     (directory / "env.json").write_text(json.dumps(environment), encoding="utf-8")
     for k in kernels:
         own = [r for r in results if r["kernel_name"] == k]
@@ -138,15 +143,17 @@ def write_shards(top: Path, shards: int, cases: int) -> list[Path]:
 
 
 def merge_child(out: Path, dirs: list[str]) -> None:
-    """In a fresh process: merge, then print the wall time and the peak RSS as JSON."""
-    started = time.perf_counter()
-    merged, _ = merge_shards([Path(d) for d in dirs], out)
-    wall_s = time.perf_counter() - started
+    """In a fresh process: merge, then print the wall and CPU time, the peak RSS and the time
+    of the same merge without summary.md, as JSON."""
+    paths = [Path(d) for d in dirs]
+    started, cpu = time.perf_counter(), time.process_time()
+    merged, _ = merge_shards(paths, out)
+    wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    started = time.perf_counter()  # the summary.md part of the merge, timed again on its own
-    render_summary(merged, json.loads((out / "env.json").read_text(encoding="utf-8")))
-    markdown_s = time.perf_counter() - started
-    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb, "markdown_s": markdown_s,
+    started = time.perf_counter()  # again without summary.md: what it adds to the merge
+    merge_shards(paths, out.with_name(f"{out.name}-plain"), markdown=False)
+    plain_s = time.perf_counter() - started
+    print(json.dumps({"wall_s": wall_s, "cpu_s": cpu_s, "peak_mb": peak_mb, "plain_s": plain_s,
                       "cases": merged["counts"]["total"],
                       "complete": merged["completeness"]["complete"]}))
 
@@ -161,18 +168,21 @@ def timed_merge(out: Path, dirs: list[Path]) -> dict[str, float]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def merges(shards: int, cases: int, top: Path) -> None:
+def merges(shards: int, cases: int, top: Path, points: list[int] | None) -> None:
     started = time.perf_counter()
     dirs = write_shards(top, shards, cases)
+    os.sync()  # the shards on disk before any merge is timed, as shards of a finished run are
     print(f"wrote {shards} shard report sets of {cases} cases in "
           f"{time.perf_counter() - started:.1f} s")
-    counts = sorted({max(1, shards // 4), max(1, shards // 2), shards})
+    counts = sorted(set(points or ()) or {max(1, shards // 4), max(1, shards // 2), shards})
     for count in counts:
         found = timed_merge(top / f"merged-{count}", dirs[:count])
+        for name in (f"merged-{count}", f"merged-{count}-plain"):
+            shutil.rmtree(top / name)
         print(f"merge of {count} shards x {cases} cases ({found['cases']:.0f} cases, complete "
-              f"{found['complete']}): {found['wall_s']:.2f} s (summary.md alone "
-              f"{found['markdown_s']:.2f} s), peak RSS {found['peak_mb']:.0f} MB "
-              f"({found['peak_mb'] / count:.1f} MB per shard)")
+              f"{found['complete']}): {found['wall_s']:.2f} s wall, {found['cpu_s']:.2f} s CPU "
+              f"(without summary.md {found['plain_s']:.2f} s wall), peak RSS "
+              f"{found['peak_mb']:.0f} MB")
 
 
 def main() -> None:
@@ -181,6 +191,9 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--merge-shards", type=int, default=100)
     parser.add_argument("--merge-cases", type=int, default=1000)
+    parser.add_argument("--merge-points", type=lambda text: [int(v) for v in text.split(",")],
+                        help="merge the first N shard sets for each N of this comma-separated "
+                             "list (default: a quarter, half and all of --merge-shards)")
     parser.add_argument("--skip-run", action="store_true", help="part 2 only")
     parser.add_argument("--merge-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -191,7 +204,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kernbench-scale-") as tmp:
         if not args.skip_run:
             sharded_run(args.cases, args.shards, Path(tmp) / "run")
-        merges(args.merge_shards, args.merge_cases, Path(tmp) / "merge")
+        merges(args.merge_shards, args.merge_cases, Path(tmp) / "merge", args.merge_points)
 
 
 if __name__ == "__main__":

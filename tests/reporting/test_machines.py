@@ -126,3 +126,59 @@ def test_export_formats_are_written_once_per_machine(mixed: ReportInputs,
                      "machines/h100-9f00deadbeef0001/results.csv", "summary.md"]
     node = (tmp_path / "machines/h100-9f00deadbeef0001/results.csv").read_text(encoding="utf-8")
     assert "rmsnorm" in node and "softmax" not in node and "gemm" not in node
+
+
+def shard_dirs(tmp_path: Path, ab: bool = False) -> list[Path]:
+    """The two machines' shards as report directories, each env.json saying more than its
+    summary.json's environment; with `ab`, each an --ab shard (its baseline: the same run)."""
+    from kernbench.results.files import write_json_atomic
+
+    dirs = []
+    for name, document in (("pool", shard(("gemm", "softmax"), CPU, "cpu-pool", "AMD EPYC")),
+                           ("node", shard(("rmsnorm",), GPU, "h100", "Intel Xeon 8480"))):
+        for where in (tmp_path / name, tmp_path / name / "baseline") if ab else (tmp_path / name,):
+            write_json_atomic(where / "summary.json", document)
+            write_json_atomic(where / "env.json", {**document["environment"], "probe": name})
+        if ab:
+            write_json_atomic(tmp_path / name / "comparison.json",
+                              {"settings": {"threshold": 0.05, "alpha": 0.05, "paired": False}})
+        dirs.append(tmp_path / name)
+    return dirs
+
+
+def test_the_streamed_merge_writes_each_machine_summary_from_its_own_records(
+        tmp_path: Path) -> None:
+    """merge_shards keeps no record in memory, yet its summary.md is the one the whole merged
+    document gives: a section per machine, each with that machine's full env.json."""
+    import json
+
+    from kernbench.api import merge_shards
+
+    header, _ = merge_shards(shard_dirs(tmp_path), tmp_path / "out", allow_mixed=True)
+    assert "results" not in header
+    assert [m["environment"]["probe"] for m in header["machines"]] == ["pool", "node"]
+    text = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    whole = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    env = json.loads((tmp_path / "out" / "env.json").read_text(encoding="utf-8"))
+    assert text == render_summary(whole, env)
+    parts = sections(text)
+    assert "**Fastest**: softmax\\[cpu,bf16\\]" in parts["cpu-pool (fingerprint cpu0cpu0cpu0cpu0)"]
+    assert "rmsnorm" not in parts["cpu-pool (fingerprint cpu0cpu0cpu0cpu0)"]
+    assert "softmax" not in parts["h100 (fingerprint 9f00deadbeef0001)"]
+    assert "Incomplete" not in text
+
+
+def test_streamed_ab_shards_of_two_machines_are_compared_per_machine(tmp_path: Path) -> None:
+    from kernbench.api import merge_shards
+
+    _, comparison = merge_shards(shard_dirs(tmp_path, ab=True), tmp_path / "out",
+                                 allow_mixed=True)
+    assert comparison is not None
+    assert [m["fingerprint"] for m in comparison["machines"]] == [CPU, GPU]
+    for machine, kernels in ((CPU, {"gemm", "softmax"}), (GPU, {"rmsnorm"})):
+        mine = [c for c in comparison["cases"] if c["fingerprint"] == machine]
+        assert mine and {c["label"].split("[")[0] for c in mine} == kernels
+    regressions = (tmp_path / "out" / "regressions.md").read_text(encoding="utf-8")
+    assert "## cpu-pool (fingerprint cpu0cpu0cpu0cpu0)" in regressions
+    text = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    assert text.count("\n### Regressions\n") == 2  # each machine's, in its own section

@@ -51,9 +51,11 @@ def render_reports(output_dir: Path, formats: Sequence[str], history_root: Path 
     from kernbench.reporting.formats import write_formats
 
     source = source_dir or output_dir
-    inputs = load_report_inputs(source, history_root)
     same = source.resolve() == output_dir.resolve()
     wanted = [f for f in formats if not (same and f == "json")]
+    if not wanted and (source / "summary.json").is_file():  # no need to read a large run
+        return []
+    inputs = load_report_inputs(source, history_root)
     return write_formats(inputs, output_dir, wanted)
 
 
@@ -85,10 +87,16 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     Shards of different machines are refused unless `allow_mixed`
     (:func:`kernbench.execution.merging.merge_summaries`), before anything is written; a merge
     that fails later removes the `output_dir` it created.
-    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next:
-    rendering it for every case is half of a large merge).
-    Returns the merged summary and that comparison (None for plain shards).
+    Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next,
+    after a comparison of its own); an `--ab` merge's carries the comparison.
+    The merge reads one shard at a time and never holds every record
+    (:func:`kernbench.api.merge.merge_report_sets`).
+    Returns the merged summary without its ``results`` (they are in
+    `output_dir/summary.json`: :func:`kernbench.results.inputs.load_run` reads them) and that
+    comparison (None for plain shards).
     """
+    from kernbench.api.merge import merge_report_sets
+
     comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
     if any(has_baseline) and not (all(has_baseline) and all(comparisons)):
@@ -96,12 +104,15 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
                              "comparison.json) and some do not: merge shards of one run")
     created = not output_dir.exists()
     try:
-        merged = _merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
+        merged = merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
         if not any(has_baseline):
             return merged, None
-        baseline = _merge_report_sets([d / "baseline" for d in shard_dirs],
-                                      output_dir / "baseline", allow_mixed)
-        return merged, _ab_comparison(output_dir, comparisons[0] or {}, baseline, merged)
+        baseline = merge_report_sets([d / "baseline" for d in shard_dirs],
+                                     output_dir / "baseline", allow_mixed)
+        comparison = _ab_comparison(output_dir, comparisons[0] or {}, baseline, merged)
+        if markdown:  # again, with the comparison's Regressions section
+            render_reports(output_dir, ["md"])
+        return merged, comparison
     except BaseException:
         if created:  # never leave a partial report set behind
             import shutil
@@ -112,13 +123,15 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
 
 def _ab_comparison(output_dir: Path, first: Mapping[str, Any], baseline: Mapping[str, Any],
                    merged: Mapping[str, Any]) -> dict[str, Any]:
-    """comparison.json and regressions.md of merged --ab shards: one comparison of all their
-    cases, or one per machine joined (:func:`kernbench.reporting.machines.machines_comparison`)."""
+    """comparison.json and regressions.md of merged --ab shards (`baseline` and `merged`: the
+    merged summaries without their records, which are read back from disk): one comparison
+    of all their cases, or one per machine joined
+    (:func:`kernbench.reporting.machines.machines_comparison`)."""
     from kernbench.api.compare import run_comparison
     from kernbench.reporting.machines import machines_comparison
     from kernbench.reporting.regressions import write_comparison
-    from kernbench.results.inputs import run_from_document
-    from kernbench.results.machines import split_summary
+    from kernbench.results.inputs import load_run
+    from kernbench.results.machines import machine_runs
 
     settings = first.get("settings") or {}
     thresholds = Thresholds(float(settings.get("threshold", DEFAULT_THRESHOLD)),
@@ -126,52 +139,17 @@ def _ab_comparison(output_dir: Path, first: Mapping[str, Any], baseline: Mapping
                             dict(settings.get("per_kernel") or {}))
     alpha, paired = float(settings.get("alpha", DEFAULT_ALPHA)), bool(settings.get("paired"))
     sources = [(first.get(side) or {}).get("source") for side in ("baseline", "candidate")]
-    bases = {m.get("fingerprint"): part for m, part in split_summary(baseline)}
-    pairs: list[tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]] = [
-        (m, bases.get(m.get("fingerprint"), {"results": []}), part)
-        for m, part in split_summary(merged)] or [({}, baseline, merged)]
-    parts = []
-    for machine, base_part, cand_part in pairs:
-        base, cand = (run_from_document(doc, str(source or output_dir / where))
-                      for doc, source, where in ((base_part, sources[0], "baseline"),
-                                                 (cand_part, sources[1], ".")))
-        parts.append((machine, run_comparison(base, cand, thresholds, alpha, paired=paired)))
-    document = machines_comparison(parts) if merged.get("machines") else parts[0][1]
+    base, cand = load_run(output_dir / "baseline"), load_run(output_dir)
+    if not merged.get("machines"):
+        for run, source in ((base, sources[0]), (cand, sources[1])):
+            run.meta["source"] = source or run.meta.get("source")
+        document = run_comparison(base, cand, thresholds, alpha, paired=paired)
+    else:  # each machine's A against its own B, never across machines
+        machines = machine_runs(cand, merged, str(sources[1] or output_dir))
+        bases = machine_runs(base, baseline, str(sources[0] or output_dir / "baseline"),
+                             [machine.get("fingerprint") for machine, _ in machines])
+        document = machines_comparison([
+            (machine, run_comparison(base_part, part, thresholds, alpha, paired=paired))
+            for (machine, part), (_, base_part) in zip(machines, bases, strict=True)])
     write_comparison(output_dir, document)
     return document
-
-
-def _merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path,
-                       allow_mixed: bool = False, markdown: bool = True) -> dict[str, Any]:
-    import json
-
-    from kernbench.execution.merging import merge_summaries
-    from kernbench.reporting.markdown import render_summary
-    from kernbench.results.files import write_json_atomic, write_text_atomic
-
-    documents = []
-    for directory in shard_dirs:
-        path = directory / "summary.json"
-        try:
-            documents.append((str(directory), json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError) as exc:
-            raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
-    merged = merge_summaries(documents, allow_mixed, owned=True)
-    del documents  # the records live on in `merged`; the rest of each shard's summary goes
-    for machine in merged.get("machines") or []:  # each machine's report shows all its env.json
-        machine["environment"] = (read_json_object(Path(machine["shards"][0]) / "env.json")
-                                  or machine["environment"])
-    # Several machines: no shard's env.json stands for the report; each is in `machines`.
-    environment = ({"schema_version": merged["schema_version"], **merged["environment"]}
-                   if merged.get("machines") else
-                   read_json_object(shard_dirs[0] / "env.json") or merged.get("environment") or {})
-    clear_previous_reports(output_dir)
-    write_json_atomic(output_dir / "summary.json", merged, one_line_items=True)
-    write_json_atomic(output_dir / "env.json", environment)
-    if markdown:
-        write_text_atomic(output_dir / "summary.md", render_summary(merged, environment))
-    for directory in shard_dirs:
-        for kernel_file in sorted((directory / "kernels").glob("*.json")):
-            write_text_atomic(output_dir / "kernels" / kernel_file.name,  # copies: no fsync
-                              kernel_file.read_text(encoding="utf-8"), durable=False)
-    return merged

@@ -179,13 +179,22 @@ def _suite_settings(args: argparse.Namespace) -> dict[str, Any]:
     return extra
 
 
-def render(args: argparse.Namespace, output_dir: Path) -> list[str]:
-    """Render the chosen formats from the run's JSON; the names written (summary.json first)."""
+def render(args: argparse.Namespace, output_dir: Path, merged_md: bool = False) -> list[str]:
+    """Render the chosen formats from the run's JSON; the names written (summary.json first).
+    `merged_md`: a merge wrote summary.md already (shard by shard, see merge_shards)."""
     from kernbench.api import render_reports
 
-    paths = render_reports(output_dir, args.format, history_root=args.root.resolve())
-    names = ["summary.json"] + [str(p.relative_to(output_dir)) for p in paths]
+    formats = [f for f in args.format if not (merged_md and f == "md")]
+    paths = render_reports(output_dir, formats, history_root=args.root.resolve())
+    names = ["summary.json", *(["summary.md"] if merged_md and "md" in args.format else []),
+             *(str(p.relative_to(output_dir)) for p in paths)]
     return list(dict.fromkeys(names))
+
+
+def merge_writes_md(args: argparse.Namespace) -> bool:
+    """Whether the merge itself writes summary.md: unless a comparison with --compare-to is
+    to be in it, which is made after the merge (summary.md is then rendered after it)."""
+    return "md" not in args.format or not args.compare_to
 
 
 def _run_ab(args: argparse.Namespace, settings: Any) -> int:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kernbench.execution.balancing import history_ids
+from kernbench.results.model import record_case_id
 
-__all__ = ["completeness", "plan_record", "problems"]
+__all__ = ["ShardPlan", "completeness", "completeness_of", "plan_record", "problems", "shard_plan"]
 
 
 def suite_digest(case_ids: Iterable[str]) -> str:
@@ -48,49 +50,63 @@ def _shard(document: Mapping[str, Any]) -> tuple[int, int]:
     return 1, 1
 
 
-def _groups(documents: Sequence[tuple[str, Mapping[str, Any]]]
-            ) -> tuple[dict[str, list[tuple[str, Mapping[str, Any]]]], list[str]]:
-    """Planned shards by suite digest, and the sources without a plan."""
-    groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-    unchecked = []
-    for source, document in documents:
-        plan = _plan(document)
-        if plan is None:
-            unchecked.append(source)
-            continue
-        groups.setdefault(str(plan.get("suite_digest")), []).append((source, document))
-    return groups, unchecked
+@dataclass(frozen=True)
+class ShardPlan:
+    """What one shard's summary says of its suite, with the planned cases it has no record
+    of: all the check needs of a shard, so its records need not stay in memory."""
+
+    source: str
+    machine: str
+    suite: str
+    index: int
+    total: int
+    suite_cases: int
+    planned: int
+    missing: tuple[str, ...]
 
 
-def _machine(document: Mapping[str, Any]) -> str:
-    return str((document.get("environment") or {}).get("fingerprint") or "unknown")
+def shard_plan(source: str, document: Mapping[str, Any],
+               records: Iterable[Mapping[str, Any]]) -> ShardPlan | None:
+    """The plan of the shard `document` (summary.json, its results given as `records`); None
+    when it records none (an older kernbench, a merged set)."""
+    plan = _plan(document)
+    if plan is None:
+        return None
+    ids = plan.get("case_ids") or []
+    records = list(records)
+    have = {record_case_id(record) for record in records}
+    missing = [case_id for case_id in ids if case_id not in have]
+    if missing:  # the plan may name a native-precision case by its id with * for precision
+        have.update(history_ids(record)[1] for record in records)
+        missing = [case_id for case_id in missing if case_id not in have]
+    index, total = _shard(document)
+    return ShardPlan(source, str((document.get("environment") or {}).get("fingerprint")
+                                 or "unknown"), str(plan.get("suite_digest")), index, total,
+                     int(plan.get("suite_cases") or 0), len(ids), tuple(missing))
 
 
-def _check_suite(digest: str, shards: Sequence[tuple[str, Mapping[str, Any]]],
+def _check_suite(digest: str, shards: Sequence[ShardPlan],
                  found: dict[str, Any]) -> None:
     """Adds the suite's missing shards, missing cases and doubled shards to `found`."""
     by_index: dict[int, dict[str, list[str]]] = {}
     total, suite_cases, planned = 1, 0, 0
-    machines = sorted({_machine(document) for _, document in shards})
-    for source, document in shards:
-        plan, machine = _plan(document) or {}, _machine(document)
-        index, total = _shard(document)
-        suite_cases = int(plan.get("suite_cases") or 0)
-        on_index = by_index.setdefault(index, {})
+    machines = sorted({shard.machine for shard in shards})
+    for shard in shards:
+        total, suite_cases = shard.total, shard.suite_cases
+        on_index = by_index.setdefault(shard.index, {})
         if len(on_index) == 0:  # the suite's share of this shard counts once
-            planned += len(plan.get("case_ids") or [])
-        on_index.setdefault(machine, []).append(source)
-        if len(on_index[machine]) > 1:
+            planned += shard.planned
+        on_index.setdefault(shard.machine, []).append(shard.source)
+        if len(on_index[shard.machine]) > 1:
             continue
-        have = {key for r in document.get("results") or [] for key in history_ids(r)}
         found["missing_cases"].extend(
-            {"case_id": case_id, "source": source, "fingerprint": machine}
-            for case_id in plan.get("case_ids") or [] if case_id not in have)
+            {"case_id": case_id, "source": shard.source, "fingerprint": shard.machine}
+            for case_id in shard.missing)
     absent = [k for k in range(1, total + 1) if k not in by_index]
     if not absent and planned != suite_cases:  # shards split the suite differently
         found["plan_mismatches"].append(
             {"suite": digest, "fingerprints": machines, "planned": planned,
-             "suite_cases": suite_cases, "sources": [source for source, _ in shards]})
+             "suite_cases": suite_cases, "sources": [shard.source for shard in shards]})
     for index in absent:
         found["missing_shards"].append(
             {"shard": f"{index}/{total}", "suite": digest, "fingerprints": machines,
@@ -103,9 +119,21 @@ def _check_suite(digest: str, shards: Sequence[tuple[str, Mapping[str, Any]]],
 
 
 def completeness(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """What of each machine's suite is missing or doubled across the shard `documents`
+    """What of each suite is missing or doubled across the shard `documents`
     (``(source, migrated summary)`` pairs): ``complete`` is true when nothing is."""
-    groups, unchecked = _groups(documents)
+    return completeness_of([(source, shard_plan(source, document, document.get("results") or []))
+                            for source, document in documents])
+
+
+def completeness_of(plans: Sequence[tuple[str, ShardPlan | None]]) -> dict[str, Any]:
+    """:func:`completeness` from each shard's :func:`shard_plan` (None: no plan, unchecked)."""
+    groups: dict[str, list[ShardPlan]] = {}  # by suite: machines share it (module docstring)
+    unchecked = []
+    for source, plan in plans:
+        if plan is None:
+            unchecked.append(source)
+        else:
+            groups.setdefault(plan.suite, []).append(plan)
     found: dict[str, Any] = {"complete": True, "missing_shards": [], "missing_cases": [],
                              "duplicated_shards": [], "plan_mismatches": [],
                              "unchecked": unchecked}

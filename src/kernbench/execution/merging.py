@@ -3,27 +3,44 @@
 Each shard writes its own summary.json (``--shard K/N``, one machine each); :func:`merge_summaries`
 joins them into one document of the same shape as
 :func:`kernbench.analysis.summary.summary_dict`. A machine is its fingerprint: shards of
-different fingerprints are refused unless ``allow_mixed``, and then kept apart as separate
+different machines are refused unless ``allow_mixed``, and then kept apart as separate
 machines in one report (``machines``, records ordered by testbed), never under one machine's
 environment. Whether every case of the suite came back is :mod:`kernbench.execution.completeness`.
+
+The merge works shard by shard, so that a merge of many shards need not hold every record:
+:func:`read_shard` takes one shard's summary (its records, each with the JSON text it was read
+from) and keeps of it only what the merged summary needs besides the records (a
+:class:`ShardHead`); :func:`merged_order` joins the shards' records, each shard's already in
+merge order, and refuses a case found twice on one machine; :func:`merged_header` is the rest
+of the merged summary. :func:`merge_summaries` does all three in memory;
+:func:`kernbench.api.reports.merge_shards` streams the records through a file instead.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import heapq
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from kernbench import __version__
 from kernbench.errors import KernbenchError
-from kernbench.execution.completeness import completeness
+from kernbench.execution.completeness import ShardPlan, completeness_of, shard_plan
+from kernbench.results.jsontext import one_line
 from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
-__all__ = ["machine_key", "merge_summaries"]
+__all__ = ["Entry", "ShardHead", "check_one_machine", "machine_key", "machines",
+           "merge_summaries", "merged_header", "merged_order", "read_shard"]
 
 Document = Mapping[str, Any]
+Key = tuple[str, str, str]
+Entry = tuple[Key, str, Any]
+"""A record in merge order: (kernel, backend, precision), its case id, and the record itself
+or its JSON text."""
 
 
 def machine_key(environment: Mapping[str, Any]) -> str:
@@ -31,21 +48,134 @@ def machine_key(environment: Mapping[str, Any]) -> str:
     return str(environment.get("fingerprint") or "unknown")
 
 
-def _order(record: Mapping[str, Any]) -> tuple[str, str, str]:
+@dataclass(frozen=True)
+class ShardHead:
+    """What the merged summary needs of one shard besides its records: its summary without
+    them (and without its plan), what its plan says, and how many cases of each status."""
+
+    source: str
+    document: dict[str, Any]
+    plan: ShardPlan | None
+    tally: dict[str, int]
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return self.document.get("environment") or {}
+
+    @property
+    def machine(self) -> str:
+        return machine_key(self.environment)
+
+
+def _order(record: Mapping[str, Any]) -> Key:
     return (str(record.get("kernel_name")), str(record.get("backend")),
             str(record.get("precision")))
 
 
-def _tally(records: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> dict[str, int]:
-    """Counts as :func:`kernbench.results.serialize.counts` makes them, from records' ``status``."""
-    tally: dict[str, int] = {"total": len(records), **{status: 0 for status in STATUSES}}
-    for record, source in zip(records, sources, strict=True):
+def read_shard(source: str, document: dict[str, Any],
+               texts: Sequence[str] | None = None) -> tuple[ShardHead, list[Entry]]:
+    """One shard's summary (`document`, with its ``results``; migrated here, and changed in
+    place) as its head and its records in merge order (kernel, backend, precision; stable).
+
+    Each record takes the shard's machine (``fingerprint``, ``testbed``) where it names none.
+    With `texts` (each record's JSON text as read, aligned with the results), an entry holds
+    the record and that text on one line (:func:`kernbench.results.jsontext.one_line`; made
+    anew only for a record that changed); without, the record alone. An unknown status is a
+    KernbenchError naming the source."""
+    version = document.get("schema_version")
+    document = migrate(document, source)
+    keep_texts = texts is not None and version == SCHEMA_VERSION  # a migration may change them
+    results = document.get("results") or []
+    env = document.get("environment") or {}
+    machine = {"fingerprint": env.get("fingerprint"), "testbed": env.get("testbed")}
+    tally: dict[str, int] = {status: 0 for status in STATUSES}
+    entries: list[Entry] = []
+    for index, record in enumerate(results):
         status = record.get("status")
         if status not in STATUSES:
             raise KernbenchError(f"{source}: case {record_case_id(record)} has an unknown status "
                                  f"{status!r} (expected one of {', '.join(STATUSES)})")
         tally[status] += 1
-    return tally
+        changed = False
+        for key, value in machine.items():
+            if key not in record:
+                record[key], changed = value, True
+        payload: Any = record
+        if texts is not None:
+            text = one_line(texts[index]) if keep_texts and not changed else json.dumps(record)
+            payload = (record, text)
+        entries.append((_order(record), record_case_id(record), payload))
+    entries.sort(key=lambda entry: entry[0])
+    plan = shard_plan(source, document, results)
+    head = {k: v for k, v in document.items() if k != "results"}
+    settings = head.get("settings")
+    if isinstance(settings, Mapping) and "plan" in settings:  # its case ids are in `plan`
+        head["settings"] = {k: v for k, v in settings.items() if k != "plan"}
+    return ShardHead(source, head, plan, tally), entries
+
+
+def _machine_label(environment: Mapping[str, Any]) -> str:
+    return (f"{environment.get('testbed') or environment.get('hostname') or 'unknown'} "
+            f"(fingerprint {machine_key(environment)})")
+
+
+def check_one_machine(heads: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """KernbenchError naming two shards of different machines and ``--allow-mixed``; `heads`
+    are (source, environment) pairs."""
+    first_source, first_env = heads[0]
+    for source, env in heads[1:]:
+        if machine_key(env) != machine_key(first_env):
+            raise KernbenchError(
+                f"the shards ran on different machines: {first_source} on "
+                f"{_machine_label(first_env)} and {source} on {_machine_label(env)}; their "
+                "figures cannot share one machine's report. Merge each machine's shards "
+                "apart, or pass --allow-mixed to keep the machines apart in one report "
+                "(grouped by testbed, never compared across)")
+
+
+def machines(heads: Sequence[ShardHead]) -> list[dict[str, Any]]:
+    """One entry per machine (fingerprint), ordered by testbed: its environment and shards."""
+    found: dict[str, dict[str, Any]] = {}
+    for head in heads:
+        env = head.environment
+        entry = found.setdefault(head.machine, {
+            "fingerprint": env.get("fingerprint"), "testbeds": [], "hosts": [], "shards": [],
+            "cases": 0, "environment": env})
+        for key, value in (("testbeds", env.get("testbed")), ("hosts", env.get("hostname"))):
+            if value is not None and value not in entry[key]:
+                entry[key].append(value)
+        entry["shards"].append(head.source)
+        entry["cases"] += sum(head.tally.values())
+    for entry in found.values():
+        entry["testbed"] = ",".join(entry["testbeds"]) or None
+    return sorted(found.values(), key=lambda m: (str(m["testbed"]), str(m["fingerprint"])))
+
+
+def merged_order(runs: Sequence[Iterable[Entry]], heads: Sequence[ShardHead],
+                 found: Sequence[Mapping[str, Any]]) -> Iterator[Any]:
+    """The payloads of every shard's entries (`runs`, each in merge order, aligned with
+    `heads`): machines in the order of `found` (:func:`machines`), then kernel, backend,
+    precision, then the order of the shards. A case twice on one machine is a
+    KernbenchError naming both sources; the records of one (machine, kernel, backend,
+    precision) are next to each other, so only theirs are held to tell."""
+    rank = {machine_key(m["environment"]): index for index, m in enumerate(found)}
+
+    def ranked(index: int) -> Iterator[tuple[tuple[int, Key], int, str, Any]]:
+        order = rank[heads[index].machine]
+        return (((order, key), index, case_id, payload) for key, case_id, payload in runs[index])
+
+    current: tuple[int, Key] | None = None
+    seen: dict[str, str] = {}
+    # tuples compare by (machine rank, key), then by shard: never by case id or payload
+    for key, index, case_id, payload in heapq.merge(*map(ranked, range(len(runs)))):
+        if key != current:
+            current, seen = key, {}
+        source = heads[index].source
+        if case_id in seen:
+            raise KernbenchError(f"case {case_id} is in two shard summaries: "
+                                 f"{seen[case_id]} and {source}")
+        seen[case_id] = source
+        yield payload
 
 
 def _instant(text: str) -> datetime:
@@ -70,66 +200,6 @@ def _extreme(values: Sequence[Any], labels: Sequence[str], latest: bool) -> str 
     return pick(times, key=lambda pair: pair[0])[1]
 
 
-def _machine_label(environment: Mapping[str, Any]) -> str:
-    return (f"{environment.get('testbed') or environment.get('hostname') or 'unknown'} "
-            f"(fingerprint {machine_key(environment)})")
-
-
-def _check_one_machine(migrated: Sequence[tuple[str, dict[str, Any]]]) -> None:
-    """KernbenchError naming two shards of different machines and ``--allow-mixed``."""
-    first_source, first = migrated[0]
-    first_env = first.get("environment") or {}
-    for source, document in migrated[1:]:
-        env = document.get("environment") or {}
-        if machine_key(env) != machine_key(first_env):
-            raise KernbenchError(
-                f"the shards ran on different machines: {first_source} on "
-                f"{_machine_label(first_env)} and {source} on {_machine_label(env)}; their "
-                "figures cannot share one machine's report. Merge each machine's shards "
-                "apart, or pass --allow-mixed to keep the machines apart in one report "
-                "(grouped by testbed, never compared across)")
-
-
-def _machines(migrated: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One entry per machine (fingerprint), ordered by testbed: its environment and shards."""
-    found: dict[str, dict[str, Any]] = {}
-    for source, document in migrated:
-        env = document.get("environment") or {}
-        entry = found.setdefault(machine_key(env), {
-            "fingerprint": env.get("fingerprint"), "testbeds": [], "hosts": [], "shards": [],
-            "cases": 0, "environment": env})
-        for key, value in (("testbeds", env.get("testbed")), ("hosts", env.get("hostname"))):
-            if value is not None and value not in entry[key]:
-                entry[key].append(value)
-        entry["shards"].append(source)
-        entry["cases"] += len(document.get("results") or [])
-    for entry in found.values():
-        entry["testbed"] = ",".join(entry["testbeds"]) or None
-    return sorted(found.values(), key=lambda m: (str(m["testbed"]), str(m["fingerprint"])))
-
-
-def _records(migrated: Sequence[tuple[str, dict[str, Any]]],
-             rank: Mapping[str, int]) -> list[tuple[dict[str, Any], str]]:
-    """Every record with its source, machines in `rank` order, then kernel, backend,
-    precision; a case twice on one machine is a KernbenchError naming both sources."""
-    seen: dict[tuple[str, str], str] = {}
-    records: list[tuple[tuple[int, str, str, str], dict[str, Any], str]] = []
-    for source, document in migrated:
-        env = document.get("environment") or {}
-        machine = machine_key(env)
-        for record in document.get("results") or []:
-            case_id = record_case_id(record)
-            if (machine, case_id) in seen:
-                raise KernbenchError(f"case {case_id} is in two shard summaries: "
-                                     f"{seen[(machine, case_id)]} and {source}")
-            seen[(machine, case_id)] = source
-            record.setdefault("fingerprint", env.get("fingerprint"))
-            record.setdefault("testbed", env.get("testbed"))
-            records.append(((rank[machine], *_order(record)), record, source))
-    records.sort(key=lambda entry: entry[0])
-    return [(record, source) for _, record, source in records]
-
-
 def _identity(source: str, document: Document) -> list[dict[str, Any]]:
     """The shard identities a document lists (a merged one lists several), with its source."""
     listed = (document.get("settings") or {}).get("shards") or []
@@ -141,13 +211,45 @@ def _identity(source: str, document: Document) -> list[dict[str, Any]]:
     return [{"source": source, **entry} for entry in entries]
 
 
-def _environment(machines: Sequence[Mapping[str, Any]], first: Document) -> dict[str, Any]:
+def _environment(found: Sequence[Mapping[str, Any]], first: Document) -> dict[str, Any]:
     """One machine: its environment. Several: no machine's figures stand for the others."""
-    if len(machines) == 1:
+    if len(found) == 1:
         return dict(first.get("environment") or {})
     return {"fingerprint": None, "hostname": None, "testbed": None,
             "git": (first.get("environment") or {}).get("git"),
-            "mixed": [m["testbed"] for m in machines]}
+            "mixed": [m["testbed"] for m in found]}
+
+
+def merged_header(heads: Sequence[ShardHead], found: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, Any]:
+    """The merged summary but its ``results`` (which come last, as an empty list here); see
+    :func:`merge_summaries`. `found`: the :func:`machines` of `heads`."""
+    documents = [head.document for head in heads]
+    sources = [head.source for head in heads]
+    check = completeness_of([(head.source, head.plan) for head in heads])
+    first = documents[0]
+    tally: dict[str, int] = {"total": sum(sum(head.tally.values()) for head in heads)}
+    tally.update({status: sum(head.tally[status] for head in heads) for status in STATUSES})
+    merged: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kernbench_version": __version__,
+        "started_at": _extreme([d.get("started_at") for d in documents], sources, False),
+        "finished_at": _extreme([d.get("finished_at") for d in documents], sources, True),
+        "complete": check["complete"] and all(d.get("complete") is True for d in documents),
+        "settings": {**(first.get("settings") or {}),
+                     "shards": [e for h in heads for e in _identity(h.source, h.document)]},
+        "environment": _environment(found, first),
+        "counts": tally,
+        "regression_thresholds": {k: v for d in documents
+                                  for k, v in (d.get("regression_thresholds") or {}).items()},
+        "implementations": {k: v for d in documents
+                            for k, v in (d.get("implementations") or {}).items()},
+        "completeness": check,
+    }
+    if len(found) > 1:
+        merged["machines"] = [{k: v for k, v in m.items() if k != "testbeds"} for m in found]
+    merged["results"] = []
+    return merged
 
 
 def merge_summaries(documents: Sequence[tuple[str, Document]],
@@ -171,31 +273,10 @@ def merge_summaries(documents: Sequence[tuple[str, Document]],
     migrated = [(source, migrate(dict(document) if owned else copy.deepcopy(dict(document)),
                                  source)) for source, document in documents]
     if not allow_mixed:
-        _check_one_machine(migrated)
-    machines = _machines(migrated)
-    rank = {machine_key(m["environment"]): i for i, m in enumerate(machines)}
-    records = _records(migrated, rank)
-    found = completeness(migrated)
-    sources = [source for source, _ in migrated]
-    first = migrated[0][1]
-    merged: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "kernbench_version": __version__,
-        "started_at": _extreme([d.get("started_at") for _, d in migrated], sources, False),
-        "finished_at": _extreme([d.get("finished_at") for _, d in migrated], sources, True),
-        "complete": found["complete"] and all(d.get("complete") is True for _, d in migrated),
-        "settings": {**(first.get("settings") or {}),
-                     "shards": [e for s, d in migrated for e in _identity(s, d)]},
-        "environment": _environment(machines, first),
-        "counts": _tally([r for r, _ in records], [s for _, s in records]),
-        "regression_thresholds": {k: v for _, d in migrated
-                                  for k, v in (d.get("regression_thresholds") or {}).items()},
-        "implementations": {k: v for _, d in migrated
-                            for k, v in (d.get("implementations") or {}).items()},
-        "completeness": found,
-        "results": [r for r, _ in records],
-    }
-    merged["settings"].pop("plan", None)  # one shard's plan; `completeness` speaks for all
-    if len(machines) > 1:
-        merged["machines"] = [{k: v for k, v in m.items() if k != "testbeds"} for m in machines]
+        check_one_machine([(source, d.get("environment") or {}) for source, d in migrated])
+    read = [read_shard(source, document) for source, document in migrated]
+    heads = [head for head, _ in read]
+    found = machines(heads)
+    merged = merged_header(heads, found)
+    merged["results"] = list(merged_order([entries for _, entries in read], heads, found))
     return merged

@@ -53,7 +53,8 @@ class ReportGenerator:
         from kernbench.reporting.markdown import render_summary
 
         document = summary_dict(run)
-        json_path = write_json_atomic(self.output_dir / "summary.json", document)
+        json_path = write_json_atomic(self.output_dir / "summary.json", document,
+                                      one_line_items=True)
         md_path = write_text_atomic(self.output_dir / "summary.md",
                                     render_summary(document, run.environment))
         return [json_path, md_path]

@@ -20,7 +20,8 @@ from typing import Any
 
 from kernbench.reporting.views import Record, mappings
 
-__all__ = ["AbsentBackend", "absent_backends", "absent_case_ids", "present_only"]
+__all__ = ["AbsentBackend", "absent_backends", "absent_case_ids", "has_gpu", "present_only",
+           "skip_reason"]
 
 GPU_VENDORS: Mapping[str, tuple[str, ...]] = {
     "cuda": ("nvidia",),
@@ -40,13 +41,18 @@ class AbsentBackend:
     kernels: tuple[str, ...]
     reasons: tuple[tuple[str, int], ...]
     """The skip reasons as recorded, most frequent first, with how many cases gave each."""
+    cases: int | None = None
+    """How many cases, where `case_ids` does not list them all (a large run's summary)."""
+    more_kernels: int = 0
+    """Kernels beyond `kernels`, where it does not list them all."""
 
     @property
     def line(self) -> str:
-        count = len(self.case_ids)
+        count = len(self.case_ids) if self.cases is None else self.cases
+        more = f" and {self.more_kernels} more" if self.more_kernels else ""
         return (f"skipped: {LABELS.get(self.backend, self.backend)} not available on this "
                 f"machine ({count} case{'' if count == 1 else 's'} of "
-                f"{', '.join(self.kernels)})")
+                f"{', '.join(self.kernels)}{more})")
 
 
 def absent_backends(results: Sequence[Record],
@@ -61,10 +67,10 @@ def absent_backends(results: Sequence[Record],
         by_backend.setdefault(str(record.get("backend")), []).append(record)
     found = []
     for backend, records in by_backend.items():
-        if backend in ("cpu", "n/a", "None") or _has_gpu(backend, mappings(gpus)):
+        if backend in ("cpu", "n/a", "None") or has_gpu(backend, mappings(gpus)):
             continue
         if all(r.get("status") == "skipped" for r in records):
-            reasons = Counter(_reason(r) for r in records)
+            reasons = Counter(skip_reason(r) for r in records)
             found.append(AbsentBackend(
                 backend, tuple(str(r.get("case_id")) for r in records),
                 tuple(dict.fromkeys(str(r.get("kernel_name")) for r in records)),
@@ -72,7 +78,7 @@ def absent_backends(results: Sequence[Record],
     return found
 
 
-def _has_gpu(backend: str, gpus: Sequence[Record]) -> bool:
+def has_gpu(backend: str, gpus: Sequence[Record]) -> bool:
     words = GPU_VENDORS.get(backend)
     if words is None:  # a backend named nowhere here: any GPU may be it
         return bool(gpus)
@@ -80,7 +86,7 @@ def _has_gpu(backend: str, gpus: Sequence[Record]) -> bool:
     return any(word in text for word in words)
 
 
-def _reason(record: Record) -> str:
+def skip_reason(record: Record) -> str:
     """The skip reason without the "process 1 of N: " prefix that replicates add."""
     reason = str(record.get("reason") or "no reason recorded")
     head, sep, rest = reason.partition(": ")

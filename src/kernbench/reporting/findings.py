@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kernbench.reporting.gpu_modes import mode_suffix
-from kernbench.reporting.implementations import implementation_tables
+from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.views import (
     PROBLEM_STATUSES,
     Record,
@@ -48,9 +48,11 @@ from kernbench.results.vocabulary import NARROW_PRECISIONS
 
 __all__ = [
     "MEMORY_GROWTH_RATIO", "NARROW_PRECISIONS", "NOISY_CI_RATIO", "TAIL_RATIO", "Finding",
-    "accuracy_detail", "accuracy_failed", "clearly_slower", "exceeded_tolerances",
-    "group_findings", "grown_pairs", "key_findings", "miss_factor", "ok_cases", "p50_ratio",
-    "shape_key", "slower_pairs",
+    "accuracy_detail", "accuracy_failed", "accuracy_finding", "best_implementations",
+    "clearly_slower", "exceeded_tolerances", "extreme_finding", "failure_finding",
+    "group_findings", "grown_pairs", "growth_findings", "is_failure", "key_findings",
+    "miss_factor", "narrow_findings", "narrow_pairs", "ok_cases", "p50_ratio", "shape_key",
+    "slower_pairs", "tail_finding", "unstable_finding", "unstable_order",
 ]  # fmt: skip
 
 NOISY_CI_RATIO = 0.10
@@ -157,15 +159,25 @@ def _extremes(results: Sequence[Record]) -> list[Finding]:
     ends = [("fastest", ok[0])] if ok else []
     if len(ok) > 1:
         ends.append(("slowest", ok[-1]))
-    return [Finding(kind, case_id(r), f"{case_id(r)}: {fmt_num(p50_ms(r))} ms p50"
-                    f"{mode_suffix(r)}{_ci_text(r)}", p50_ms(r)) for kind, r in ends]
+    return [extreme_finding(kind, r) for kind, r in ends]
+
+
+def extreme_finding(kind: str, record: Record) -> Finding:
+    """The fastest (or slowest) case, with its p50 (and the GPU mode it was timed in) and
+    interval."""
+    return Finding(kind, case_id(record), f"{case_id(record)}: {fmt_num(p50_ms(record))} ms p50"
+                   f"{mode_suffix(record)}{_ci_text(record)}", p50_ms(record))
 
 
 def _best_implementations(document: Mapping[str, Any]) -> list[Finding]:
+    return best_implementations(implementation_tables(document))
+
+
+def best_implementations(tables: Iterable[ImplementationTable]) -> list[Finding]:
     """Per kernel with several implementations: the one with the highest geometric-mean
     speedup over the reference (the reference itself when none beats it)."""
     found = []
-    for table in implementation_tables(document):
+    for table in tables:
         ranked = sorted(((g, n) for n, g in table.geomean_speedup.items() if g is not None),
                         reverse=True)
         if not ranked:
@@ -188,20 +200,29 @@ def _spread_warning(record: Record) -> float | None:
 
 
 def _unstable(results: Sequence[Record]) -> list[Finding]:
-    found = []
-    for record in _timed(results):
-        p50, ci, spread = p50_ms(record), ci95_ms(record), _spread_warning(record)
-        iqr = f"; IQR is {spread:.0%} of the median" if spread is not None else ""
-        name = case_id(record)
-        if ci is not None and p50 and (ci[1] - ci[0]) / p50 > NOISY_CI_RATIO:
-            width = (ci[1] - ci[0]) / p50
-            found.append(Finding("unstable", name, f"{name}: the 95% CI of the median, "
-                                 f"{fmt_num(ci[0])} – {fmt_num(ci[1])} ms, spans {width:.0%} "
-                                 f"of its p50 {fmt_num(p50)} ms{iqr}", width))
-        elif ci is None and spread is not None:
-            found.append(Finding("unstable", name, f"{name}: too few samples "
-                                 f"for a CI of the median{iqr}", spread))
-    return sorted(found, key=lambda f: (-(f.value or 0.0), f.case_id))
+    found = [f for f in map(unstable_finding, _timed(results)) if f is not None]
+    return sorted(found, key=unstable_order)
+
+
+def unstable_order(finding: Finding) -> tuple[float, str]:
+    """Unstable cases are listed widest interval (or spread) first."""
+    return -(finding.value or 0.0), finding.case_id
+
+
+def unstable_finding(record: Record) -> Finding | None:
+    """The finding of a timed case whose median is too imprecise, else None."""
+    p50, ci, spread = p50_ms(record), ci95_ms(record), _spread_warning(record)
+    iqr = f"; IQR is {spread:.0%} of the median" if spread is not None else ""
+    name = case_id(record)
+    if ci is not None and p50 and (ci[1] - ci[0]) / p50 > NOISY_CI_RATIO:
+        width = (ci[1] - ci[0]) / p50
+        return Finding("unstable", name, f"{name}: the 95% CI of the median, "
+                       f"{fmt_num(ci[0])} – {fmt_num(ci[1])} ms, spans {width:.0%} "
+                       f"of its p50 {fmt_num(p50)} ms{iqr}", width)
+    if ci is None and spread is not None:
+        return Finding("unstable", name, f"{name}: too few samples for a CI of the median{iqr}",
+                       spread)
+    return None
 
 
 def exceeded_tolerances(record: Record) -> list[tuple[str, float | None, float | None]]:
@@ -232,8 +253,12 @@ def accuracy_failed(record: Record) -> bool:
 
 
 def _accuracy_failures(results: Sequence[Record]) -> list[Finding]:
-    return [Finding("accuracy_failure", case_id(r), f"{case_id(r)}: {accuracy_detail(r)}",
-                    miss_factor(r)) for r in results if accuracy_failed(r)]
+    return [accuracy_finding(r) for r in results if accuracy_failed(r)]
+
+
+def accuracy_finding(record: Record) -> Finding:
+    return Finding("accuracy_failure", case_id(record),
+                   f"{case_id(record)}: {accuracy_detail(record)}", miss_factor(record))
 
 
 def _reason(record: Record, limit: int = 160) -> str:
@@ -242,63 +267,96 @@ def _reason(record: Record, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _failures(results: Sequence[Record]) -> list[Finding]:
+def is_failure(record: Record) -> bool:
+    """A failed, timed-out or invalid case, other than an accuracy failure."""
+    return record.get("status") in PROBLEM_STATUSES and not accuracy_failed(record)
+
+
+def failure_finding(record: Record) -> Finding:
     verbs = {"failed": "failed", "timeout": "timed out", "invalid": "is invalid"}
-    return [Finding("failure", case_id(r), f"{case_id(r)} {verbs[str(r['status'])]}: {_reason(r)}")
-            for r in results
-            if r.get("status") in PROBLEM_STATUSES and not accuracy_failed(r)]
+    return Finding("failure", case_id(record),
+                   f"{case_id(record)} {verbs[str(record['status'])]}: {_reason(record)}")
 
 
-def _narrow_pairs(results: Sequence[Record]) -> list[tuple[Record, Record]]:
-    """(narrow, fp32) successful cases of the same kernel, backend and problem size."""
-    fp32 = {(r.get("kernel_name"), r.get("backend"), shape_key(r)): r
-            for r in ok_cases(results) if r.get("precision") == "fp32"}
+def _failures(results: Sequence[Record]) -> list[Finding]:
+    return [failure_finding(r) for r in results if is_failure(r)]
+
+
+def narrow_pairs(results: Sequence[Record], ok: Sequence[Record] | None = None,
+                 shape: Callable[[Record], str] = shape_key) -> list[tuple[Record, Record]]:
+    """(narrow, fp32) successful cases of the same kernel, backend and problem size, in case
+    id order. `ok`: ``ok_cases(results)`` when the caller has it; `shape`: shape_key, or the
+    same cached."""
+    ok = [r for r in (ok_cases(results) if ok is None else ok)
+          if r.get("precision") in NARROW_PRECISIONS or r.get("precision") == "fp32"]
+    fp32 = {(r.get("kernel_name"), r.get("backend"), shape(r)): r
+            for r in ok if r.get("precision") == "fp32"}
+    if not fp32:
+        return []
     pairs = []
-    for record in sorted(ok_cases(results), key=case_id):
-        wide = fp32.get((record.get("kernel_name"), record.get("backend"), shape_key(record)))
-        if wide is not None and record.get("precision") in NARROW_PRECISIONS:
+    for record in sorted(ok, key=case_id):
+        if record.get("precision") not in NARROW_PRECISIONS:
+            continue
+        wide = fp32.get((record.get("kernel_name"), record.get("backend"), shape(record)))
+        if wide is not None:
             pairs.append((record, wide))
     return pairs
 
 
-def slower_pairs(results: Sequence[Record]) -> list[tuple[Record, Record]]:
-    return [(n, w) for n, w in _narrow_pairs(results) if clearly_slower(n, w)]
+def slower_pairs(results: Sequence[Record],
+                 pairs: Sequence[tuple[Record, Record]] | None = None
+                 ) -> list[tuple[Record, Record]]:
+    """The narrow pairs (of `results`, unless given) whose narrow case is clearly slower."""
+    found = narrow_pairs(results) if pairs is None else pairs
+    return [(n, w) for n, w in found if clearly_slower(n, w)]
 
 
-def _narrow_slower(results: Sequence[Record]) -> list[Finding]:
+def narrow_findings(slower: Iterable[tuple[Record, Record]]) -> list[Finding]:
     return [Finding("narrow_slower", case_id(n), f"{case_id(n)} is {p50_ratio(n, w):.2f}x slower "
                     f"than {case_id(w)} ({fmt_num(p50_ms(n))} vs "
                     f"{fmt_num(p50_ms(w))} ms p50)", p50_ratio(n, w))
-            for n, w in slower_pairs(results)]
+            for n, w in slower]
+
+
+def _narrow_slower(results: Sequence[Record]) -> list[Finding]:
+    return narrow_findings(slower_pairs(results))
+
+
+def tail_finding(record: Record) -> Finding | None:
+    """The finding of a timed case whose p99 is far above its p50, else None."""
+    p50, p99 = p50_ms(record), number(dig(record, "timing", "latency_ms_p99"))
+    if not (p50 and p99 is not None and p99 / p50 > TAIL_RATIO):
+        return None
+    return Finding("tail_latency", case_id(record), f"{case_id(record)}: p99 "
+                   f"{fmt_num(p99)} ms is {p99 / p50:.1f}x its p50 {fmt_num(p50)} ms", p99 / p50)
 
 
 def _tails(results: Sequence[Record]) -> list[Finding]:
-    found = []
-    for record in _timed(results):
-        p50, p99 = p50_ms(record), number(dig(record, "timing", "latency_ms_p99"))
-        if p50 and p99 is not None and p99 / p50 > TAIL_RATIO:
-            found.append(Finding("tail_latency", case_id(record), f"{case_id(record)}: p99 "
-                                 f"{fmt_num(p99)} ms is {p99 / p50:.1f}x its p50 {fmt_num(p50)} ms",
-                                 p99 / p50))
-    return found
+    return [f for f in map(tail_finding, _timed(results)) if f is not None]
 
 
 def _growth(record: Record) -> float | None:
     return number(dig(record, "memory", "allocated_mb"))
 
 
-def grown_pairs(results: Sequence[Record]) -> list[tuple[Record, Record, float]]:
-    pairs = []
-    for narrow, wide in _narrow_pairs(results):
+def grown_pairs(results: Sequence[Record],
+                pairs: Sequence[tuple[Record, Record]] | None = None
+                ) -> list[tuple[Record, Record, float]]:
+    """The narrow pairs (of `results`, unless given) whose narrow case grew clearly more."""
+    found = []
+    for narrow, wide in narrow_pairs(results) if pairs is None else pairs:
         grown, base = _growth(narrow), _growth(wide)
         if grown is not None and base and base > 0 and grown > MEMORY_GROWTH_RATIO * base:
-            pairs.append((narrow, wide, grown / base))
-    return pairs
+            found.append((narrow, wide, grown / base))
+    return found
 
 
-def _memory_growth(results: Sequence[Record]) -> list[Finding]:
+def growth_findings(grown: Iterable[tuple[Record, Record, float]]) -> list[Finding]:
     return [Finding("memory_growth", case_id(n), f"{case_id(n)} grew {fmt_num(_growth(n))} MB, "
                     f"{ratio:.2f}x the {fmt_num(_growth(w))} MB of {case_id(w)}, though its "
                     "elements are half the size or less", ratio)
-            for n, w, ratio in grown_pairs(results)]
+            for n, w, ratio in grown]
 
+
+def _memory_growth(results: Sequence[Record]) -> list[Finding]:
+    return growth_findings(grown_pairs(results))

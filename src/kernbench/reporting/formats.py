@@ -43,7 +43,7 @@ Writer = Callable[[ReportInputs, Path], list[Path]]
 
 
 def _json(inputs: ReportInputs, out: Path) -> list[Path]:
-    paths = [write_json_atomic(out / "summary.json", dict(inputs.summary)),
+    paths = [write_json_atomic(out / "summary.json", dict(inputs.summary), one_line_items=True),
              write_json_atomic(out / "env.json", dict(inputs.environment))]
     if inputs.comparison is not None:
         paths.append(write_json_atomic(out / "comparison.json", dict(inputs.comparison)))

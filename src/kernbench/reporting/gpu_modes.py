@@ -7,7 +7,7 @@ a run before GPU timing modes, has no mode and renders as before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kernbench.reporting.views import Record, case_id, number, section
@@ -63,24 +63,31 @@ def mode_figures(record: Record) -> list[tuple[str, float | None, str | None]]:
 def gpu_timing_table(results: Sequence[Record]) -> dict[str, Any] | None:
     """Rows (one per GPU record that ran) of each mode's median in µs, with the flush, the
     blocks discarded and why a mode fell back; None when no record has GPU modes."""
-    rows: list[dict[str, Any]] = []
-    for record in results:
-        modes = section(record, "timing").get("modes")
-        if record.get("status") != "ok" or not isinstance(modes, Mapping) or not modes:
-            continue
-        cells: dict[str, dict[str, Any]] = {
-            str(name): _cell(m) for name, m in modes.items() if isinstance(m, Mapping)}
-        timing = section(record, "timing")
-        rows.append({"case_id": case_id(record), "mode": timing_mode(record), "cells": cells,
-                     "flush": _flush_text(timing.get("flush")),
-                     "launch_overhead_us": number(timing.get("launch_overhead_us")),
-                     "notes": [f"{name}: {c['reason']}" for name, c in cells.items()
-                               if c["reason"]],
-                     "discarded": sum(int(c["discarded"]) for c in cells.values())})
+    rows = [row for row in map(gpu_row, results) if row is not None]
+    return gpu_table_of(rows, {name for row in rows for name in row["cells"]},
+                        any(row["launch_overhead_us"] is not None for row in rows))
+
+
+def gpu_row(record: Record) -> dict[str, Any] | None:
+    """The row of the modes table for one record; None for one without GPU modes."""
+    modes = section(record, "timing").get("modes")
+    if record.get("status") != "ok" or not isinstance(modes, Mapping) or not modes:
+        return None
+    cells: dict[str, dict[str, Any]] = {
+        str(name): _cell(m) for name, m in modes.items() if isinstance(m, Mapping)}
+    timing = section(record, "timing")
+    return {"case_id": case_id(record), "mode": timing_mode(record), "cells": cells,
+            "flush": _flush_text(timing.get("flush")),
+            "launch_overhead_us": number(timing.get("launch_overhead_us")),
+            "notes": [f"{name}: {c['reason']}" for name, c in cells.items() if c["reason"]],
+            "discarded": sum(int(c["discarded"]) for c in cells.values())}
+
+
+def gpu_table_of(rows: Sequence[dict[str, Any]], present: Iterable[str],
+                 overhead: bool, more: int = 0) -> dict[str, Any] | None:
+    """The modes table from its `rows` (`more` left out), the modes `present` in any row and
+    whether any row has a launch overhead; None without rows."""
     if not rows:
         return None
-    present = {name for row in rows for name in row["cells"]}
-    names = [n for n in MODE_ORDER if n in present] + sorted(present - set(MODE_ORDER))
-    return {"names": names, "rows": rows,
-            "overhead": any(row["launch_overhead_us"] is not None for row in rows)}
-
+    names = [n for n in MODE_ORDER if n in set(present)] + sorted(set(present) - set(MODE_ORDER))
+    return {"names": names, "rows": list(rows), "overhead": overhead, "more": more}

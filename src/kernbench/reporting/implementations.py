@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.analysis.stats import geometric_mean
-from kernbench.reporting.availability import absent_backends, present_only
+from kernbench.reporting.availability import AbsentBackend, absent_backends, present_only
 from kernbench.reporting.gpu_modes import timing_mode
 from kernbench.reporting.views import Record, mappings, number, p50_ms, section
 from kernbench.results.model import point_of
@@ -62,15 +62,20 @@ class ImplementationTable:
         return any(c.gb_per_s is not None for r in self.rows for c in r.cells.values())
 
 
-def implementation_tables(summary: Mapping[str, Any]) -> list[ImplementationTable]:
+def implementation_tables(summary: Mapping[str, Any],
+                          absent: Sequence[AbsentBackend] | None = None
+                          ) -> list[ImplementationTable]:
     """One table per kernel with several implementations, in summary order; no row for a
-    backend this machine lacks (:mod:`kernbench.reporting.availability`)."""
+    backend this machine lacks (:mod:`kernbench.reporting.availability`; `absent`, when the
+    summary's results are not all of the run's)."""
     declared = summary.get("implementations")
     if not isinstance(declared, Mapping):
         return []
     results = mappings(summary.get("results"))
     environment = summary.get("environment")
-    if isinstance(environment, Mapping):
+    if absent is not None:
+        results = present_only(results, absent)
+    elif isinstance(environment, Mapping):
         results = present_only(results, absent_backends(results, environment))
     tables = []
     for kernel, entry in declared.items():

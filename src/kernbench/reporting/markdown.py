@@ -10,19 +10,15 @@ import jinja2
 
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
-from kernbench.reporting.availability import absent_backends, present_only
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.digest import regression_digest
-from kernbench.reporting.gpu_modes import gpu_timing_table, mode_suffix, suffix
-from kernbench.reporting.implementations import implementation_tables
+from kernbench.reporting.gpu_modes import gpu_table_of, mode_suffix, suffix
 from kernbench.reporting.machines import demote, incomplete_text, machine_inputs
+from kernbench.reporting.summary_view import MAX_LISTED, MAX_ROWS, SummaryView
 from kernbench.reporting.templating import environment
-from kernbench.reporting.views import OVER_PEAK_NOTE, PROBLEM_STATUSES, over_peak
+from kernbench.reporting.views import OVER_PEAK_NOTE, mappings, over_peak
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
-from kernbench.results.machines import machine_label
-
-MAX_LISTED = 12
-"""Key Findings lists at most this many findings per group and counts the rest."""
+from kernbench.results.machines import machine_label, machine_part, machines_of, split_comparison
 
 
 def md_escape(value: object) -> str:
@@ -71,16 +67,16 @@ def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(ok, key=lambda r: r["timing"]["latency_ms_p50"])
 
 
-def machine_boards(document: Mapping[str, Any]) -> list[tuple[str | None, list[Any]]]:
-    """The leaderboard, one per machine of a merge that kept machines apart (``machines``):
-    cases of different machines are never ranked against each other."""
-    results = list(document["results"])
-    machines = document.get("machines") or []
-    if not machines:
-        return [(None, leaderboard(results))]
-    return [(f"{m.get('testbed')} (`{m.get('fingerprint')}`)",
-             leaderboard([r for r in results if r.get("fingerprint") == m.get("fingerprint")]))
-            for m in machines]
+def summary_view(document: Mapping[str, Any]) -> SummaryView:
+    """The view of a whole summary document, its records taken kernel by kernel."""
+    view = SummaryView(document.get("implementations"))
+    groups: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}
+    for index, record in enumerate(mappings(document.get("results"))):
+        key = (str(record.get("fingerprint")), str(record.get("kernel_name")))
+        groups.setdefault(key, []).append((index, record))
+    for records in groups.values():
+        view.add_kernel(records)
+    return view
 
 
 def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
@@ -91,32 +87,94 @@ def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
     parts = [(machine_label(machine), demote(render_summary(
         {**part.summary, "complete": True}, part.environment, part.comparison)))
         for machine, part in machine_inputs(ReportInputs(document, environment, comparison))]
-    if parts:  # the top says what is incomplete, once
-        return template_environment().get_template("summary.md.j2").render(
-            doc=document, env=environment, parts=parts, incomplete=incomplete_text(document))
-    results = list(document["results"])
-    found = fx.key_findings(document)
-    absent = absent_backends(results, environment or document.get("environment") or {})
-    worked = [r for r in results if r["status"] == "ok" and r.get("work")]
+    if parts:
+        return _machines_page(document, environment, parts)
+    header = {k: v for k, v in document.items() if k != "results"}
+    return render_view(summary_view(document), header, environment, comparison)
+
+
+def _machines_page(header: Mapping[str, Any], environment: Mapping[str, Any],
+                   parts: list[tuple[str, str]]) -> str:
+    """summary.md of several machines: their table, then each one's (label, section); the
+    top says what is incomplete, once."""
+    return template_environment().get_template("summary.md.j2").render(
+        doc=header, env=environment, parts=parts, incomplete=incomplete_text(header))
+
+
+def render_machine_views(views: Mapping[str, SummaryView], tallies: Mapping[str, Mapping[str, int]],
+                         header: Mapping[str, Any], environment: Mapping[str, Any],
+                         comparison: Mapping[str, Any] | None = None) -> str:
+    """summary.md of a merge of several machines from one view per machine (by fingerprint,
+    "unknown" for none) and each machine's case counts by status: as :func:`render_summary`
+    lays out the whole document, each machine's section from its own view alone."""
+    parts = []
+    for machine in machines_of(header):
+        key = str(machine.get("fingerprint") or "unknown")
+        tally = tallies.get(key) or {}
+        part = machine_part(header, machine, [], {"total": sum(tally.values()), **tally})
+        del part["results"]
+        part["complete"] = True
+        view = views.get(key) or SummaryView()
+        view.machines = [key]
+        parts.append((machine_label(machine), demote(render_view(
+            view, part, part["environment"], split_comparison(comparison, machine)))))
+    return _machines_page(header, environment, parts)
+
+
+def _boards(view: SummaryView, header: Mapping[str, Any]
+            ) -> list[tuple[str | None, list[Any], int]]:
+    """The leaderboard, one per machine of a merge that kept machines apart (``machines``):
+    cases of different machines are never ranked against each other."""
+    machines = header.get("machines") or []
+    if not machines:
+        return [(None, *view.board(None))]
+    return [(f"{m.get('testbed')} (`{m.get('fingerprint')}`)", *view.board([m.get("fingerprint")]))
+            for m in machines]
+
+
+def _skipped(view: SummaryView, absent: list[Any]) -> tuple[list[Any], int]:
+    """The skipped rows of backends the machine has, in summary order, and how many more."""
+    lacking = {a.backend for a in absent}
+    kept = [view.skipped[b] for b in view.skipped if b not in lacking]
+    entries = sorted((e for rows in kept for e in rows.entries(view.machines)),
+                     key=lambda e: (e[0], e[1]))[:MAX_ROWS]
+    return [r for _, _, r in entries], sum(rows.count for rows in kept) - len(entries)
+
+
+def render_view(view: SummaryView, header: Mapping[str, Any], environment: Mapping[str, Any],
+                comparison: Mapping[str, Any] | None = None) -> str:
+    """summary.md of one machine from a :class:`SummaryView` (its `machines` set) and the
+    summary without its results (`header`); see :func:`render_summary`."""
+    rows = view.rows
+    absent = view.absent(environment or header.get("environment") or {})
+    own = header.get("environment")
+    tables = view.implementation_tables(view.absent(own if isinstance(own, Mapping) else {}))
+    boards = _boards(view, header)
+    skipped, skipped_more = _skipped(view, absent)
+    checked, checked_more = view.checked()
+    unchecked = view.items("unchecked")
     template = template_environment().get_template("summary.md.j2")
     return template.render(
-        doc=document, env=environment, boards=machine_boards(document),
-        problems=[r for r in results if r["status"] in PROBLEM_STATUSES],
-        skipped=[r for r in present_only(results, absent) if r["status"] == "skipped"],
+        doc=header, env=environment, boards=boards, max_rows=MAX_ROWS,
+        resources=[r for _, board, _ in boards for r in board],
+        resources_more=sum(more for _, _, more in boards),
+        problems=view.items("problems"), problems_more=rows["problems"].more,
+        skipped=skipped, skipped_more=skipped_more,
         absent=absent, over_peak_note=OVER_PEAK_NOTE,
-        over_peak_cases=[r["case_id"] for r in worked if any(
-            over_peak(r["work"].get(k)) for k in ("pct_peak_compute", "pct_peak_bandwidth"))],
-        flagged=[r for r in results if r["warnings"]],
-        checked=[r for r in results if (r.get("accuracy") or {}).get("passed") is not None],
-        unchecked=[r for r in results if r["status"] == "ok"
-                   and (r.get("accuracy") or {}).get("passed") is None],
-        worked=worked,
-        finding_groups=fx.group_findings(found), max_listed=MAX_LISTED,
-        unstable=any(f.kind == "unstable" for f in found), noisy_pct=fx.NOISY_CI_RATIO * 100,
-        advice=rx.recommendations(document, comparison),
+        over_peak_cases=view.items("over_peak"), over_peak_more=rows["over_peak"].more,
+        flagged=view.items("flagged"), flagged_more=rows["flagged"].more,
+        checked=checked, checked_more=checked_more,
+        unchecked=unchecked[0] if unchecked else None, unchecked_count=rows["unchecked"].count,
+        worked=view.items("worked"), worked_more=rows["worked"].more,
+        profiles=view.items("profiles"), profiles_more=rows["profiles"].more,
+        finding_groups=view.findings(tables), max_listed=MAX_LISTED,
+        unstable=rows["unstable"].count > 0, noisy_pct=fx.NOISY_CI_RATIO * 100,
+        advice=view.advice(header.get("settings") or {}, comparison),
         no_advice=rx.NO_RECOMMENDATIONS,
-        digest=regression_digest(comparison), impl_tables=implementation_tables(document),
-        gpu_table=gpu_timing_table(results), parts=[], incomplete=incomplete_text(document),
+        digest=regression_digest(comparison), impl_tables=tables,
+        gpu_table=gpu_table_of(view.items("gpu"), view.gpu_modes, view.gpu_overhead,
+                               rows["gpu"].more),
+        parts=[], incomplete=incomplete_text(header),
     )
 
 

@@ -9,7 +9,7 @@ quality, then performance; see :func:`recommendations`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from kernbench.reporting.findings import (
     grown_pairs,
     key_findings,
     miss_factor,
+    narrow_pairs,
     ok_cases,
     p50_ratio,
     shape_key,
@@ -41,7 +42,9 @@ from kernbench.reporting.views import (
 from kernbench.results.files import safe_filename
 
 __all__ = ["ACCURACY_BUG_FACTOR", "LOW_PCT_PEAK", "NO_RECOMMENDATIONS", "Recommendation",
-           "recommendations"]
+           "accuracy_recommendation", "backend_advice", "comparison_advice", "failure_advice",
+           "failure_file", "memory_advice", "narrow_advice", "noise_advice", "peak_advice",
+           "peak_pct", "recommendations", "tail_advice"]
 
 LOW_PCT_PEAK = 10.0
 """Below this % of the device's peak on the resource that bounds a case, it is flagged.
@@ -81,6 +84,8 @@ class Recommendation:
     kind: str
     case_ids: tuple[str, ...]
     message: str
+    more: int = 0
+    """Cases that called for it too, beyond `case_ids` (a large run lists the first only)."""
 
     @property
     def title(self) -> str:
@@ -97,11 +102,15 @@ def recommendations(document: Mapping[str, Any],
     """
     results, settings = mappings(document.get("results")), document.get("settings") or {}
     findings = key_findings(document)
-    regressed, inconclusive = _comparison_advice(comparison)
-    return [*_accuracy_advice(results), *_failure_advice(results, settings), *regressed,
-            *_noise_advice(findings, settings), *_tail_advice(findings, settings),
-            *_narrow_advice(results), *_memory_advice(results), *_peak_advice(results),
-            *_backend_advice(results), *inconclusive]
+    regressed, inconclusive = comparison_advice(comparison)
+    pairs = narrow_pairs(results)
+    return [*map(accuracy_recommendation, filter(accuracy_failed, results)),
+            *_failure_advice(results, settings), *regressed,
+            *noise_advice(_ids(findings, "unstable"), settings),
+            *tail_advice(_ids(findings, "tail_latency"), settings),
+            *narrow_advice(slower_pairs(results, pairs)),
+            *memory_advice(grown_pairs(results, pairs)),
+            *_peak_advice(results), *backend_advice(results), *inconclusive]
 
 
 def _ids(findings: Iterable[Finding], kind: str) -> tuple[str, ...]:
@@ -113,35 +122,32 @@ def _setting(settings: Mapping[str, Any], key: str) -> str:
     return "" if value is None else f", now {value}"
 
 
-def _noise_advice(findings: Sequence[Finding],
-                  settings: Mapping[str, Any]) -> list[Recommendation]:
-    ids = _ids(findings, "unstable")
+def noise_advice(ids: tuple[str, ...], settings: Mapping[str, Any],
+                 more: int = 0) -> list[Recommendation]:
+    """Advice on the unstable cases `ids` (and `more` not listed)."""
     if not ids:
         return []
-    return [Recommendation("noise", ids, (
+    return [Recommendation("noise", ids, more=more, message=(
         f"these medians are too imprecise to show a {NOISY_CI_RATIO:.0%} change. Take more "
         f"samples (--iters{_setting(settings, 'iterations')}; --processes"
         f"{_setting(settings, 'processes')}), pin the run to idle cores (taskset -c, "
         "isolcpus) and benchmark on a quiet machine: no other jobs, fixed CPU frequency."))]
 
 
-def _tail_advice(findings: Sequence[Finding],
-                 settings: Mapping[str, Any]) -> list[Recommendation]:
-    ids = _ids(findings, "tail_latency")
+def tail_advice(ids: tuple[str, ...], settings: Mapping[str, Any],
+                more: int = 0) -> list[Recommendation]:
+    """Advice on the cases `ids` (and `more` not listed) whose slow calls stand out."""
     if not ids:
         return []
-    return [Recommendation("tail_latency", ids, (
+    return [Recommendation("tail_latency", ids, more=more, message=(
         f"some calls take over {TAIL_RATIO:g}x the median. Look for interference (other "
         "processes, garbage collection, page faults, frequency changes) or a slow path that "
         f"some inputs take; if the slow calls come first, raise --warmup"
         f"{_setting(settings, 'warmup')}."))]
 
 
-def _accuracy_advice(results: Sequence[Record]) -> list[Recommendation]:
-    return [_accuracy_one(r) for r in results if accuracy_failed(r)]
-
-
-def _accuracy_one(record: Record) -> Recommendation:
+def accuracy_recommendation(record: Record) -> Recommendation:
+    """Advice on one case that failed its accuracy check."""
     precision = str(record.get("precision") or "this precision")
     exceeded = exceeded_tolerances(record)
     wider = WIDER_PRECISION.get(precision)
@@ -162,30 +168,47 @@ def _accuracy_one(record: Record) -> Recommendation:
 
 def _failure_advice(results: Sequence[Record],
                     settings: Mapping[str, Any]) -> list[Recommendation]:
-    def ids(status: str) -> tuple[str, ...]:
-        return tuple(case_id(r) for r in results
-                     if r.get("status") == status and not accuracy_failed(r))
-
-    files = sorted({f"kernels/{safe_filename(str(r.get('kernel_name')))}.json" for r in results
+    ids = {status: tuple(case_id(r) for r in results
+                         if r.get("status") == status and not accuracy_failed(r))
+           for status in FAILURE_KINDS}
+    files = sorted({failure_file(r) for r in results
                     if r.get("status") == "failed" and not accuracy_failed(r)})
+    return failure_advice(ids, files, settings)
+
+
+FAILURE_KINDS = {"failed": "failure", "timeout": "timeout", "invalid": "invalid"}
+"""Status -> the kind of advice a case of that status calls for."""
+
+
+def failure_file(record: Record) -> str:
+    """The kernel file that holds a failed case's traceback."""
+    return f"kernels/{safe_filename(str(record.get('kernel_name')))}.json"
+
+
+def failure_advice(ids: Mapping[str, tuple[str, ...]], files: Sequence[str],
+                   settings: Mapping[str, Any], more: Mapping[str, int] | None = None,
+                   more_files: int = 0) -> list[Recommendation]:
+    """Advice on the failed, timed-out and invalid cases `ids` (by status; `more` of each
+    not listed) and the kernel `files` holding the tracebacks (`more_files` not listed)."""
     timeout = settings.get("timeout_s")
+    also = f" and {more_files} more" if more_files else ""
     advice = {
-        "failure": f"the traceback is in worker.traceback of {', '.join(files)}. If a case "
-                   "cannot run on this machine, declare it in bench.yaml skip_conditions so it "
-                   "is reported as skipped.",
+        "failure": f"the traceback is in worker.traceback of {', '.join(files)}{also}. If a "
+                   "case cannot run on this machine, declare it in bench.yaml skip_conditions "
+                   "so it is reported as skipped.",
         "timeout": "raise --timeout" + (f" (now {fmt_num(number(timeout))} s)" if timeout else "")
                    + " or the kernel's bench.yaml timeout_s, or shrink its problem_size; a "
                    "kernel that hangs needs fixing.",
         "invalid": "fix the kernel file or bench.yaml named in the reason.",
     }  # fmt: skip
-    pairs = (("failure", ids("failed")), ("timeout", ids("timeout")),
-             ("invalid", ids("invalid")))
-    return [Recommendation(kind, found, advice[kind]) for kind, found in pairs if found]
+    return [Recommendation(kind, ids[status], advice[kind], (more or {}).get(status, 0))
+            for status, kind in FAILURE_KINDS.items() if ids.get(status)]
 
 
-def _narrow_advice(results: Sequence[Record]) -> list[Recommendation]:
+def narrow_advice(slower: Iterable[tuple[Record, Record]]) -> list[Recommendation]:
+    """Advice per kernel and backend whose narrow precisions are clearly slower than fp32."""
     grouped: dict[tuple[str, str], list[Record]] = {}
-    for narrow, _ in slower_pairs(results):
+    for narrow, _ in slower:
         key = (str(narrow.get("kernel_name")), str(narrow.get("backend")))
         grouped.setdefault(key, []).append(narrow)
     return [Recommendation("narrow_slower", tuple(case_id(r) for r in cases), (
@@ -197,9 +220,10 @@ def _narrow_advice(results: Sequence[Record]) -> list[Recommendation]:
         for (kernel, backend), cases in grouped.items()]
 
 
-def _memory_advice(results: Sequence[Record]) -> list[Recommendation]:
+def memory_advice(grown: Iterable[tuple[Record, Record, float]]) -> list[Recommendation]:
+    """Advice per fp32 case whose narrow precisions grew clearly more memory."""
     grouped: dict[str, list[tuple[Record, float]]] = {}
-    for narrow, wide, ratio in grown_pairs(results):
+    for narrow, wide, ratio in grown:
         grouped.setdefault(case_id(wide), []).append((narrow, ratio))
     return [Recommendation("memory_growth", tuple(case_id(n) for n, _ in cases), (
         f"more memory than {wide} ({', '.join(f'{r:.2f}x' for _, r in cases)}) with smaller "
@@ -208,7 +232,7 @@ def _memory_advice(results: Sequence[Record]) -> list[Recommendation]:
         for wide, cases in grouped.items()]
 
 
-def _peak_pct(record: Record) -> tuple[str, float] | None:
+def peak_pct(record: Record) -> tuple[str, float] | None:
     """('compute' | 'bandwidth', % of peak) on the resource that bounds the case."""
     work = record.get("work") or {}
     compute = number(work.get("pct_peak_compute"))
@@ -224,9 +248,16 @@ def _peak_pct(record: Record) -> tuple[str, float] | None:
 def _peak_advice(results: Sequence[Record]) -> list[Recommendation]:
     low: dict[str, list[tuple[str, float]]] = {"compute": [], "bandwidth": []}
     for record in ok_cases(results):
-        found = _peak_pct(record)
+        found = peak_pct(record)
         if found is not None and found[1] < LOW_PCT_PEAK:
             low[found[0]].append((case_id(record), found[1]))
+    return peak_advice(low)
+
+
+def peak_advice(low: Mapping[str, Sequence[tuple[str, float]]],
+                more: Mapping[str, int] | None = None) -> list[Recommendation]:
+    """Advice on the cases far below peak, by resource: (case id, % of peak), fastest first
+    (and `more` of each not listed)."""
     advice = {
         "compute": "compute-bound, yet under {limit}% of peak compute ({cases}): check that "
                    "the inner loop vectorises or calls the vendor BLAS, on contiguous data.",
@@ -235,16 +266,27 @@ def _peak_advice(results: Sequence[Record]) -> list[Recommendation]:
                      "copies, type conversions) and fuse passes so each element is read and "
                      "written once.",
     }  # fmt: skip
-    return [Recommendation(f"low_peak_{kind}", tuple(c for c, _ in cases), advice[kind].format(
-        limit=fmt_num(LOW_PCT_PEAK), cases=", ".join(f"{c} {fmt_num(p, 3)}%" for c, p in cases)))
-        for kind, cases in low.items() if cases]
+    found = []
+    for kind, cases in low.items():
+        if not cases:
+            continue
+        extra = (more or {}).get(kind, 0)
+        listed = ", ".join(f"{c} {fmt_num(p, 3)}%" for c, p in cases) + (
+            f" and {extra} more" if extra else "")
+        found.append(Recommendation(f"low_peak_{kind}", tuple(c for c, _ in cases),
+                                    advice[kind].format(limit=fmt_num(LOW_PCT_PEAK),
+                                                        cases=listed), extra))
+    return found
 
 
-def _backend_advice(results: Sequence[Record]) -> list[Recommendation]:
+def backend_advice(results: Sequence[Record], ok: Sequence[Record] | None = None,
+                   shape: Callable[[Record], str] = shape_key) -> list[Recommendation]:
+    """Advice per kernel that is clearly slower on one backend than on another everywhere
+    (`ok` and `shape` as :func:`kernbench.reporting.findings.narrow_pairs` takes them)."""
     table: dict[str, dict[str, dict[tuple[str, str], Record]]] = {}
-    for record in ok_cases(results):
+    for record in ok_cases(results) if ok is None else ok:
         by_backend = table.setdefault(str(record.get("kernel_name")), {})
-        key = (str(record.get("precision")), shape_key(record))
+        key = (str(record.get("precision")), shape(record))
         by_backend.setdefault(str(record.get("backend")), {})[key] = record
     found = []
     for kernel, backends in sorted(table.items()):
@@ -270,7 +312,7 @@ def _backend_pair(kernel: str, slow: Mapping[tuple[str, str], Record],
         f"{kernel}."))]
 
 
-def _comparison_advice(comparison: Mapping[str, Any] | None
+def comparison_advice(comparison: Mapping[str, Any] | None
                        ) -> tuple[list[Recommendation], list[Recommendation]]:
     """(advice on regressed cases, advice on inconclusive ones)."""
     if not comparison or comparison.get("baseline_note"):

@@ -14,7 +14,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from kernbench.results.model import IMPL_PREFIX, record_case_id
 
@@ -28,10 +28,15 @@ CHANGED = ("regressed", "improved")
 # --- reading fields -------------------------------------------------------------------------
 
 
+def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """isinstance(value, Mapping), quick for the dicts JSON gives (an ABC check is slow)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def dig(data: Any, *path: str) -> Any:
     """``data[path[0]][path[1]]...``, or None as soon as a level is missing or not a mapping."""
     for key in path:
-        if not isinstance(data, Mapping):
+        if not is_mapping(data):
             return None
         data = data.get(key)
     return data
@@ -40,7 +45,7 @@ def dig(data: Any, *path: str) -> Any:
 def section(record: Record, name: str) -> Mapping[str, Any]:
     """The block `name` of `record` (timing, work, ...); empty when absent or not a mapping."""
     value = record.get(name)
-    return value if isinstance(value, Mapping) else {}
+    return value if is_mapping(value) else {}
 
 
 def mappings(value: object) -> list[Record]:
@@ -50,6 +55,8 @@ def mappings(value: object) -> list[Record]:
 
 def finite(value: object) -> int | float | None:
     """`value` when it is a finite int or float (never a bool), else None; ints stay ints."""
+    if type(value) is float:  # the usual case, first
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value if math.isfinite(value) else None
@@ -65,7 +72,7 @@ def p50_ms(record: Record) -> float | None:
     """The median latency: ``timing.latency_ms_p50``, or ``latency_ms_p50`` of a flat history
     row (one without a timing block)."""
     timing = record.get("timing")
-    return number((timing if isinstance(timing, Mapping) else record).get("latency_ms_p50"))
+    return number((timing if is_mapping(timing) else record).get("latency_ms_p50"))
 
 
 def ci95_bounds(record: Record) -> tuple[Any, Any]:

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +27,7 @@ __all__ = [
     "safe_filename",
     "write_bytes_atomic",
     "write_json_atomic",
+    "write_json_items_atomic",
     "write_text_atomic",
 ]
 
@@ -77,18 +78,46 @@ def write_json_atomic(path: Path, data: Any, *, one_line_items: bool = False) ->
     ~10x slower) and never held whole in memory."""
     if not (one_line_items and isinstance(data, dict)):
         return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    lists = {key: map(json.dumps, value) for key, value in data.items()
+             if isinstance(value, list) and value}
+    return write_json_items_atomic(path, data, lists)
+
+
+def write_json_items_atomic(path: Path, data: dict[str, Any],
+                            lists: Mapping[str, Iterable[str]]) -> Path:
+    """`data` as :func:`write_json_atomic` writes it with `one_line_items`, but each key of
+    `lists` holds the JSON texts it gives (one item each, on one line), whatever `data` holds
+    under that key: a merge streams records through it without holding them."""
     with atomic_writer(path) as handle:
         for index, (key, value) in enumerate(data.items()):
             handle.write(f"{'{' if index == 0 else ','}\n  {json.dumps(key)}: ".encode())
-            if isinstance(value, list) and value:
-                for number, item in enumerate(value):
-                    handle.write(f"{'[' if number == 0 else ','}\n    ".encode())
-                    handle.write(json.dumps(item).encode())
-                handle.write(b"\n  ]")
+            if key in lists:
+                _write_items(handle, lists[key])
             else:
                 handle.write(json.dumps(value, indent=2).replace("\n", "\n  ").encode())
         handle.write(b"\n}\n" if data else b"{}\n")
     return path
+
+
+def _write_items(handle: IO[bytes], items: Iterable[str]) -> None:
+    """A JSON list of the item texts, one a line (written about 1 MB at a time); ``[]`` when
+    there are none."""
+    batch: list[str] = []
+    size, first = 0, True
+    for text in items:
+        batch.append(text)
+        size += len(text)
+        if size > 1 << 20:
+            first = _write_batch(handle, batch, first)
+            batch, size = [], 0
+    if batch:
+        first = _write_batch(handle, batch, first)
+    handle.write(b"[]" if first else b"\n  ]")
+
+
+def _write_batch(handle: IO[bytes], batch: list[str], first: bool) -> bool:
+    handle.write((b"[\n    " if first else b",\n    ") + ",\n    ".join(batch).encode())
+    return False
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:

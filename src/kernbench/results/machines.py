@@ -11,13 +11,14 @@ not mappings are skipped, never trusted to have a shape.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernbench.results.model import STATUSES
+from kernbench.results.inputs import LoadedRun, run_from_document
+from kernbench.results.model import STATUSES, CaseResult
 
-__all__ = ["machine_label", "machine_names", "machines_of", "split_comparison",
-           "split_summary"]
+__all__ = ["machine_label", "machine_names", "machine_part", "machine_runs", "machines_of",
+           "split_comparison", "split_summary"]
 
 Document = Mapping[str, Any]
 
@@ -62,15 +63,49 @@ def split_summary(summary: Document) -> list[tuple[Mapping[str, Any], dict[str, 
         return []
     results = summary.get("results")
     records = [r for r in results if isinstance(r, Mapping)] if isinstance(results, list) else []
-    parts = []
-    for machine in machines:
-        mine = [r for r in records if r.get("fingerprint") == machine.get("fingerprint")]
-        env = machine.get("environment")
-        part = {key: value for key, value in summary.items() if key != "machines"}
-        part.update(results=mine, counts=_counts(mine),
-                    environment=dict(env) if isinstance(env, Mapping) else {})
-        parts.append((machine, part))
-    return parts
+    return [(machine, machine_part(summary, machine, [
+        r for r in records if r.get("fingerprint") == machine.get("fingerprint")]))
+        for machine in machines]
+
+
+def machine_part(summary: Document, machine: Mapping[str, Any],
+                 records: list[Mapping[str, Any]], counts: Mapping[str, int] | None = None
+                 ) -> dict[str, Any]:
+    """The summary `machine` alone would have given: its `records` (none for a summary read
+    without them, as a streamed merge returns it), its `counts` (counted from the records
+    when not given) and environment; the merged run's settings, times and completeness."""
+    env = machine.get("environment")
+    part = {key: value for key, value in summary.items() if key != "machines"}
+    part.update(results=records, counts=dict(counts) if counts is not None else _counts(records),
+                environment=dict(env) if isinstance(env, Mapping) else {})
+    return part
+
+
+def machine_runs(run: LoadedRun, summary: Document, source: str,
+                 fingerprints: Sequence[Any] | None = None
+                 ) -> list[tuple[Mapping[str, Any], LoadedRun]]:
+    """``(machine, its cases)`` per machine of a merged summary whose records `run` holds
+    (`summary` need not hold them: a streamed merge's is read back with ``load_run``), each
+    with the run facts its machine's summary alone gives (named `source`). With
+    `fingerprints`, one entry per fingerprint given, in that order (no cases for a machine
+    the run lacks). A summary of one machine is that machine, with every record."""
+    by_machine: dict[Any, list[CaseResult]] = {}
+    parts: dict[Any, tuple[Mapping[str, Any], Mapping[str, Any]]] = {
+        m.get("fingerprint"): (m, part) for m, part in split_summary(summary)}
+    if parts:
+        for result in run.results:
+            by_machine.setdefault(result.fingerprint, []).append(result)
+    else:
+        env = summary.get("environment")
+        own = env.get("fingerprint") if isinstance(env, Mapping) else None
+        parts = {own: ({"fingerprint": own, "testbed": (env or {}).get("testbed")}, summary)}
+        by_machine[own] = list(run.results)
+    found = []
+    for fingerprint in list(parts) if fingerprints is None else fingerprints:
+        machine, part = parts.get(fingerprint, ({"fingerprint": fingerprint}, {}))
+        meta = run_from_document({**part, "results": []}, source).meta
+        found.append((machine, LoadedRun(by_machine.get(fingerprint, []), meta)))
+    return found
 
 
 def split_comparison(comparison: Document | None,

@@ -1,0 +1,229 @@
+"""Join shard report sets on disk, one shard at a time, in memory that does not grow with them.
+
+:func:`merge_report_sets` reads each shard's summary.json once. Of its records it keeps what
+summary.md shows (:class:`kernbench.reporting.summary_view.SummaryView` keeps the first rows
+of each table; one view per machine, so a merge that keeps machines apart gives each machine
+its own section, ranked and judged on its own) and writes the rest to a spool file beside
+the output: each record's JSON text as it was read, in merge order, with its sort key. Then
+it writes the merged summary.json by joining the shards' spooled runs
+(:func:`kernbench.execution.merging.merged_order`), so at most one record per shard is in
+memory; what grows with the number of shards is each shard's head (its environment, settings
+and plan facts) and a read buffer. The kernel files are linked into the output (copied
+across file systems): kernbench replaces a report file, never writes into it, so a link
+never sees a later change to the shard's copy.
+"""
+
+from __future__ import annotations
+
+import gc
+import marshal
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from kernbench.errors import KernbenchError
+from kernbench.execution.merging import (
+    Entry,
+    ShardHead,
+    check_one_machine,
+    machines,
+    merged_header,
+    merged_order,
+    read_shard,
+)
+from kernbench.reporting.summary_view import SummaryView
+from kernbench.results.files import read_json_object, write_json_atomic, write_json_items_atomic
+
+__all__ = ["merge_report_sets"]
+
+CHUNK = 1 << 16
+"""Bytes read at a time from each shard's run in the spool."""
+
+
+class Spool:
+    """Shards' records in merge order, one run per shard, in an unnamed temporary file."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.runs: list[tuple[int, int]] = []
+
+    def write(self, entries: Sequence[tuple[Any, str, str]]) -> None:
+        start = self.handle.tell()
+        chunks = []
+        for entry in entries:
+            data = marshal.dumps(entry)
+            chunks.append(len(data).to_bytes(4, "little"))
+            chunks.append(data)
+        self.handle.write(b"".join(chunks))
+        self.runs.append((start, self.handle.tell()))
+
+    def read(self, index: int) -> Iterator[Entry]:
+        """The entries of run `index`, read a chunk at a time."""
+        self.handle.flush()
+        fd = self.handle.fileno()
+        offset, end = self.runs[index]
+        buffer, at = b"", 0
+        while True:
+            size = int.from_bytes(buffer[at:at + 4], "little") if len(buffer) - at >= 4 else -1
+            if size < 0 or len(buffer) - at - 4 < size:  # the next entry is not all here
+                if offset >= end:
+                    return
+                data = os.pread(fd, min(max(CHUNK, size + 4), end - offset), offset)
+                if not data:
+                    raise KernbenchError("the merge's spool file was cut short")
+                offset += len(data)
+                buffer, at = buffer[at:] + data, 0
+                continue
+            key, case_id, text = marshal.loads(memoryview(buffer)[at + 4:at + 4 + size])
+            at += 4 + size
+            yield tuple(key), case_id, text
+
+
+def _read(source: Path, index: int, spool: Spool,
+          views: dict[str, SummaryView] | None) -> ShardHead:
+    """One shard's summary: its head; its records into its machine's view of `views` (kernel
+    by kernel; none without summary.md to write) and, as JSON texts in merge order, into the
+    `spool`."""
+    from kernbench.results.jsontext import split_records
+
+    path = source / "summary.json"
+    try:
+        document, items = split_records(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
+    document["results"] = [record for record, _ in items or []]
+    head, entries = read_shard(str(source), document, [text for _, text in items or []])
+    if views is not None:  # one view per machine: nothing is ranked across machines
+        _view_kernels(views.setdefault(head.machine, SummaryView()), head, index, entries)
+    spool.write([(key, case_id, text) for key, case_id, (_, text) in entries])
+    return head
+
+
+def _view_kernels(view: SummaryView, head: ShardHead, index: int,
+                  entries: Sequence[Entry]) -> None:
+    """A shard's records into the view, a kernel at a time (they come in kernel order)."""
+    view.declare(head.document.get("implementations"))
+    group: list[tuple[Any, Any]] = []
+    for position, (key, _, (record, _)) in enumerate(entries):
+        if group and key[0] != group[-1][0][0]:
+            view.add_kernel(group, head.machine)
+            group = []
+        group.append(((*key, index, position), record))
+    if group:
+        view.add_kernel(group, head.machine)
+
+
+def merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
+                      markdown: bool = True) -> dict[str, Any]:
+    """Write the merged summary.json, env.json, summary.md (unless not `markdown`) and kernel
+    files of the shard report sets `shard_dirs` into `output_dir`; the merged summary without
+    its results (they are in `output_dir/summary.json`). See
+    :func:`kernbench.execution.merging.merge_summaries` for what the merge checks."""
+    if not shard_dirs:
+        raise KernbenchError("no shard summaries to merge")
+    collecting = gc.isenabled()
+    gc.disable()  # records are trees, never cycles; collecting as they pile up costs a third
+    try:
+        return _merge(shard_dirs, output_dir, allow_mixed, markdown)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
+           markdown: bool) -> dict[str, Any]:
+    from kernbench.api.reports import clear_previous_reports
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    views: dict[str, SummaryView] | None = {} if markdown else None
+    heads: list[ShardHead] = []
+    with tempfile.TemporaryFile(dir=output_dir, prefix=".merge-spool-") as handle:
+        spool = Spool(handle)
+        for index, directory in enumerate(shard_dirs):
+            heads.append(_read(directory, index, spool, views))
+            if not allow_mixed:  # the first shard of another machine stops the merge
+                check_one_machine([(h.source, h.environment) for h in (heads[0], heads[-1])])
+        found = machines(heads)
+        if len(found) > 1:
+            _machine_environments(found)
+        header = merged_header(heads, found)
+        clear_previous_reports(output_dir)
+        runs = [spool.read(index) for index in range(len(heads))]
+        write_json_items_atomic(output_dir / "summary.json", header,
+                                {"results": merged_order(runs, heads, found)})
+    environment = _environment(header, shard_dirs[0])
+    write_json_atomic(output_dir / "env.json", environment)
+    if views is not None:
+        _write_markdown(views, header, environment, heads, output_dir)
+    _link_kernel_files(shard_dirs, output_dir / "kernels")
+    del header["results"]
+    return header
+
+
+def _environment(header: dict[str, Any], first: Path) -> dict[str, Any]:
+    """Several machines: no shard's env.json stands for the report; each is in `machines`."""
+    if header.get("machines"):
+        return {"schema_version": header["schema_version"], **header["environment"]}
+    return read_json_object(first / "env.json") or header.get("environment") or {}
+
+
+def _machine_environments(found: Sequence[dict[str, Any]]) -> None:
+    """Each machine's report shows all its env.json (its first shard's), not only the part of
+    it a summary.json keeps; a file of another machine (or none) leaves the summary's."""
+    from kernbench.execution.merging import machine_key
+
+    for machine in found:
+        env = read_json_object(Path(machine["shards"][0]) / "env.json")
+        if env and machine_key(env) == machine_key(machine["environment"]):
+            machine["environment"] = env
+
+
+def _write_markdown(views: dict[str, SummaryView], header: dict[str, Any],
+                    environment: dict[str, Any], heads: Sequence[ShardHead],
+                    output_dir: Path) -> None:
+    """summary.md: one machine's view, or each machine's as its own section
+    (:func:`kernbench.reporting.markdown.render_machine_views`)."""
+    from kernbench.reporting.markdown import render_machine_views, render_view
+    from kernbench.results.files import write_text_atomic
+
+    if not header.get("machines"):
+        view = next(iter(views.values()), SummaryView())
+        view.machines = list(views)[:1] or [None]
+        text = render_view(view, header, environment)
+    else:
+        tallies: dict[str, dict[str, int]] = {}
+        for head in heads:
+            tally = tallies.setdefault(head.machine, dict.fromkeys(head.tally, 0))
+            for status, count in head.tally.items():
+                tally[status] += count
+        text = render_machine_views(views, tallies, header, environment)
+    write_text_atomic(output_dir / "summary.md", text)
+
+
+def _link_kernel_files(shard_dirs: Sequence[Path], kernels: Path) -> None:
+    """Each shard's kernels/*.json into `kernels` (a later shard's file of the same name
+    replaces an earlier one's): a hard link where the file system allows, else a copy."""
+    kernels.mkdir(parents=True, exist_ok=True)
+    link = True
+    for directory in shard_dirs:
+        for kernel_file in sorted((directory / "kernels").glob("*.json")):
+            target = kernels / kernel_file.name
+            if link:
+                try:
+                    os.link(kernel_file, target)
+                    continue
+                except FileExistsError:  # an earlier shard's, or an earlier merge's
+                    if os.path.samefile(kernel_file, target):
+                        continue  # renaming a link over its twin would do nothing
+                except OSError:  # another file system, or one without links
+                    link = False
+            temporary = kernels / f".{kernel_file.name}.tmp{os.getpid()}"
+            temporary.unlink(missing_ok=True)
+            if link:
+                os.link(kernel_file, temporary)
+            else:
+                shutil.copyfile(kernel_file, temporary)
+            os.replace(temporary, target)

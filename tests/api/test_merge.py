@@ -1,0 +1,107 @@
+"""merge_shards on disk: shard by shard, the same merged summary as the in-memory merge, kernel
+files linked, and records streamed through a spool."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.api import merge_shards
+from kernbench.api.merge import CHUNK, Spool
+from kernbench.errors import KernbenchError
+from kernbench.execution.completeness import plan_record
+from kernbench.execution.merging import merge_summaries
+from support.summaries import result, summary
+
+SUITE = ["a[cpu,fp32]", "b[cpu,fp32]", "b[cpu,fp16]", "c[cpu,fp32]"]
+
+
+def shard_set(directory: Path, document: dict[str, Any]) -> Path:
+    """A shard's report directory: summary.json, env.json and one kernel file per kernel."""
+    (directory / "kernels").mkdir(parents=True)
+    (directory / "summary.json").write_text(json.dumps(document, indent=1), encoding="utf-8")
+    (directory / "env.json").write_text(json.dumps(document["environment"]), encoding="utf-8")
+    for name in {r["kernel_name"] for r in document["results"]}:
+        (directory / "kernels" / f"{name}.json").write_text(json.dumps(
+            {"kernel_name": name, "results": [r for r in document["results"]
+                                              if r["kernel_name"] == name]}), encoding="utf-8")
+    return directory
+
+
+def shards() -> list[tuple[str, dict[str, Any]]]:
+    two = summary(result("c"), result("b", precision="fp16"), result("b", status="failed"))
+    one = summary(result("a"), started="2024-01-01T09:00:00Z")
+    del one["results"][0]["testbed"]  # an older record: it takes the shard's machine
+    for index, (document, ids) in enumerate(((two, SUITE[1:]), (one, SUITE[:1])), start=1):
+        document["settings"].update(shard=[index, 2], plan=plan_record(SUITE, ids))
+    return [("s1", two), ("s2", one)]
+
+
+def test_the_merge_on_disk_is_the_merge_in_memory(tmp_path: Path) -> None:
+    parts = shards()
+    dirs = [shard_set(tmp_path / name, document) for name, document in parts]
+    header, comparison = merge_shards(dirs, tmp_path / "out", markdown=False)
+    written = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    expected = merge_summaries([(str(d), doc) for d, (_, doc) in zip(dirs, parts, strict=True)])
+    assert written == expected
+    assert list(written)[-1] == "results"
+    assert comparison is None and "results" not in header
+    assert header == {k: v for k, v in expected.items() if k != "results"}
+    assert [r["case_id"] for r in written["results"]] == [
+        "a[cpu,fp32]", "b[cpu,fp16]", "b[cpu,fp32]", "c[cpu,fp32]"]
+    assert written["results"][0]["testbed"] == "a"
+    assert written["completeness"]["complete"] is True
+    linked = tmp_path / "out" / "kernels" / "a.json"
+    assert os.path.samefile(linked, dirs[1] / "kernels" / "a.json")
+    merge_shards(dirs, tmp_path / "out", markdown=False)  # again: the files are replaced
+    assert sorted(p.name for p in (tmp_path / "out" / "kernels").iterdir()) == [
+        "a.json", "b.json", "c.json"]
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]
+
+
+def test_a_case_in_two_shards_is_refused_naming_both(tmp_path: Path) -> None:
+    parts = shards()
+    first = shard_set(tmp_path / "first", parts[0][1])
+    again = shard_set(tmp_path / "again", parts[0][1])
+    with pytest.raises(KernbenchError, match=f"in two shard summaries: {first} and {again}"):
+        merge_shards([first, again], tmp_path / "out", markdown=False)
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_shard_of_another_machine_is_refused_before_the_rest_is_read(tmp_path: Path) -> None:
+    one = shard_set(tmp_path / "one", summary(result("a"), fingerprint="f1"))
+    other = shard_set(tmp_path / "other", summary(result("b"), fingerprint="f2"))
+    (tmp_path / "broken").mkdir()
+    with pytest.raises(KernbenchError, match="different machines"):
+        merge_shards([one, other, tmp_path / "broken"], tmp_path / "out", markdown=False)
+
+
+def test_the_spool_gives_back_entries_larger_than_its_reads() -> None:
+    entries = [(("k", "cpu", "fp32"), f"k{i}", "x" * size)
+               for i, size in enumerate((10, CHUNK * 3, 1, CHUNK - 7, 0))]
+    with tempfile.TemporaryFile() as handle:
+        spool = Spool(handle)
+        spool.write(entries[:2])
+        spool.write(entries[2:])
+        spool.write([])
+        assert list(spool.read(1)) == entries[2:]
+        assert list(spool.read(0)) == entries[:2]
+        assert list(spool.read(2)) == []
+
+
+
+def test_a_merge_that_fails_removes_the_output_directory_it_made(tmp_path: Path) -> None:
+    one = shard_set(tmp_path / "one", summary(result("a"), fingerprint="f1"))
+    other = shard_set(tmp_path / "other", summary(result("b"), fingerprint="f2"))
+    with pytest.raises(KernbenchError, match="different machines"):
+        merge_shards([one, other], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(KernbenchError, match="different machines"):
+        merge_shards([one, other], tmp_path / "kept")
+    assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())

@@ -1,0 +1,133 @@
+"""summary.md of a run of any size: the view gives what the whole-document findings give, and a
+large run lists the first rows of each table and counts the rest."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kernbench.reporting.findings import group_findings, key_findings
+from kernbench.reporting.firsts import MAX_ROWS, Firsts
+from kernbench.reporting.markdown import render_summary, summary_view
+from kernbench.reporting.recommendations import recommendations
+from kernbench.reporting.summary_view import MAX_NAMED
+from support.reports import load_fixture
+
+
+def rec(kernel: str, precision: str = "fp32", p50: float | None = 10.0, *,
+        backend: str = "cpu", ci: tuple[float, float] | None = None, status: str = "ok",
+        p99: float | None = None, **extra: Any) -> dict[str, Any]:
+    """A summary record; the CI defaults to ±1% of p50 (precise, never unstable)."""
+    if p50 is not None and ci is None:
+        ci = (p50 * 0.99, p50 * 1.01)
+    timing = {"latency_ms_p50": p50, "latency_ms_p99": p50 if p99 is None else p99,
+              "latency_ms_p50_ci95": list(ci) if ci else None}
+    record = {"case_id": f"{kernel}[{backend},{precision}]", "kernel_name": kernel,
+              "backend": backend, "precision": precision, "problem_size": None,
+              "status": status, "reason": None, "timing": timing, "warnings": [],
+              "accuracy": {"passed": None}, "memory": {"allocated_mb": None}, "work": None}
+    record.update(extra)
+    return record
+
+
+def doc(*records: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    return {"results": list(records), "settings": settings}
+
+
+def section(md: str, title: str) -> str:
+    return md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def documents() -> list[dict[str, Any]]:
+    """The fixture, and small runs with narrow-precision, memory and backend pairs."""
+    pairs = doc(rec("gemm", "fp32", 1.0), rec("gemm", "fp16", 3.0),
+                rec("gemm", "bf16", 2.0, memory={"allocated_mb": 9.0}),
+                rec("gemm", "fp32", 0.5, backend="cuda"), rec("gemm", "fp16", 0.6, backend="cuda"),
+                rec("axpy", "fp32", 1.0, memory={"allocated_mb": 1.0}),
+                rec("axpy", "bf16", 0.9, memory={"allocated_mb": 5.0}),
+                rec("noisy", "fp32", 10.0, ci=(5.0, 15.0), p99=40.0),
+                rec("crash", p50=None, status="failed", reason="boom"),
+                rec("drift", accuracy={"passed": False, "exceeded": []}), iterations=5)
+    return [dict(load_fixture().summary), pairs]
+
+
+@pytest.mark.parametrize("document", documents())
+def test_the_view_finds_and_advises_what_the_whole_document_does(
+        document: dict[str, Any]) -> None:
+    view = summary_view(document)
+    tables = view.implementation_tables([])
+    found = [(title, [f.message for f in items], total)
+             for title, items, total in view.findings(tables)]
+    whole = [(title, [f.message for f in items], len(items))
+             for title, items in group_findings(key_findings(document))]
+    assert found == whole
+    assert view.advice(document.get("settings") or {}, None) == recommendations(document)
+
+
+def large(cases: int) -> dict[str, Any]:
+    """A run of `cases` cases of one kernel each: every tenth fails its accuracy check."""
+    summary = copy.deepcopy(dict(load_fixture().summary))
+    model = next(r for r in summary["results"] if r["case_id"] == "rmsnorm[cpu,fp32]")
+    summary["results"] = []
+    for index in range(cases):
+        record = copy.deepcopy(model)
+        record["kernel_name"] = f"k{index:04d}"
+        record["case_id"] = f"k{index:04d}[cpu,fp32]"
+        record["timing"]["latency_ms_p50"] = 1.0 + index / 1000
+        record["accuracy"] = {**(model["accuracy"] or {}), "passed": index % 10 != 0,
+                              "exceeded": [], "mismatch": None}
+        summary["results"].append(record)
+    return summary
+
+
+def test_a_large_run_lists_the_first_rows_of_each_table_and_counts_the_rest() -> None:
+    cases = MAX_ROWS + 30
+    md = render_summary(large(cases), load_fixture().environment)
+    board = section(md, "Performance Leaderboard")
+    rows = [line for line in board.splitlines() if line.startswith("| ") and "k0" in line]
+    assert len(rows) == MAX_ROWS and rows[0].startswith("| 1 | k0000 ")
+    assert "\n\n… and 30 more cases, slower than these: every case is in summary.json.\n" in board
+    assert "… and 30 more cases, slower than these" in section(md, "Resource Usage")
+    accuracy = section(md, "Accuracy")
+    listed = [line for line in accuracy.splitlines() if line.startswith("| k0")]
+    assert len(listed) == MAX_ROWS
+    failures = (cases + 9) // 10
+    assert all("**FAIL**" in line for line in listed[:failures])  # failures first
+    assert "… and 30 more checked cases" in accuracy
+    findings = section(md, "Key Findings")
+    assert f"- **Accuracy failures** ({failures}):" in findings
+    assert f"  - … and {failures - 12} more" in findings
+    advice = section(md, "Recommendations")
+    assert advice.count("**Fix accuracy**") == 13  # twelve, then how many more
+    assert f"{failures - 12} more cases fail their accuracy check" in advice
+
+
+def test_a_small_run_lists_every_row() -> None:
+    md = render_summary(large(12), load_fixture().environment)
+    assert "… and" not in md and "summary.json" not in md
+
+
+def test_a_recommendation_names_its_first_cases_and_counts_the_rest() -> None:
+    summary = large(MAX_NAMED + 5)
+    for record in summary["results"]:
+        p50 = record["timing"]["latency_ms_p50"]
+        record["timing"]["latency_ms_p99"] = p50 * 10
+    advice = section(render_summary(summary, load_fixture().environment), "Recommendations")
+    line = next(line for line in advice.splitlines() if "**Find the slow calls**" in line)
+    assert line.count("\\[cpu,fp32\\]") == MAX_NAMED and " and 5 more)" in line
+
+
+def test_firsts_keeps_the_first_by_key_per_machine_in_machine_order() -> None:
+    kept = Firsts(limit=3)
+    for key in (5, 1, 9, 3, 7, 2, 8):
+        kept.add(key, f"a{key}", machine="a")
+    kept.add(0, "b0", machine="b")
+    assert kept.count == 8 and kept.more == 5
+    assert kept.items(["a", "b"]) == ["a1", "a2", "a3"]
+    assert kept.items(["b", "a"]) == ["b0", "a1", "a2"]
+    many = Firsts(limit=2)
+    for key in range(1000, 0, -1):
+        many.add(key, key)
+    assert many.items() == [1, 2] and many.count == 1000

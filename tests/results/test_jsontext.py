@@ -1,0 +1,67 @@
+"""split_records reads what json.loads reads, each record with its text; the merged summary's
+writer writes those texts as write_json_atomic writes items."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernbench.results.files import write_json_atomic, write_json_items_atomic
+from kernbench.results.jsontext import one_line, split_records
+
+DOCUMENTS = [
+    '{"schema_version": 3, "results": [{"a": 1, "b": [1.5, null]}, {"c": "x]\\"}"}], "z": {}}',
+    ' {\n  "results" : [\n    {"a": NaN} ,\n    {"b": -Infinity}\n  ] ,\n'
+    '  "k": {"n": "results"}\n} \n',
+    '{"results": []}',
+    '{"schema_version": 3}',
+    "{}",
+]
+
+
+@pytest.mark.parametrize("text", DOCUMENTS)
+def test_the_records_and_the_rest_are_what_json_loads_reads(text: str) -> None:
+    header, items = split_records(text)
+    document = json.loads(text)
+    records = document.pop("results", None)
+    assert json.dumps(header) == json.dumps(document)
+    if records is None:
+        assert items is None
+        return
+    assert items is not None
+    assert json.dumps([record for record, _ in items]) == json.dumps(records)
+    assert [json.dumps(json.loads(raw)) for _, raw in items] == [
+        json.dumps(record) for record, _ in items]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[1, 2]", "not a JSON object"), ('{"results": 3}', "'results' is not a list"),
+    ('{"results": [1,', "Expecting value"), ('{"a": 1} x', "Extra data"), ("", "Expecting"),
+])
+def test_what_is_not_a_summary_is_a_value_error(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        split_records(text)
+
+
+def test_the_texts_written_back_give_the_file_write_json_atomic_writes(tmp_path: Path) -> None:
+    document = {"a": 1, "results": [{"x": 1}, {"y": [1, 2]}], "empty": [], "z": {"k": [1]}}
+    write_json_atomic(tmp_path / "whole.json", document, one_line_items=True)
+    text = (tmp_path / "whole.json").read_text(encoding="utf-8")
+    header, items = split_records(text)
+    assert items is not None
+    write_json_items_atomic(tmp_path / "streamed.json", {**header, "results": None},
+                            {"results": iter([raw for _, raw in items])})
+    streamed = json.loads((tmp_path / "streamed.json").read_text(encoding="utf-8"))
+    assert streamed == {**header, "results": document["results"]}
+    write_json_items_atomic(tmp_path / "none.json", {"results": None}, {"results": iter(())})
+    assert json.loads((tmp_path / "none.json").read_text(encoding="utf-8")) == {"results": []}
+
+
+@pytest.mark.parametrize("indent", [1, 2, 4])
+def test_one_line_gives_the_text_json_dumps_gives(indent: int) -> None:
+    value = {"a": [1, 2.5, None], "b": {}, "c": [], "d": {"e": "x, \\n y", "f": [{"g": True}]}}
+    assert one_line(json.dumps(value, indent=indent)) == json.dumps(value)
+    assert one_line(json.dumps(value, indent=indent).replace("\n", "\r\n")) == json.dumps(value)
+    assert one_line(json.dumps(value)) == json.dumps(value)
