@@ -168,3 +168,17 @@ def test_html_shows_the_mode_beside_every_gpu_figure_of_the_other_tables() -> No
     assert "0.34 GFLOP/s, 4.1 GB/s (cold mode), 0.083 FLOP/byte" in page
     assert "0.34 GFLOP/s, 4.1 GB/s, 0.083 FLOP/byte" in page  # the CPU case
     assert "compute 1.5%, bandwidth 2.5% (cold mode) (a datasheet)" in page
+
+
+def test_every_timing_figure_of_a_gpu_leaderboard_row_carries_the_mode() -> None:
+    # p50, p90, p99, mean and calls/s (and the CI, where there is one): each was measured in
+    # the row's mode; three samples give no CI, and "n/a" carries no mode.
+    md = render_summary(inputs_with(gpu_record()).summary, load_fixture().environment)
+    board_line = next(line for line in md.splitlines() if "| vadd |" in line)
+    assert board_line.count("(cold)") == 5 and "| n/a |" in board_line, board_line
+    cpu_line = next(line for line in md.splitlines() if "| softmax | cpu |" in line)
+    assert "(cold)" not in cpu_line
+    page = render_html(inputs_with(gpu_record()))
+    row = next(r for r in page.split("<tr>")
+               if '<td class="case">' in r and "vadd[cuda,fp32]</a>" in r)
+    assert row.count('title="GPU timing mode">cold</span>') == 4, row  # no mean column here
