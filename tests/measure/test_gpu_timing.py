@@ -130,17 +130,21 @@ def test_kernel_mode_alone_without_a_profiler_is_null_with_the_reason() -> None:
                                                   "kernel", (), 0.0), "kernel")) is None
 
 
+class EverySecondBlock:
+    """A throttle guard that finds every second block throttled (by `reason`)."""
+
+    def __init__(self, reason: str = "SwPowerCap") -> None:
+        self.blocks = 0
+        self.reason = reason
+
+    def begin(self) -> None:
+        self.blocks += 1
+
+    def end(self) -> str | None:
+        return f"throttled: {self.reason}" if self.blocks % 2 == 0 else None
+
+
 def test_throttled_blocks_are_discarded_counted_and_retaken() -> None:
-    class EverySecondBlock:
-        def __init__(self) -> None:
-            self.blocks = 0
-
-        def begin(self) -> None:
-            self.blocks += 1
-
-        def end(self) -> str | None:
-            return "throttled: SwPowerCap" if self.blocks % 2 == 0 else None
-
     run = session(FakeDevice(LAUNCH_NS, SYNC_NS), guard=EverySecondBlock())
     raw = gpu_timing_raw(time_gpu(run, "hot", (), 0.0), "hot")["modes"]["hot"]
     assert len(raw["samples_us"]) == SETTINGS.iterations
@@ -235,18 +239,9 @@ def test_a_back_to_back_mode_alone_with_a_reset_is_not_timed_with_the_reason(
 
 
 def test_throttled_blocks_with_a_reset_are_discarded_and_retaken() -> None:
-    class EverySecondBlock:
-        def __init__(self) -> None:
-            self.blocks = 0
-
-        def begin(self) -> None:
-            self.blocks += 1
-
-        def end(self) -> str | None:
-            return "throttled: HwSlowdown" if self.blocks % 2 == 0 else None
-
     device = FakeDevice(LAUNCH_NS, SYNC_NS)
-    run = session(device, reset=device.kernel(RESET_NS, name="reset"), guard=EverySecondBlock())
+    run = session(device, reset=device.kernel(RESET_NS, name="reset"),
+                  guard=EverySecondBlock("HwSlowdown"))
     raw = gpu_timing_raw(time_gpu(run, "cold", (), 0.0), "cold")["modes"]["cold"]
     assert raw["samples_us"] == [3.0] * SETTINGS.iterations
     assert raw["discard_reasons"] == {"throttled: HwSlowdown": SETTINGS.iterations - 1}
