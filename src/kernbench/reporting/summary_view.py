@@ -44,12 +44,15 @@ from kernbench.reporting.views import (
     section,
 )
 
-__all__ = ["MAX_LISTED", "MAX_NAMED", "MAX_ROWS", "Firsts", "SummaryView"]
+__all__ = ["CHART_KERNELS", "MAX_LISTED", "MAX_NAMED", "MAX_ROWS", "Firsts", "SummaryView",
+           "summary_view"]
 
 MAX_NAMED = 50
 """The most case ids a recommendation names; the rest are counted."""
 MAX_LISTED = 12
 """Key Findings lists at most this many findings per group and counts the rest."""
+CHART_KERNELS = 20
+"""The charts of a large run's index.html draw the cases of this many kernels, the first."""
 
 
 class _Backend:
@@ -99,6 +102,8 @@ class SummaryView:
         self.gpu_modes: set[str] = set()
         self.gpu_overhead = False
         self.implementations: list[tuple[Hashable, Any, Record]] = []
+        self.charted = Firsts(CHART_KERNELS)
+        """Per kernel that has them, its successful timed records (for index.html's charts)."""
         self.machines: Sequence[Hashable] = (None,)
         """The machines in summary order; set before reading the view's results."""
 
@@ -116,6 +121,8 @@ class SummaryView:
                 timed.append((p50, str(record.get("case_id")), record))
         if records and str(records[0][1].get("kernel_name")) in self.declared:
             self.implementations.extend((machine, p, r) for p, r in records)
+        if timed:
+            self.charted.add(records[0][0], [_charted(r, p50) for p50, _, r in timed], machine)
         if len(timed) > 1:
             timed.sort(key=lambda entry: (entry[0], entry[1]))
             self._add_pairs([record for _, _, record in timed])
@@ -256,6 +263,15 @@ class SummaryView:
         summary = {"implementations": self.declared, "results": [r for _, _, r in ordered]}
         return implementation_tables(summary, absent)
 
+    def skipped_rows(self, absent: Sequence[AbsentBackend]) -> tuple[list[Record], int]:
+        """The skipped rows of backends the machine has (not `absent`), in summary order, and
+        how many more."""
+        lacking = {a.backend for a in absent}
+        kept = [self.skipped[b] for b in self.skipped if b not in lacking]
+        entries = sorted((e for rows in kept for e in rows.entries(self.machines)),
+                         key=lambda e: (e[0], e[1]))[:MAX_ROWS]
+        return [r for _, _, r in entries], sum(rows.count for rows in kept) - len(entries)
+
     def checked(self) -> tuple[list[Record], int]:
         """The accuracy table's rows, in summary order; when there are more than `MAX_ROWS`,
         the failures first. And how many rows are left out."""
@@ -333,6 +349,28 @@ class SummaryView:
         found = self.items(name)[:MAX_LISTED]
         return [*found, *_more(kind, self.rows[name].count - len(found),
                                "more pieces of this advice, one per kernel")]
+
+
+def _charted(record: Record, p50: float) -> Record:
+    """What index.html's speedup and bandwidth charts read of a record, and no more (no
+    samples): a view keeps a few kernels' records to draw."""
+    kept = {key: record.get(key) for key in (
+        "case_id", "kernel_name", "backend", "precision", "implementation", "problem_size")}
+    work = record.get("work")
+    return {**kept, "timing": {"latency_ms_p50": p50},
+            "work": {"gb_per_s": work.get("gb_per_s")} if isinstance(work, Mapping) else work}
+
+
+def summary_view(document: Mapping[str, Any]) -> SummaryView:
+    """The view of a whole summary document, its records taken kernel by kernel."""
+    view = SummaryView(document.get("implementations"))
+    groups: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}
+    for index, record in enumerate(mappings(document.get("results"))):
+        key = (str(record.get("fingerprint")), str(record.get("kernel_name")))
+        groups.setdefault(key, []).append((index, record))
+    for records in groups.values():
+        view.add_kernel(records)
+    return view
 
 
 def _ids(found: Iterable[fx.Finding]) -> tuple[str, ...]:
