@@ -14,7 +14,9 @@ merged by
 ``kernbench.api.merge_shards`` in a fresh process each, for a quarter, half and all of the
 shards (or the counts of ``--merge-points``), so memory per shard shows. Printed per merge:
 wall and CPU time, the process's peak resident memory (``ru_maxrss``), and the wall time of the
-same merge again without summary.md (what summary.md adds).
+same merge again without summary.md (what summary.md adds). Then the same shards are merged
+by the command line with its default formats (``kernbench merge OUT shard-* -q``: json, md
+and html, so index.html too), again in a fresh process: its wall time and peak memory.
 
 Goals (issue 19): 2,000 cases across 4 local shards; merging 100 shard report sets of 1,000
 cases each under 5 s, in memory that does not grow with the number of shards.
@@ -158,10 +160,23 @@ def merge_child(out: Path, dirs: list[str]) -> None:
                       "complete": merged["completeness"]["complete"]}))
 
 
-def timed_merge(out: Path, dirs: list[Path]) -> dict[str, float]:
+def cli_child(out: Path, dirs: list[str]) -> None:
+    """In a fresh process: `kernbench merge OUT DIRS -q` with the default formats, then print
+    its wall time and the process's peak RSS as JSON."""
+    from kernbench.cli.main import main as kernbench
+
+    started = time.perf_counter()
+    code = kernbench(["merge", str(out), *dirs, "-q"])
+    wall_s = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    html_mb = (out / "index.html").stat().st_size / 1e6
+    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb, "code": code, "html_mb": html_mb}))
+
+
+def timed_merge(out: Path, dirs: list[Path], mode: str = "--merge-child") -> dict[str, float]:
     listing = out.parent / f"{out.name}-dirs.json"
     listing.write_text(json.dumps([str(d) for d in dirs]), encoding="utf-8")
-    done = subprocess.run([sys.executable, __file__, "--merge-child", str(out), str(listing)],
+    done = subprocess.run([sys.executable, __file__, mode, str(out), str(listing)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the merge failed:\n{done.stderr}")
@@ -183,6 +198,11 @@ def merges(shards: int, cases: int, top: Path, points: list[int] | None) -> None
               f"{found['complete']}): {found['wall_s']:.2f} s wall, {found['cpu_s']:.2f} s CPU "
               f"(without summary.md {found['plain_s']:.2f} s wall), peak RSS "
               f"{found['peak_mb']:.0f} MB")
+        cli = timed_merge(top / f"cli-{count}", dirs[:count], "--cli-child")
+        shutil.rmtree(top / f"cli-{count}")
+        print(f"  kernbench merge with the default formats (json, md, html): "
+              f"{cli['wall_s']:.2f} s wall, peak RSS {cli['peak_mb']:.0f} MB, index.html "
+              f"{cli['html_mb']:.1f} MB")
 
 
 def main() -> None:
@@ -196,11 +216,13 @@ def main() -> None:
                              "list (default: a quarter, half and all of --merge-shards)")
     parser.add_argument("--skip-run", action="store_true", help="part 2 only")
     parser.add_argument("--merge-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.merge_child:
-        out, listing = args.merge_child
-        merge_child(Path(out), json.loads(Path(listing).read_text(encoding="utf-8")))
-        return
+    for child, run in ((args.merge_child, merge_child), (args.cli_child, cli_child)):
+        if child:
+            out, listing = child
+            run(Path(out), json.loads(Path(listing).read_text(encoding="utf-8")))
+            return
     with tempfile.TemporaryDirectory(prefix="kernbench-scale-") as tmp:
         if not args.skip_run:
             sharded_run(args.cases, args.shards, Path(tmp) / "run")

@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from kernbench.api import merge_shards
-from kernbench.api.merge import CHUNK, Spool
+from kernbench.api.merge import CHUNK, Spool, html_written
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import plan_record
 from kernbench.execution.merging import merge_summaries
+from kernbench.reporting.bundle import load_report_inputs
+from kernbench.reporting.html_machines import html_pages
+from kernbench.reporting.html_view import HTML_MAX_CASES
 from support.summaries import result, summary
 
 SUITE = ["a[cpu,fp32]", "b[cpu,fp32]", "b[cpu,fp16]", "c[cpu,fp32]"]
@@ -105,3 +108,32 @@ def test_a_merge_that_fails_removes_the_output_directory_it_made(tmp_path: Path)
     with pytest.raises(KernbenchError, match="different machines"):
         merge_shards([one, other], tmp_path / "kept")
     assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-machine", "two-machines"])
+def test_a_large_merge_writes_the_bounded_page_its_merged_documents_give(
+        tmp_path: Path, mixed: bool) -> None:
+    count = HTML_MAX_CASES // 2 + 20  # per shard: three are past the bound
+    dirs = []
+    for index in range(3):
+        machine = index % 2 if mixed else 0
+        results = [result(f"s{index}k{j:03d}", status="failed" if j % 25 == 0 else "ok")
+                   for j in range(count)]
+        dirs.append(shard_set(tmp_path / f"s{index}", summary(
+            *results, fingerprint=f"f{machine}", host=f"h{machine}")))
+    out = tmp_path / "out"
+    header, _ = merge_shards(dirs, out, allow_mixed=mixed, markdown=False, html=True)
+    assert html_written(header, True) and not html_written(header, False)
+    written = {str(p.relative_to(out)): p.read_text(encoding="utf-8")
+               for p in out.glob("**/index.html")}
+    assert written == html_pages(load_report_inputs(out))  # one page, however it is made
+    pages = [text for name, text in written.items() if name != "index.html" or not mixed]
+    assert len(pages) == (2 if mixed else 1)
+    assert all('id="bounded"' in page for page in pages)
+    assert all(page.count('<td class="case">') <= HTML_MAX_CASES for page in pages)
+
+
+def test_a_small_merge_leaves_index_html_to_the_formats(tmp_path: Path) -> None:
+    dirs = [shard_set(tmp_path / name, document) for name, document in shards()]
+    header, _ = merge_shards(dirs, tmp_path / "out", markdown=False, html=True)
+    assert not html_written(header, True) and not (tmp_path / "out" / "index.html").exists()

@@ -20,7 +20,7 @@ import marshal
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,7 +37,7 @@ from kernbench.execution.merging import (
 from kernbench.reporting.summary_view import SummaryView
 from kernbench.results.files import read_json_object, write_json_atomic, write_json_items_atomic
 
-__all__ = ["merge_report_sets"]
+__all__ = ["html_written", "merge_report_sets"]
 
 CHUNK = 1 << 16
 """Bytes read at a time from each shard's run in the spool."""
@@ -117,28 +117,43 @@ def _view_kernels(view: SummaryView, head: ShardHead, index: int,
 
 
 def merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
-                      markdown: bool = True) -> dict[str, Any]:
+                      markdown: bool = True, html: bool = False,
+                      history_root: Path | None = None) -> dict[str, Any]:
     """Write the merged summary.json, env.json, summary.md (unless not `markdown`) and kernel
     files of the shard report sets `shard_dirs` into `output_dir`; the merged summary without
-    its results (they are in `output_dir/summary.json`). See
+    its results (they are in `output_dir/summary.json`). With `html`, a merge of more than
+    :data:`kernbench.reporting.html_view.HTML_MAX_CASES` cases also writes its bounded
+    index.html (and each machine's page) from the same views, with the trends of the history
+    records of its machine under `history_root`; a smaller one leaves index.html to the
+    caller (:func:`html_written` tells). See
     :func:`kernbench.execution.merging.merge_summaries` for what the merge checks."""
     if not shard_dirs:
         raise KernbenchError("no shard summaries to merge")
     collecting = gc.isenabled()
     gc.disable()  # records are trees, never cycles; collecting as they pile up costs a third
     try:
-        return _merge(shard_dirs, output_dir, allow_mixed, markdown)
+        return _merge(shard_dirs, output_dir, allow_mixed, markdown, html, history_root)
     finally:
         if collecting:
             gc.enable()
 
 
+def html_written(document: Mapping[str, Any], html: bool) -> bool:
+    """Whether a merge asked for `html` wrote index.html itself: a merge of `document`'s size
+    gets the bounded page (:mod:`kernbench.reporting.html_view`), from the merge's views."""
+    if not html:
+        return False
+    from kernbench.reporting.html_view import bounded
+
+    return bounded(int((document.get("counts") or {}).get("total") or 0))
+
+
 def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
-           markdown: bool) -> dict[str, Any]:
+           markdown: bool, html: bool, history_root: Path | None) -> dict[str, Any]:
     from kernbench.api.reports import clear_previous_reports
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    views: dict[str, SummaryView] | None = {} if markdown else None
+    views: dict[str, SummaryView] | None = {} if markdown or html else None
     heads: list[ShardHead] = []
     with tempfile.TemporaryFile(dir=output_dir, prefix=".merge-spool-") as handle:
         spool = Spool(handle)
@@ -157,7 +172,11 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
     environment = _environment(header, shard_dirs[0])
     write_json_atomic(output_dir / "env.json", environment)
     if views is not None:
-        _write_markdown(views, header, environment, heads, output_dir)
+        tallies = _tallies(heads)
+        if markdown:
+            _write_markdown(views, tallies, header, environment, output_dir)
+        if html_written(header, html):
+            _write_html(views, tallies, header, environment, output_dir, history_root)
     _link_kernel_files(shard_dirs, output_dir / "kernels")
     del header["results"]
     return header
@@ -181,8 +200,34 @@ def _machine_environments(found: Sequence[dict[str, Any]]) -> None:
             machine["environment"] = env
 
 
-def _write_markdown(views: dict[str, SummaryView], header: dict[str, Any],
-                    environment: dict[str, Any], heads: Sequence[ShardHead],
+def _tallies(heads: Sequence[ShardHead]) -> dict[str, dict[str, int]]:
+    """Each machine's case counts by status."""
+    tallies: dict[str, dict[str, int]] = {}
+    for head in heads:
+        tally = tallies.setdefault(head.machine, dict.fromkeys(head.tally, 0))
+        for status, count in head.tally.items():
+            tally[status] += count
+    return tallies
+
+
+def _write_html(views: dict[str, SummaryView], tallies: dict[str, dict[str, int]],
+                header: dict[str, Any], environment: dict[str, Any], output_dir: Path,
+                history_root: Path | None) -> None:
+    """The bounded index.html (and each machine's page) from the merge's views."""
+    from kernbench.reporting.bundle import ReportInputs, machine_history
+    from kernbench.reporting.html_view import html_view_pages
+    from kernbench.results.files import write_text_atomic
+
+    history = () if history_root is None or header.get("machines") else tuple(
+        machine_history(history_root, environment))
+    pages = html_view_pages(views, tallies, ReportInputs(header, environment, None, history))
+    for name, text in pages.items():
+        (output_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(output_dir / name, text)
+
+
+def _write_markdown(views: dict[str, SummaryView], tallies: dict[str, dict[str, int]],
+                    header: dict[str, Any], environment: dict[str, Any],
                     output_dir: Path) -> None:
     """summary.md: one machine's view, or each machine's as its own section
     (:func:`kernbench.reporting.markdown.render_machine_views`)."""
@@ -194,11 +239,6 @@ def _write_markdown(views: dict[str, SummaryView], header: dict[str, Any],
         view.machines = list(views)[:1] or [None]
         text = render_view(view, header, environment)
     else:
-        tallies: dict[str, dict[str, int]] = {}
-        for head in heads:
-            tally = tallies.setdefault(head.machine, dict.fromkeys(head.tally, 0))
-            for status, count in head.tally.items():
-                tally[status] += count
         text = render_machine_views(views, tallies, header, environment)
     write_text_atomic(output_dir / "summary.md", text)
 
