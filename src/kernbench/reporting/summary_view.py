@@ -22,13 +22,12 @@ merge's sort key); machines come in the order given to :meth:`SummaryView.finish
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
-from kernbench.reporting.availability import AbsentBackend, has_gpu, skip_reason
+from kernbench.reporting.availability import AbsentBackend, BackendCases, has_gpu
 from kernbench.reporting.firsts import MAX_ROWS, Firsts
 from kernbench.reporting.gpu_modes import gpu_row
 from kernbench.reporting.implementations import implementation_tables
@@ -36,6 +35,7 @@ from kernbench.reporting.views import (
     PROBLEM_STATUSES,
     Record,
     case_id,
+    chart_record,
     ci95_ms,
     mappings,
     number,
@@ -55,32 +55,6 @@ CHART_KERNELS = 20
 """The charts of a large run's index.html draw the cases of this many kernels, the first."""
 
 
-class _Backend:
-    """One backend's cases: how many, and while every one was skipped, their reasons and
-    kernels (whether the machine lacks it is decided at the end)."""
-
-    __slots__ = ("cases", "first", "kernels", "reasons", "skipped_only")
-
-    def __init__(self, first: tuple[Hashable, Any]) -> None:
-        self.first = first
-        self.cases = 0
-        self.skipped_only = True
-        self.reasons: Counter[str] = Counter()
-        self.kernels: dict[str, tuple[Hashable, Any]] = {}
-
-    def add(self, machine: Hashable, position: Any, record: Record) -> None:
-        self.cases += 1
-        if not self.skipped_only:
-            return
-        if record.get("status") != "skipped":
-            self.skipped_only = False
-            self.reasons.clear()
-            self.kernels.clear()
-            return
-        self.reasons[skip_reason(record)] += 1
-        self.kernels.setdefault(str(record.get("kernel_name")), (machine, position))
-
-
 class SummaryView:
     """The figures of summary.md, taken kernel by kernel (see the module docstring)."""
 
@@ -89,7 +63,7 @@ class SummaryView:
         adds each shard's with :meth:`declare` before its records."""
         self.declared: dict[str, Any] = {}
         self.declare(implementations)
-        self.backends: dict[str, _Backend] = {}
+        self.backends: dict[str, BackendCases] = {}
         self.rows = {name: Firsts() for name in (
             "problems", "flagged", "failing", "passing", "worked", "over_peak", "profiles",
             "gpu", "unchecked", "failures", "accuracy", "tails", "unstable", "narrow",
@@ -122,7 +96,8 @@ class SummaryView:
         if records and str(records[0][1].get("kernel_name")) in self.declared:
             self.implementations.extend((machine, p, r) for p, r in records)
         if timed:
-            self.charted.add(records[0][0], [_charted(r, p50) for p50, _, r in timed], machine)
+            self.charted.add_made(records[0][0], lambda: [chart_record(r, p50)
+                                                          for p50, _, r in timed], machine)
         if len(timed) > 1:
             timed.sort(key=lambda entry: (entry[0], entry[1]))
             self._add_pairs([record for _, _, record in timed])
@@ -158,7 +133,7 @@ class SummaryView:
         backend = str(record.get("backend"))
         entry = self.backends.get(backend)
         if entry is None:
-            entry = self.backends[backend] = _Backend((machine, position))
+            entry = self.backends[backend] = BackendCases((machine, position))
         entry.add(machine, position, record)
         if status == "skipped":
             self.skipped.setdefault(backend, Firsts()).add(position, record, machine)
@@ -228,6 +203,36 @@ class SummaryView:
         peak = rx.peak_pct(record)
         if peak is not None and peak[1] < rx.LOW_PCT_PEAK:
             rows[f"low_{peak[0]}"].add(key, (case_id(record), peak[1]))
+
+    def absorb(self, other: SummaryView) -> None:
+        """Take in the view of later records (a later shard's, as a merge's worker took it):
+        the view is then what taking them all in order here would have given."""
+        self.declare(other.declared)
+        for backend, cases in other.backends.items():
+            if backend in self.backends:
+                self.backends[backend].absorb(cases)
+            else:
+                self.backends[backend] = cases
+        tables: list[tuple[dict[Any, Firsts], dict[Any, Firsts]]] = [
+            (self.rows, other.rows), (self.skipped, other.skipped), (self.boards, other.boards)]
+        for found, more in tables:
+            for name, firsts in more.items():
+                found.setdefault(name, Firsts()).absorb(firsts)
+        self.charted.absorb(other.charted)
+        for kind, (key, record) in other.extremes.items():
+            mine = self.extremes.get(kind)  # the first fastest, the last slowest, as _add_timed
+            if mine is None or (key < mine[0] if kind == "fastest" else key >= mine[0]):
+                self.extremes[kind] = (key, record)
+        self.failed_files |= other.failed_files
+        self.gpu_modes |= other.gpu_modes
+        self.gpu_overhead = self.gpu_overhead or other.gpu_overhead
+        self.implementations.extend(other.implementations)
+
+    def compact(self) -> None:
+        """Drop what no table will show (before the view is sent to another process)."""
+        for firsts in [*self.rows.values(), *self.skipped.values(), *self.boards.values(),
+                       self.charted]:
+            firsts.compact()
 
     # --- at the end ------------------------------------------------------------------------
 
@@ -349,16 +354,6 @@ class SummaryView:
         found = self.items(name)[:MAX_LISTED]
         return [*found, *_more(kind, self.rows[name].count - len(found),
                                "more pieces of this advice, one per kernel")]
-
-
-def _charted(record: Record, p50: float) -> Record:
-    """What index.html's speedup and bandwidth charts read of a record, and no more (no
-    samples): a view keeps a few kernels' records to draw."""
-    kept = {key: record.get(key) for key in (
-        "case_id", "kernel_name", "backend", "precision", "implementation", "problem_size")}
-    work = record.get("work")
-    return {**kept, "timing": {"latency_ms_p50": p50},
-            "work": {"gb_per_s": work.get("gb_per_s")} if isinstance(work, Mapping) else work}
 
 
 def summary_view(document: Mapping[str, Any]) -> SummaryView:
