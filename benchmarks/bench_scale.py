@@ -14,7 +14,9 @@ merged by
 ``kernbench.api.merge_shards`` in a fresh process each, for a quarter, half and all of the
 shards (or the counts of ``--merge-points``), so memory per shard shows. Printed per merge:
 wall and CPU time, the process's peak resident memory (``ru_maxrss``), and the wall time of the
-same merge again without summary.md (what summary.md adds). Then the same shards are merged
+same merge again without summary.md (what summary.md adds). The merge reads the shards in
+worker processes, one per core: the CPU time counts theirs too, and the peak memory of the
+largest worker is printed beside the merging process's. Then the same shards are merged
 by the command line with its default formats (``kernbench merge OUT shard-* -q``: json, md
 and html, so index.html too), again in a fresh process: its wall time and peak memory.
 
@@ -144,6 +146,14 @@ def write_shards(top: Path, shards: int, cases: int) -> list[Path]:
     return dirs
 
 
+def usage() -> tuple[float, float, float]:
+    """This process's peak RSS (MB); the CPU time of its finished child processes (the
+    merge's workers) and the largest one's peak RSS (MB)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            children.ru_utime + children.ru_stime, children.ru_maxrss / 1024)
+
+
 def merge_child(out: Path, dirs: list[str]) -> None:
     """In a fresh process: merge, then print the wall and CPU time, the peak RSS and the time
     of the same merge without summary.md, as JSON."""
@@ -151,11 +161,12 @@ def merge_child(out: Path, dirs: list[str]) -> None:
     started, cpu = time.perf_counter(), time.process_time()
     merged, _ = merge_shards(paths, out)
     wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb, workers_cpu_s, workers_mb = usage()
     started = time.perf_counter()  # again without summary.md: what it adds to the merge
     merge_shards(paths, out.with_name(f"{out.name}-plain"), markdown=False)
     plain_s = time.perf_counter() - started
-    print(json.dumps({"wall_s": wall_s, "cpu_s": cpu_s, "peak_mb": peak_mb, "plain_s": plain_s,
+    print(json.dumps({"wall_s": wall_s, "cpu_s": cpu_s + workers_cpu_s, "peak_mb": peak_mb,
+                      "workers_mb": workers_mb, "plain_s": plain_s,
                       "cases": merged["counts"]["total"],
                       "complete": merged["completeness"]["complete"]}))
 
@@ -168,9 +179,10 @@ def cli_child(out: Path, dirs: list[str]) -> None:
     started = time.perf_counter()
     code = kernbench(["merge", str(out), *dirs, "-q"])
     wall_s = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb, _, workers_mb = usage()
     html_mb = (out / "index.html").stat().st_size / 1e6
-    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb, "code": code, "html_mb": html_mb}))
+    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb, "workers_mb": workers_mb,
+                      "code": code, "html_mb": html_mb}))
 
 
 def timed_merge(out: Path, dirs: list[Path], mode: str = "--merge-child") -> dict[str, float]:
@@ -197,11 +209,12 @@ def merges(shards: int, cases: int, top: Path, points: list[int] | None) -> None
         print(f"merge of {count} shards x {cases} cases ({found['cases']:.0f} cases, complete "
               f"{found['complete']}): {found['wall_s']:.2f} s wall, {found['cpu_s']:.2f} s CPU "
               f"(without summary.md {found['plain_s']:.2f} s wall), peak RSS "
-              f"{found['peak_mb']:.0f} MB")
+              f"{found['peak_mb']:.0f} MB (each worker at most {found['workers_mb']:.0f} MB)")
         cli = timed_merge(top / f"cli-{count}", dirs[:count], "--cli-child")
         shutil.rmtree(top / f"cli-{count}")
         print(f"  kernbench merge with the default formats (json, md, html): "
-              f"{cli['wall_s']:.2f} s wall, peak RSS {cli['peak_mb']:.0f} MB, index.html "
+              f"{cli['wall_s']:.2f} s wall, peak RSS {cli['peak_mb']:.0f} MB (workers "
+              f"{cli['workers_mb']:.0f} MB), index.html "
               f"{cli['html_mb']:.1f} MB")
 
 
