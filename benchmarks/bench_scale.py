@@ -14,7 +14,11 @@ merged by
 ``kernbench.api.merge_shards`` in a fresh process each, for a quarter, half and all of the
 shards (or the counts of ``--merge-points``), so memory per shard shows. Printed per merge:
 wall and CPU time, the process's peak resident memory (``ru_maxrss``), and the wall time of the
-same merge again without summary.md (what summary.md adds).
+same merge again without summary.md (what summary.md adds). The merge reads the shards in
+worker processes, one per core: the CPU time counts theirs too, and the peak memory of the
+largest worker is printed beside the merging process's. Then the same shards are merged
+by the command line with its default formats (``kernbench merge OUT shard-* -q``: json, md
+and html, so index.html too), again in a fresh process: its wall time and peak memory.
 
 Goals (issue 19): 2,000 cases across 4 local shards; merging 100 shard report sets of 1,000
 cases each under 5 s, in memory that does not grow with the number of shards.
@@ -142,6 +146,14 @@ def write_shards(top: Path, shards: int, cases: int) -> list[Path]:
     return dirs
 
 
+def usage() -> tuple[float, float, float]:
+    """This process's peak RSS (MB); the CPU time of its finished child processes (the
+    merge's workers) and the largest one's peak RSS (MB)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            children.ru_utime + children.ru_stime, children.ru_maxrss / 1024)
+
+
 def merge_child(out: Path, dirs: list[str]) -> None:
     """In a fresh process: merge, then print the wall and CPU time, the peak RSS and the time
     of the same merge without summary.md, as JSON."""
@@ -149,19 +161,34 @@ def merge_child(out: Path, dirs: list[str]) -> None:
     started, cpu = time.perf_counter(), time.process_time()
     merged, _ = merge_shards(paths, out)
     wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb, workers_cpu_s, workers_mb = usage()
     started = time.perf_counter()  # again without summary.md: what it adds to the merge
     merge_shards(paths, out.with_name(f"{out.name}-plain"), markdown=False)
     plain_s = time.perf_counter() - started
-    print(json.dumps({"wall_s": wall_s, "cpu_s": cpu_s, "peak_mb": peak_mb, "plain_s": plain_s,
+    print(json.dumps({"wall_s": wall_s, "cpu_s": cpu_s + workers_cpu_s, "peak_mb": peak_mb,
+                      "workers_mb": workers_mb, "plain_s": plain_s,
                       "cases": merged["counts"]["total"],
                       "complete": merged["completeness"]["complete"]}))
 
 
-def timed_merge(out: Path, dirs: list[Path]) -> dict[str, float]:
+def cli_child(out: Path, dirs: list[str]) -> None:
+    """In a fresh process: `kernbench merge OUT DIRS -q` with the default formats, then print
+    its wall time and the process's peak RSS as JSON."""
+    from kernbench.cli.main import main as kernbench
+
+    started = time.perf_counter()
+    code = kernbench(["merge", str(out), *dirs, "-q"])
+    wall_s = time.perf_counter() - started
+    peak_mb, _, workers_mb = usage()
+    html_mb = (out / "index.html").stat().st_size / 1e6
+    print(json.dumps({"wall_s": wall_s, "peak_mb": peak_mb, "workers_mb": workers_mb,
+                      "code": code, "html_mb": html_mb}))
+
+
+def timed_merge(out: Path, dirs: list[Path], mode: str = "--merge-child") -> dict[str, float]:
     listing = out.parent / f"{out.name}-dirs.json"
     listing.write_text(json.dumps([str(d) for d in dirs]), encoding="utf-8")
-    done = subprocess.run([sys.executable, __file__, "--merge-child", str(out), str(listing)],
+    done = subprocess.run([sys.executable, __file__, mode, str(out), str(listing)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the merge failed:\n{done.stderr}")
@@ -182,7 +209,13 @@ def merges(shards: int, cases: int, top: Path, points: list[int] | None) -> None
         print(f"merge of {count} shards x {cases} cases ({found['cases']:.0f} cases, complete "
               f"{found['complete']}): {found['wall_s']:.2f} s wall, {found['cpu_s']:.2f} s CPU "
               f"(without summary.md {found['plain_s']:.2f} s wall), peak RSS "
-              f"{found['peak_mb']:.0f} MB")
+              f"{found['peak_mb']:.0f} MB (each worker at most {found['workers_mb']:.0f} MB)")
+        cli = timed_merge(top / f"cli-{count}", dirs[:count], "--cli-child")
+        shutil.rmtree(top / f"cli-{count}")
+        print(f"  kernbench merge with the default formats (json, md, html): "
+              f"{cli['wall_s']:.2f} s wall, peak RSS {cli['peak_mb']:.0f} MB (workers "
+              f"{cli['workers_mb']:.0f} MB), index.html "
+              f"{cli['html_mb']:.1f} MB")
 
 
 def main() -> None:
@@ -196,11 +229,13 @@ def main() -> None:
                              "list (default: a quarter, half and all of --merge-shards)")
     parser.add_argument("--skip-run", action="store_true", help="part 2 only")
     parser.add_argument("--merge-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.merge_child:
-        out, listing = args.merge_child
-        merge_child(Path(out), json.loads(Path(listing).read_text(encoding="utf-8")))
-        return
+    for child, run in ((args.merge_child, merge_child), (args.cli_child, cli_child)):
+        if child:
+            out, listing = child
+            run(Path(out), json.loads(Path(listing).read_text(encoding="utf-8")))
+            return
     with tempfile.TemporaryDirectory(prefix="kernbench-scale-") as tmp:
         if not args.skip_run:
             sharded_run(args.cases, args.shards, Path(tmp) / "run")

@@ -12,10 +12,16 @@ from typing import Any
 import pytest
 
 from kernbench.api import merge_shards
-from kernbench.api.merge import CHUNK, Spool
+from kernbench.api.merge import html_written, merge_report_sets
+from kernbench.api.merge_reads import workers_for
+from kernbench.api.merge_spool import CHUNK, Spool
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import plan_record
 from kernbench.execution.merging import merge_summaries
+from kernbench.reporting.bundle import load_report_inputs
+from kernbench.reporting.html_machines import html_pages
+from kernbench.reporting.html_view import HTML_MAX_CASES
+from support.reports import large_summary, load_fixture
 from support.summaries import result, summary
 
 SUITE = ["a[cpu,fp32]", "b[cpu,fp32]", "b[cpu,fp16]", "c[cpu,fp32]"]
@@ -105,3 +111,73 @@ def test_a_merge_that_fails_removes_the_output_directory_it_made(tmp_path: Path)
     with pytest.raises(KernbenchError, match="different machines"):
         merge_shards([one, other], tmp_path / "kept")
     assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())
+
+
+def large_shards(top: Path, mixed: bool, shards: int = 3) -> list[Path]:
+    """The fixture's records as a large run split into `shards` shard sets (on two machines
+    when `mixed`), past the bound of the whole index.html together; every 25th case fails."""
+    count = HTML_MAX_CASES // 2 + 20
+    whole = large_summary(count * shards)
+    for index, record in enumerate(whole["results"]):
+        if index % 25 == 0:
+            record.update(status="failed", reason="boom")
+    dirs = []
+    for index in range(shards):
+        machine = f"{index % 2 if mixed else 0}"
+        environment = {**load_fixture().environment, "fingerprint": f"f{machine}",
+                       "hostname": f"h{machine}", "testbed": f"h{machine}"}
+        document = {**whole, "environment": environment,
+                    "results": whole["results"][index * count:(index + 1) * count]}
+        document["counts"] = {"total": count}
+        dirs.append(shard_set(top / f"s{index}", document))
+    return dirs
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-machine", "two-machines"])
+def test_a_large_merge_writes_the_bounded_page_its_merged_documents_give(
+        tmp_path: Path, mixed: bool) -> None:
+    dirs = large_shards(tmp_path, mixed)
+    out = tmp_path / "out"
+    header, _ = merge_shards(dirs, out, allow_mixed=mixed, markdown=False, html=True)
+    assert html_written(header, True) and not html_written(header, False)
+    written = {str(p.relative_to(out)): p.read_text(encoding="utf-8")
+               for p in out.glob("**/index.html")}
+    assert written == html_pages(load_report_inputs(out))  # one page, however it is made
+    pages = [text for name, text in written.items() if name != "index.html" or not mixed]
+    assert len(pages) == (2 if mixed else 1)
+    assert all('id="bounded"' in page for page in pages)
+    assert all(page.count('<td class="case">') <= HTML_MAX_CASES for page in pages)
+
+
+def test_a_small_merge_leaves_index_html_to_the_formats(tmp_path: Path) -> None:
+    dirs = [shard_set(tmp_path / name, document) for name, document in shards()]
+    header, _ = merge_shards(dirs, tmp_path / "out", markdown=False, html=True)
+    assert not html_written(header, True) and not (tmp_path / "out" / "index.html").exists()
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-machine", "two-machines"])
+def test_workers_write_what_one_process_writes(tmp_path: Path, mixed: bool) -> None:
+    dirs = large_shards(tmp_path, mixed, shards=5)
+    assert workers_for(5, 2) == 2  # forked workers here, not a fallback to one process
+    written = []
+    for jobs in (1, 2, 3):  # read here; then by two and three worker processes
+        out = tmp_path / f"out-{jobs}"
+        merge_report_sets(dirs, out, allow_mixed=mixed, html=True, jobs=jobs)
+        written.append({str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*")
+                        if p.is_file() and p.parent.name != "kernels"})
+    assert written[0] == written[1] == written[2]
+    assert {"summary.json", "summary.md", "index.html"} <= set(written[0])
+    assert not [name for name in written[0] if name.startswith(".")]  # no spool left
+
+
+def test_a_shard_a_worker_cannot_read_is_named_when_its_turn_comes(tmp_path: Path) -> None:
+    good = [shard_set(tmp_path / f"s{i}", summary(result(f"k{i}"))) for i in range(3)]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(KernbenchError, match=r"bad/summary\.json: cannot read shard summary"):
+        merge_report_sets([*good, bad], tmp_path / "out", jobs=2)
+    other = shard_set(tmp_path / "other", summary(result("x"), fingerprint="f2"))
+    with pytest.raises(KernbenchError, match="different machines"):  # before bad's turn
+        merge_report_sets([good[0], other, bad], tmp_path / "out", jobs=2)
+    assert not list((tmp_path / "out").iterdir())

@@ -29,7 +29,9 @@ import pytest
 
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.html import render_html
-from support.reports import load_fixture
+from kernbench.reporting.html_machines import html_pages
+from kernbench.reporting.html_view import HTML_MAX_CASES
+from support.reports import large_summary, load_fixture
 
 pytestmark = pytest.mark.browser
 
@@ -269,16 +271,24 @@ def _long_labels(summary: dict[str, Any]) -> None:
             f"{k}={v}" for k, v in size.items()) + "]"
 
 
+def _large(summary: dict[str, Any]) -> None:
+    """A run past the bound of the whole page: the bounded page (html_view), with failures."""
+    summary.update(large_summary(HTML_MAX_CASES + 50))
+    for record in summary["results"][::40]:
+        record.update(status="failed", reason="boom")
+
+
 def _page(tmp_path: Path, name: str, edit: Any = None) -> Path:
     inputs = load_fixture()
     summary = copy.deepcopy(dict(inputs.summary))
     if edit is not None:
         edit(summary)
-    return _write(tmp_path, name, render_html(ReportInputs(summary, inputs.environment,
-                                                           inputs.comparison, inputs.history)))
+    return _write(tmp_path, name, html_pages(ReportInputs(
+        summary, inputs.environment, inputs.comparison, inputs.history))["index.html"])
 
 
-@pytest.mark.parametrize("edit", [None, _long_labels], ids=["fixture", "long-labels"])
+@pytest.mark.parametrize("edit", [None, _long_labels, _large],
+                         ids=["fixture", "long-labels", "large"])
 def test_the_page_fits_a_laptop_screen_without_console_errors(
         driver: WebDriver, tmp_path: Path, edit: Any) -> None:
     driver.resize(LAPTOP_PX, 900)
@@ -304,7 +314,8 @@ def test_the_page_fits_a_laptop_screen_without_console_errors(
         driver.resize(1400, 1000)
 
 
-@pytest.mark.parametrize("edit", [None, _long_labels], ids=["fixture", "long-labels"])
+@pytest.mark.parametrize("edit", [None, _long_labels, _large],
+                         ids=["fixture", "long-labels", "large"])
 def test_no_chart_text_is_cut_or_overlaps(driver: WebDriver, tmp_path: Path, edit: Any) -> None:
     driver.open(_page(tmp_path, "labels.html", edit))
     assert driver.run(TEXT_OUTSIDE_OR_OVERLAPPING) == []

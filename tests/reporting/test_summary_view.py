@@ -3,7 +3,6 @@ large run lists the first rows of each table and counts the rest."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from kernbench.reporting.markdown import render_summary, summary_view
 from kernbench.reporting.recommendations import recommendations
 from kernbench.reporting.summary_view import MAX_NAMED
 from support.records import doc, rec
+from support.reports import large_summary as large
 from support.reports import load_fixture
 
 
@@ -45,22 +45,6 @@ def test_the_view_finds_and_advises_what_the_whole_document_does(
              for title, items in group_findings(key_findings(document))]
     assert found == whole
     assert view.advice(document.get("settings") or {}, None) == recommendations(document)
-
-
-def large(cases: int) -> dict[str, Any]:
-    """A run of `cases` cases of one kernel each: every tenth fails its accuracy check."""
-    summary = copy.deepcopy(dict(load_fixture().summary))
-    model = next(r for r in summary["results"] if r["case_id"] == "rmsnorm[cpu,fp32]")
-    summary["results"] = []
-    for index in range(cases):
-        record = copy.deepcopy(model)
-        record["kernel_name"] = f"k{index:04d}"
-        record["case_id"] = f"k{index:04d}[cpu,fp32]"
-        record["timing"]["latency_ms_p50"] = 1.0 + index / 1000
-        record["accuracy"] = {**(model["accuracy"] or {}), "passed": index % 10 != 0,
-                              "exceeded": [], "mismatch": None}
-        summary["results"].append(record)
-    return summary
 
 
 def test_a_large_run_lists_the_first_rows_of_each_table_and_counts_the_rest() -> None:

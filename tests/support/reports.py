@@ -6,10 +6,12 @@ of output, rerun with ``KERNBENCH_UPDATE_GOLDEN=1`` and review the diff of the g
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from kernbench.reporting.bundle import ReportInputs
 
@@ -30,6 +32,26 @@ def load_fixture(*, comparison: bool = True, history: bool = True) -> ReportInpu
     records = read("history.json") if history else []
     assert isinstance(records, list)
     return ReportInputs(summary, environment, found_comparison, tuple(records))
+
+
+def large_summary(cases: int) -> dict[str, Any]:
+    """The fixture as a run of `cases` cases of one kernel each (its rmsnorm[cpu,fp32] renamed
+    k0000, k0001, ..., slower as they go; every tenth fails its accuracy check), its counts
+    made anew."""
+    summary = copy.deepcopy(dict(load_fixture().summary))
+    model = next(r for r in summary["results"] if r["case_id"] == "rmsnorm[cpu,fp32]")
+    summary["results"] = []
+    for index in range(cases):
+        record = copy.deepcopy(model)
+        record["kernel_name"] = f"k{index:04d}"
+        record["case_id"] = f"k{index:04d}[cpu,fp32]"
+        record["timing"]["latency_ms_p50"] = 1.0 + index / 1000
+        record["accuracy"] = {**(model["accuracy"] or {}), "passed": index % 10 != 0,
+                              "exceeded": [], "mismatch": None}
+        summary["results"].append(record)
+    summary["counts"] = {"total": cases, "ok": cases, "failed": 0, "timeout": 0,
+                         "skipped": 0, "invalid": 0}
+    return summary
 
 
 def assert_golden(name: str, actual: str) -> None:

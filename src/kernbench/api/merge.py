@@ -8,144 +8,83 @@ the output: each record's JSON text as it was read, in merge order, with its sor
 it writes the merged summary.json by joining the shards' spooled runs
 (:func:`kernbench.execution.merging.merged_order`), so at most one record per shard is in
 memory; what grows with the number of shards is each shard's head (its environment, settings
-and plan facts) and a read buffer. The kernel files are linked into the output (copied
+and plan facts) and a read buffer. The shards are read, and their views taken, in worker
+processes (:mod:`kernbench.api.merge_reads`). The kernel files are linked into the output (copied
 across file systems): kernbench replaces a report file, never writes into it, so a link
 never sees a later change to the shard's copy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import marshal
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from kernbench.api.merge_reads import read_shards
+from kernbench.api.merge_spool import Spool
 from kernbench.errors import KernbenchError
 from kernbench.execution.merging import (
-    Entry,
     ShardHead,
     check_one_machine,
     machines,
     merged_header,
     merged_order,
-    read_shard,
 )
 from kernbench.reporting.summary_view import SummaryView
 from kernbench.results.files import read_json_object, write_json_atomic, write_json_items_atomic
 
-__all__ = ["merge_report_sets"]
-
-CHUNK = 1 << 16
-"""Bytes read at a time from each shard's run in the spool."""
-
-
-class Spool:
-    """Shards' records in merge order, one run per shard, in an unnamed temporary file."""
-
-    def __init__(self, handle: IO[bytes]) -> None:
-        self.handle = handle
-        self.runs: list[tuple[int, int]] = []
-
-    def write(self, entries: Sequence[tuple[Any, str, str]]) -> None:
-        start = self.handle.tell()
-        chunks = []
-        for entry in entries:
-            data = marshal.dumps(entry)
-            chunks.append(len(data).to_bytes(4, "little"))
-            chunks.append(data)
-        self.handle.write(b"".join(chunks))
-        self.runs.append((start, self.handle.tell()))
-
-    def read(self, index: int) -> Iterator[Entry]:
-        """The entries of run `index`, read a chunk at a time."""
-        self.handle.flush()
-        fd = self.handle.fileno()
-        offset, end = self.runs[index]
-        buffer, at = b"", 0
-        while True:
-            size = int.from_bytes(buffer[at:at + 4], "little") if len(buffer) - at >= 4 else -1
-            if size < 0 or len(buffer) - at - 4 < size:  # the next entry is not all here
-                if offset >= end:
-                    return
-                data = os.pread(fd, min(max(CHUNK, size + 4), end - offset), offset)
-                if not data:
-                    raise KernbenchError("the merge's spool file was cut short")
-                offset += len(data)
-                buffer, at = buffer[at:] + data, 0
-                continue
-            key, case_id, text = marshal.loads(memoryview(buffer)[at + 4:at + 4 + size])
-            at += 4 + size
-            yield tuple(key), case_id, text
-
-
-def _read(source: Path, index: int, spool: Spool,
-          views: dict[str, SummaryView] | None) -> ShardHead:
-    """One shard's summary: its head; its records into its machine's view of `views` (kernel
-    by kernel; none without summary.md to write) and, as JSON texts in merge order, into the
-    `spool`."""
-    from kernbench.results.jsontext import split_records
-
-    path = source / "summary.json"
-    try:
-        document, items = split_records(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
-    document["results"] = [record for record, _ in items or []]
-    head, entries = read_shard(str(source), document, [text for _, text in items or []])
-    if views is not None:  # one view per machine: nothing is ranked across machines
-        _view_kernels(views.setdefault(head.machine, SummaryView()), head, index, entries)
-    spool.write([(key, case_id, text) for key, case_id, (_, text) in entries])
-    return head
-
-
-def _view_kernels(view: SummaryView, head: ShardHead, index: int,
-                  entries: Sequence[Entry]) -> None:
-    """A shard's records into the view, a kernel at a time (they come in kernel order)."""
-    view.declare(head.document.get("implementations"))
-    group: list[tuple[Any, Any]] = []
-    for position, (key, _, (record, _)) in enumerate(entries):
-        if group and key[0] != group[-1][0][0]:
-            view.add_kernel(group, head.machine)
-            group = []
-        group.append(((*key, index, position), record))
-    if group:
-        view.add_kernel(group, head.machine)
-
+__all__ = ["html_written", "merge_report_sets"]
 
 def merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
-                      markdown: bool = True) -> dict[str, Any]:
+                      markdown: bool = True, html: bool = False,
+                      history_root: Path | None = None, jobs: int | None = None
+                      ) -> dict[str, Any]:
     """Write the merged summary.json, env.json, summary.md (unless not `markdown`) and kernel
     files of the shard report sets `shard_dirs` into `output_dir`; the merged summary without
-    its results (they are in `output_dir/summary.json`). See
+    its results (they are in `output_dir/summary.json`). With `html`, a merge of more than
+    :data:`kernbench.reporting.html_view.HTML_MAX_CASES` cases also writes its bounded
+    index.html (and each machine's page) from the same views, with the trends of the history
+    records of its machine under `history_root`; a smaller one leaves index.html to the
+    caller (:func:`html_written` tells). The shards are read by `jobs` worker processes
+    (default: one per core; :mod:`kernbench.api.merge_reads`), the output the same however
+    many. See
     :func:`kernbench.execution.merging.merge_summaries` for what the merge checks."""
     if not shard_dirs:
         raise KernbenchError("no shard summaries to merge")
     collecting = gc.isenabled()
     gc.disable()  # records are trees, never cycles; collecting as they pile up costs a third
     try:
-        return _merge(shard_dirs, output_dir, allow_mixed, markdown)
+        return _merge(shard_dirs, output_dir, allow_mixed, markdown, html, history_root, jobs)
     finally:
         if collecting:
             gc.enable()
 
 
+def html_written(document: Mapping[str, Any], html: bool) -> bool:
+    """Whether a merge asked for `html` wrote index.html itself: a merge of `document`'s size
+    gets the bounded page (:mod:`kernbench.reporting.html_view`), from the merge's views."""
+    if not html:
+        return False
+    from kernbench.reporting.html_view import bounded
+
+    return bounded(int((document.get("counts") or {}).get("total") or 0))
+
+
 def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
-           markdown: bool) -> dict[str, Any]:
+           markdown: bool, html: bool, history_root: Path | None,
+           jobs: int | None) -> dict[str, Any]:
     from kernbench.api.reports import clear_previous_reports
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    views: dict[str, SummaryView] | None = {} if markdown else None
-    heads: list[ShardHead] = []
+    views: dict[str, SummaryView] | None = {} if markdown or html else None
     with tempfile.TemporaryFile(dir=output_dir, prefix=".merge-spool-") as handle:
         spool = Spool(handle)
-        for index, directory in enumerate(shard_dirs):
-            heads.append(_read(directory, index, spool, views))
-            if not allow_mixed:  # the first shard of another machine stops the merge
-                check_one_machine([(h.source, h.environment) for h in (heads[0], heads[-1])])
+        heads = _gather(shard_dirs, spool, views, allow_mixed, jobs)
         found = machines(heads)
         if len(found) > 1:
             _machine_environments(found)
@@ -157,10 +96,28 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
     environment = _environment(header, shard_dirs[0])
     write_json_atomic(output_dir / "env.json", environment)
     if views is not None:
-        _write_markdown(views, header, environment, heads, output_dir)
+        tallies = _tallies(heads)
+        if markdown:
+            _write_markdown(views, tallies, header, environment, output_dir)
+        if html_written(header, html):
+            _write_html(views, tallies, header, environment, output_dir, history_root)
     _link_kernel_files(shard_dirs, output_dir / "kernels")
     del header["results"]
     return header
+
+
+def _gather(shard_dirs: Sequence[Path], spool: Spool, views: dict[str, SummaryView] | None,
+            allow_mixed: bool, jobs: int | None) -> list[ShardHead]:
+    """Each shard's head, in order; its records into the `spool` and its view into its
+    machine's of `views` (none without summary.md or index.html to write): one view per
+    machine, so nothing is ranked across machines."""
+    heads: list[ShardHead] = []
+    with contextlib.closing(read_shards(shard_dirs, spool, views, jobs)) as reads:
+        for head in reads:
+            heads.append(head)
+            if not allow_mixed:  # the first shard of another machine stops the merge
+                check_one_machine([(h.source, h.environment) for h in (heads[0], heads[-1])])
+    return heads
 
 
 def _environment(header: dict[str, Any], first: Path) -> dict[str, Any]:
@@ -181,8 +138,34 @@ def _machine_environments(found: Sequence[dict[str, Any]]) -> None:
             machine["environment"] = env
 
 
-def _write_markdown(views: dict[str, SummaryView], header: dict[str, Any],
-                    environment: dict[str, Any], heads: Sequence[ShardHead],
+def _tallies(heads: Sequence[ShardHead]) -> dict[str, dict[str, int]]:
+    """Each machine's case counts by status."""
+    tallies: dict[str, dict[str, int]] = {}
+    for head in heads:
+        tally = tallies.setdefault(head.machine, dict.fromkeys(head.tally, 0))
+        for status, count in head.tally.items():
+            tally[status] += count
+    return tallies
+
+
+def _write_html(views: dict[str, SummaryView], tallies: dict[str, dict[str, int]],
+                header: dict[str, Any], environment: dict[str, Any], output_dir: Path,
+                history_root: Path | None) -> None:
+    """The bounded index.html (and each machine's page) from the merge's views."""
+    from kernbench.reporting.bundle import ReportInputs, machine_history
+    from kernbench.reporting.html_view import html_view_pages
+    from kernbench.results.files import write_text_atomic
+
+    history = () if history_root is None or header.get("machines") else tuple(
+        machine_history(history_root, environment))
+    pages = html_view_pages(views, tallies, ReportInputs(header, environment, None, history))
+    for name, text in pages.items():
+        (output_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(output_dir / name, text)
+
+
+def _write_markdown(views: dict[str, SummaryView], tallies: dict[str, dict[str, int]],
+                    header: dict[str, Any], environment: dict[str, Any],
                     output_dir: Path) -> None:
     """summary.md: one machine's view, or each machine's as its own section
     (:func:`kernbench.reporting.markdown.render_machine_views`)."""
@@ -194,11 +177,6 @@ def _write_markdown(views: dict[str, SummaryView], header: dict[str, Any],
         view.machines = list(views)[:1] or [None]
         text = render_view(view, header, environment)
     else:
-        tallies: dict[str, dict[str, int]] = {}
-        for head in heads:
-            tally = tallies.setdefault(head.machine, dict.fromkeys(head.tally, 0))
-            for status, count in head.tally.items():
-                tally[status] += count
         text = render_machine_views(views, tallies, header, environment)
     write_text_atomic(output_dir / "summary.md", text)
 

@@ -76,7 +76,8 @@ def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any])
 
 
 def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
-                 markdown: bool = True) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                 markdown: bool = True, html: bool = False, history_root: Path | None = None
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Join shard outputs (each a report directory) into one report set under `output_dir`.
 
     Shards of an `--ab` run also hold `baseline/` and comparison.json: their baselines are
@@ -88,7 +89,10 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     (:func:`kernbench.execution.merging.merge_summaries`), before anything is written; a merge
     that fails later removes the `output_dir` it created.
     Without `markdown`, summary.md is left to the caller (who renders the ``md`` format next,
-    after a comparison of its own); an `--ab` merge's carries the comparison.
+    after a comparison of its own); an `--ab` merge's carries the comparison. With `html`, a
+    merge of plain shards too large for the whole dashboard writes its bounded index.html
+    (with the trends of the history under `history_root`;
+    :func:`kernbench.api.merge.html_written` tells whether it did); else the caller renders it.
     The merge reads one shard at a time and never holds every record
     (:func:`kernbench.api.merge.merge_report_sets`).
     Returns the merged summary without its ``results`` (they are in
@@ -104,7 +108,8 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
                              "comparison.json) and some do not: merge shards of one run")
     created = not output_dir.exists()
     try:
-        merged = merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown)
+        merged = merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown,
+                                   html and not any(has_baseline), history_root)
         if not any(has_baseline):
             return merged, None
         baseline = merge_report_sets([d / "baseline" for d in shard_dirs],

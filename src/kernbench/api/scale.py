@@ -92,12 +92,14 @@ def run_sharded(settings: RunSettings, output_dir: Path,
                 executor: str | ExecutorSettings | ShardRunner = "local",
                 shards: int = 2, paths: Sequence[str] | None = None, log: Log | None = None,
                 extra_settings: Mapping[str, Any] | None = None,
-                allow_mixed: bool = False, markdown: bool = True) -> ShardedOutcome:
+                allow_mixed: bool = False, markdown: bool = True, html: bool = False,
+                history_root: Path | None = None) -> ShardedOutcome:
     """Run `settings`' suite as `shards` shards on `executor` ("local", "slurm", "ray", an
     :class:`ExecutorSettings`, or any :class:`ShardRunner`) and merge them into
     `output_dir`. Each shard that did not finish is run once more; one that fails again is
     reported in ``missing`` (and the merged summary's ``completeness``), and the exit code is
-    then at least 1. Without `markdown` the caller renders summary.md (see merge_shards)."""
+    then at least 1. Without `markdown` the caller renders summary.md; with `html` a large
+    merge writes index.html (see merge_shards)."""
     if shards < 1:
         raise KernbenchError(f"--shards {shards}: expected at least 1")
     if settings.shard is not None:
@@ -129,15 +131,17 @@ def run_sharded(settings: RunSettings, output_dir: Path,
         raise KernbenchError(f"no shard of {shards} finished, even retried: "
                              + "; ".join(missing))
     return _merge(output_dir, [tasks[k].output_dir for k in done], attempts, history, missing,
-                  allow_mixed, markdown)
+                  allow_mixed, (markdown, html, history_root))
 
 
 def _merge(output_dir: Path, dirs: list[Path], attempts: Mapping[int, Attempt],
            history: list[Attempt], missing: tuple[str, ...], allow_mixed: bool,
-           markdown: bool) -> ShardedOutcome:
+           reports: tuple[bool, bool, Path | None]) -> ShardedOutcome:
+    """`reports`: merge_shards' markdown, html and history_root."""
     from kernbench.api.reports import merge_shards
 
-    summary, _ = merge_shards(dirs, output_dir, allow_mixed, markdown)
+    markdown, html, history_root = reports
+    summary, _ = merge_shards(dirs, output_dir, allow_mixed, markdown, html, history_root)
     codes = [a.exit_code or 0 for a in attempts.values() if a.finished]
     code = max([*codes, EXIT_FAILURES if missing else 0])
     return ShardedOutcome(summary, output_dir, tuple(dirs), tuple(history), missing, code)

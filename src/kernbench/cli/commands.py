@@ -90,11 +90,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
         from kernbench.analysis.gitref import check_ref
 
         check_ref(args.root.resolve(), args.compare_to)
-    from kernbench.cli.run import merge_writes_md
+    from kernbench.cli.run import merge_html, merge_writes_html, merge_writes_md
 
     merged_md = merge_writes_md(args)
     document, shard_comparison = merge_shards(args.shards, args.output_dir, args.allow_mixed,
-                                              markdown=merged_md)
+                                              markdown=merged_md, html=merge_writes_html(args),
+                                              history_root=args.root.resolve())
     code = _merge_status(args, document)
     if args.save_history:
         from kernbench.api.baselines import save_history_of_dir
@@ -114,7 +115,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     elif shard_comparison is not None:  # shards of an --ab run
         code = max(code, report_comparison(shard_comparison, args.output_dir,
                                            args.fail_on_regression))
-    written = render(args, args.output_dir, merged_md=merged_md)
+    written = render(args, args.output_dir, merged_md=merged_md,
+                     merged_html=merge_html(args, args.output_dir, document, shard_comparison))
     result({"output_dir": str(args.output_dir), "counts": document["counts"],
             "written": written, "exit_code": code}, None, args.json)
     return code

@@ -179,15 +179,18 @@ def _suite_settings(args: argparse.Namespace) -> dict[str, Any]:
     return extra
 
 
-def render(args: argparse.Namespace, output_dir: Path, merged_md: bool = False) -> list[str]:
+def render(args: argparse.Namespace, output_dir: Path, merged_md: bool = False,
+           merged_html: list[str] | None = None) -> list[str]:
     """Render the chosen formats from the run's JSON; the names written (summary.json first).
-    `merged_md`: a merge wrote summary.md already (shard by shard, see merge_shards)."""
+    `merged_md`: a merge wrote summary.md already (shard by shard, see merge_shards);
+    `merged_html`: the HTML files a merge wrote from the same views (see merge_html)."""
     from kernbench.api import render_reports
 
-    formats = [f for f in args.format if not (merged_md and f == "md")]
+    formats = [f for f in args.format if not (merged_md and f == "md")
+               and not (merged_html and f == "html")]
     paths = render_reports(output_dir, formats, history_root=args.root.resolve())
     names = ["summary.json", *(["summary.md"] if merged_md and "md" in args.format else []),
-             *(str(p.relative_to(output_dir)) for p in paths)]
+             *(merged_html or []), *(str(p.relative_to(output_dir)) for p in paths)]
     return list(dict.fromkeys(names))
 
 
@@ -195,6 +198,23 @@ def merge_writes_md(args: argparse.Namespace) -> bool:
     """Whether the merge itself writes summary.md: unless a comparison with --compare-to is
     to be in it, which is made after the merge (summary.md is then rendered after it)."""
     return "md" not in args.format or not args.compare_to
+
+
+def merge_writes_html(args: argparse.Namespace) -> bool:
+    """Whether a large merge may write its bounded index.html itself: when html is asked for
+    and no --compare-to comparison, made after the merge, is to be in it."""
+    return "html" in args.format and not args.compare_to
+
+
+def merge_html(args: argparse.Namespace, output_dir: Path, document: dict[str, Any],
+               shard_comparison: dict[str, Any] | None) -> list[str]:
+    """The HTML files the merge of `document` wrote itself (none: render() writes them)."""
+    from kernbench.api.merge import html_written
+
+    if shard_comparison is not None or not html_written(document, merge_writes_html(args)):
+        return []
+    pages = sorted(output_dir.glob("machines/*/index.html"))  # a merge of several machines
+    return [*(str(p.relative_to(output_dir)) for p in pages), "index.html"]
 
 
 def _run_ab(args: argparse.Namespace, settings: Any) -> int:

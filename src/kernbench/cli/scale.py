@@ -49,13 +49,14 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
                     extra: dict[str, Any]) -> int:
     """Run the shards, merge them into --output-dir, keep history and compare as asked."""
     from kernbench.api.scale import run_sharded
-    from kernbench.cli.run import merge_writes_md, render
+    from kernbench.cli.run import merge_html, merge_writes_html, merge_writes_md, render
     from kernbench.execution.completeness import problems
 
     outcome = run_sharded(settings, args.output_dir, executor_settings(args), args.shards,
                           args.paths, log=None if args.quiet else status,
                           extra_settings=extra, allow_mixed=args.allow_mixed,
-                          markdown=merge_writes_md(args))
+                          markdown=merge_writes_md(args), html=merge_writes_html(args),
+                          history_root=args.root.resolve())
     found = outcome.summary.get("completeness") or {}
     if not args.quiet:
         cluster = getattr(args, "debug_slurm_cluster", None)
@@ -66,7 +67,8 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
     warnings([f"missing: shard {line}" for line in outcome.missing] + problems(found))
     strict = EXIT_FAILURES if args.strict and not found.get("complete", True) else 0
     code = max(outcome.exit_code, strict, _after_merge(args, outcome.summary))
-    render(args, args.output_dir, merged_md=merge_writes_md(args))
+    render(args, args.output_dir, merged_md=merge_writes_md(args),
+           merged_html=merge_html(args, args.output_dir, outcome.summary, None))
     return code
 
 

@@ -14,14 +14,14 @@ is then not the missing device.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kernbench.reporting.views import Record, mappings
 
-__all__ = ["AbsentBackend", "absent_backends", "absent_case_ids", "has_gpu", "present_only",
-           "skip_reason"]
+__all__ = ["AbsentBackend", "BackendCases", "absent_backends", "absent_case_ids", "has_gpu",
+           "present_only", "skip_reason"]
 
 GPU_VENDORS: Mapping[str, tuple[str, ...]] = {
     "cuda": ("nvidia",),
@@ -101,3 +101,45 @@ def present_only(results: Sequence[Record], absent: Sequence[AbsentBackend]) -> 
     """`results` less the cases of absent backends."""
     names = {a.backend for a in absent}
     return [r for r in results if str(r.get("backend")) not in names]
+
+
+class BackendCases:
+    """One backend's cases as a summary view takes them: how many, and while every one was
+    skipped, their reasons and kernels (whether the machine lacks it is decided at the end,
+    by :meth:`kernbench.reporting.summary_view.SummaryView.absent`)."""
+
+    __slots__ = ("cases", "first", "kernels", "reasons", "skipped_only")
+
+    def __init__(self, first: tuple[Hashable, Any]) -> None:
+        self.first = first
+        self.cases = 0
+        self.skipped_only = True
+        self.reasons: Counter[str] = Counter()
+        self.kernels: dict[str, tuple[Hashable, Any]] = {}
+
+    def add(self, machine: Hashable, position: Any, record: Record) -> None:
+        self.cases += 1
+        if not self.skipped_only:
+            return
+        if record.get("status") != "skipped":
+            self._ran()
+            return
+        self.reasons[skip_reason(record)] += 1
+        self.kernels.setdefault(str(record.get("kernel_name")), (machine, position))
+
+    def _ran(self) -> None:
+        self.skipped_only = False
+        self.reasons.clear()
+        self.kernels.clear()
+
+    def absorb(self, other: BackendCases) -> None:
+        """Take in the cases of later records (`other`)."""
+        self.cases += other.cases
+        if not self.skipped_only:
+            return
+        if not other.skipped_only:
+            self._ran()
+            return
+        self.reasons.update(other.reasons)
+        for kernel, first in other.kernels.items():
+            self.kernels.setdefault(kernel, first)

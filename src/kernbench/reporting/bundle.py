@@ -16,7 +16,7 @@ from typing import Any
 from kernbench.errors import KernbenchError
 from kernbench.results.schema import migrate
 
-__all__ = ["ReportInputs", "load_report_inputs"]
+__all__ = ["ReportInputs", "load_report_inputs", "machine_history"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,13 @@ def load_report_inputs(run_dir: Path, history_root: Path | None = None,
     comparison = _read(run_dir / "comparison.json")
     history: list[dict[str, Any]] = []
     if history_root is not None:
-        history = _history_for(history_root, environment, history_limit)
+        history = machine_history(history_root, environment, history_limit)
     return ReportInputs(summary, environment, comparison, tuple(history))
 
 
-def _history_for(root: Path, environment: Mapping[str, Any],
-                 limit: int) -> list[dict[str, Any]]:
+def machine_history(root: Path, environment: Mapping[str, Any],
+                    limit: int = 200) -> list[dict[str, Any]]:
+    """The history records of `environment`'s machine under `root`, newest first."""
     from kernbench.results.history import load_records
 
     fingerprint = environment.get("fingerprint")

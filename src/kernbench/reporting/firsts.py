@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 __all__ = ["MAX_ROWS", "Firsts"]
@@ -28,11 +28,20 @@ class Firsts:
         self.count += 1
         if machine in self.bound and not key < self.bound[machine]:
             return  # `limit` items that come first are kept already
+        self._keep(key, item, machine)
+
+    def add_made(self, key: Any, make: Callable[[], Any], machine: Hashable = None) -> None:
+        """:meth:`add` the item `make` gives, made only when it would be kept."""
+        self.count += 1
+        if machine not in self.bound or key < self.bound[machine]:
+            self._keep(key, make(), machine)
+
+    def _keep(self, key: Any, item: Any, machine: Hashable) -> None:
         kept = self.kept.get(machine)
         if kept is None:
             kept = self.kept[machine] = []
         kept.append((key, item))
-        if len(kept) > 2 * self.limit + 64:
+        if len(kept) > 2 * self.limit + 8:
             self._trim(kept, machine)
 
     def _trim(self, kept: list[tuple[Any, Any]], machine: Hashable) -> None:
@@ -40,6 +49,25 @@ class Firsts:
         del kept[self.limit:]
         if len(kept) == self.limit:
             self.bound[machine] = kept[-1][0]
+
+    def absorb(self, other: Firsts) -> None:
+        """Take in the items of `other`, all added after this one's."""
+        self.count += other.count
+        for machine, kept in other.kept.items():
+            for key, item in sorted(kept, key=lambda entry: entry[0]):  # stable
+                if machine in self.bound and not key < self.bound[machine]:
+                    break
+                mine = self.kept.get(machine)
+                if mine is None:
+                    mine = self.kept[machine] = []
+                mine.append((key, item))
+                if len(mine) > 2 * self.limit + 8:
+                    self._trim(mine, machine)
+
+    def compact(self) -> None:
+        """Keep only the first `limit` items of each machine."""
+        for machine, kept in self.kept.items():
+            self._trim(kept, machine)
 
     def entries(self, machines: Sequence[Hashable] = (None,)) -> list[tuple[int, Any, Any]]:
         """(machine rank, key, item) of the first `limit`, machines in the order given (any

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from kernbench.reporting.availability import absent_backends, present_only
+from kernbench.reporting.availability import AbsentBackend, absent_backends, present_only
 from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.firsts import MAX_ROWS
 from kernbench.reporting.gpu_modes import mode_figures, timing_mode
 from kernbench.reporting.html_charts import (
     anchors_by_case,
@@ -33,6 +35,7 @@ from kernbench.reporting.html_charts import (
     speedup_chart,
     trend_views,
 )
+from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.machines import incomplete_text
 from kernbench.reporting.svg import (
     BoxRow,
@@ -55,7 +58,7 @@ from kernbench.reporting.views import (
     variant,
 )
 
-__all__ = ["render_html"]
+__all__ = ["PageCases", "render_html", "render_page"]
 
 TAIL_CHARS = 6000
 """A traceback or stderr tail longer than this is cut to its last TAIL_CHARS characters."""
@@ -76,41 +79,81 @@ def fmt_pct(value: object) -> str:
     return "n/a" if value is None else f"{fmt_num(value, 3)}%"
 
 
+@dataclass(frozen=True)
+class PageCases:
+    """The records a dashboard page shows (each :func:`normalised`), chosen by its caller:
+    every case of a run (:func:`render_html`), or a bounded few of a large one
+    (:mod:`kernbench.reporting.html_view`)."""
+
+    board: Sequence[Record]
+    """The leaderboard, fastest first."""
+    cards: Sequence[Record]
+    """The cases with a card under Case details (and a box under Latency distributions)."""
+    ran: Sequence[Record]
+    """The cases the speedup and bandwidth charts draw, in summary order."""
+    problems: Sequence[Record]
+    skipped: Sequence[Record]
+    absent: Sequence[AbsentBackend]
+    tables: Sequence[ImplementationTable]
+    anchors: Mapping[int, str]
+    """Each record's anchor, by ``id``; a card's anchor is its id on the page."""
+    linked: Sequence[Record]
+    """The cases that comparison rows, implementation cells and trends link to."""
+    slowest: dict[str, Any] | None = None
+    """The slowest case's leaderboard row when it is not the board's last."""
+
+
 def render_html(inputs: ReportInputs, machine: str | None = None) -> str:
     """The dashboard page of one run, as a single HTML document; `machine` names the machine
     when the run is one machine of a report that kept several apart (its page links back)."""
     results = [normalised(r) for r in inputs.results]
-    anchors = {id(r): f"case-{i}" for i, r in enumerate(results)}
-    verdicts = {str(c.get("label")): str(c.get("verdict"))
-                for c in (inputs.comparison or {}).get("cases") or []}
     board = leaderboard(results)
     on_board = {id(r) for r in board}
-    ran = [r for r in results if id(r) in on_board]  # the summary's order
-    colours = colour_map([variant(r) for r in ran])  # one colour per backend/precision
-    timed = board + [r for r in results if id(r) not in on_board and _samples(r)]
-    has_detail = {id(r) for r in timed}
     absent = absent_backends(results, inputs.environment or section(inputs.summary,
                                                                      "environment"))
-    rows = [board_row(r, anchors[id(r)], rank) for rank, r in enumerate(board, 1)]
+    cases = PageCases(
+        board=board, cards=board + [r for r in results if id(r) not in on_board and _samples(r)],
+        ran=[r for r in results if id(r) in on_board],  # the summary's order
+        problems=[r for r in results if r.get("status") in PROBLEM_STATUSES],
+        skipped=[r for r in present_only(results, absent) if r.get("status") == "skipped"],
+        absent=absent, tables=implementation_tables(inputs.summary),
+        anchors={id(r): f"case-{i}" for i, r in enumerate(results)}, linked=results)
+    return render_page(inputs, cases, _counts(inputs.summary, results), machine)
+
+
+def render_page(inputs: ReportInputs, cases: PageCases, counts: Mapping[str, int],
+                machine: str | None = None, bounded: Mapping[str, Any] | None = None) -> str:
+    """index.html of `cases` of the run of `inputs` (whose summary need not hold its results);
+    `bounded`: what a bounded page leaves out (:mod:`kernbench.reporting.html_view`)."""
+    anchors = cases.anchors
+    verdicts = {str(c.get("label")): str(c.get("verdict"))
+                for c in (inputs.comparison or {}).get("cases") or []}
+    colours = colour_map([variant(r) for r in cases.ran])  # one colour per backend/precision
+    carded = {id(r) for r in cases.cards}
+    rows = [board_row(r, anchors[id(r)], rank) for rank, r in enumerate(cases.board, 1)]
     template = html_environment().get_template("index.html.j2")
     return template.render(
-        run=_run_view(inputs.summary), counts=_counts(inputs.summary, results),
+        run=_run_view(inputs.summary), counts=counts,
         machine=machine, incomplete=incomplete_text(inputs.summary),
-        slowest=board[-1] if board else None, env_rows=environment_rows(inputs.environment),
+        slowest=cases.slowest or (rows[-1] if rows else None),
+        env_rows=environment_rows(inputs.environment),
         settings=settings_rows(inputs.summary.get("settings") or {}),
         board=rows,
-        distribution=_distribution_svg(timed, anchors),
+        distribution=_distribution_svg(cases.cards, anchors),
         details=[detail_view(r, anchors[id(r)], verdicts.get(str(r.get("case_id"))))
-                 for r in timed],
-        speedups=speedup_chart(ran, colours), bandwidth=bandwidth_charts(ran, colours),
-        implementations=implementation_views(inputs.summary, anchors_by_case(results, anchors)),
-        trends=trend_views(inputs, results, verdicts, anchors), history_runs=len(inputs.history),
-        comparison=comparison_view(inputs.comparison, results, anchors),
-        problems=[problem_view(r, anchors[id(r)], id(r) in has_detail)
-                  for r in results if r.get("status") in PROBLEM_STATUSES],
-        skipped=[r for r in present_only(results, absent) if r.get("status") == "skipped"],
-        absent=absent, over_peak_note=OVER_PEAK_NOTE,
+                 for r in cases.cards],
+        speedups=speedup_chart(cases.ran, colours), bandwidth=bandwidth_charts(cases.ran, colours),
+        implementations=implementation_views(cases.tables,
+                                             anchors_by_case(cases.linked, anchors)),
+        trends=trend_views(inputs, cases.linked, verdicts, anchors),
+        history_runs=len(inputs.history),
+        comparison=comparison_view(inputs.comparison, cases.linked, anchors,
+                                   None if bounded is None else MAX_ROWS),
+        problems=[problem_view(r, anchors.get(id(r), ""), id(r) in carded)
+                  for r in cases.problems],
+        skipped=cases.skipped, absent=cases.absent, over_peak_note=OVER_PEAK_NOTE,
         over_peak_cases=[r["record"]["case_id"] for r in rows if r["pct_over"]],
+        bounded=bounded,
     )
 
 
@@ -283,7 +326,10 @@ COMPARISON_CASE_DEFAULTS: Mapping[str, Any] = {
 
 
 def comparison_view(comparison: Mapping[str, Any] | None, results: Sequence[Record],
-                    anchors: Mapping[int, str]) -> dict[str, Any] | None:
+                    anchors: Mapping[int, str], limit: int | None = None
+                    ) -> dict[str, Any] | None:
+    """The comparison's cases, significant changes first; with `limit`, at most that many of
+    each kind, and how many more (``more``)."""
     if comparison is None:
         return None
     by_label = {str(r.get("case_id")): anchors[id(r)] for r in results}
@@ -292,7 +338,10 @@ def comparison_view(comparison: Mapping[str, Any] | None, results: Sequence[Reco
     significant, rest = split_significant(cases)
     doc = {"verdict": "n/a", "regression": False, "counts": {}, "baseline": {}, "settings": {},
            "baseline_note": None, **comparison}
-    return {"doc": doc, "significant": significant, "rest": rest}
+    if limit is None:
+        return {"doc": doc, "significant": significant, "rest": rest, "more": 0}
+    more = max(0, len(significant) - limit) + max(0, len(rest) - limit)
+    return {"doc": doc, "significant": significant[:limit], "rest": rest[:limit], "more": more}
 
 
 def problem_view(record: Record, anchor: str, has_detail: bool) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from markupsafe import Markup
 
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.implementations import ImplementationTable, implementation_tables
+from kernbench.reporting.implementations import ImplementationTable
 from kernbench.reporting.svg import (
     Bar,
     Series,
@@ -98,12 +98,14 @@ def anchors_by_case(results: Sequence[Record], anchors: Mapping[int, str]) -> di
     return {str(r.get("case_id")): anchors[id(r)] for r in results}
 
 
-def implementation_views(summary: Mapping[str, Any],
+def implementation_views(tables: Sequence[ImplementationTable],
                          anchors: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Per kernel with several implementations: its table, a speedup chart (bars per shape,
-    one per implementation) and a GB/s chart (a line per implementation)."""
+    """Per kernel with several implementations (its table, from
+    :func:`kernbench.reporting.implementations.implementation_tables`): the table, a speedup
+    chart (bars per shape, one per implementation) and a GB/s chart (a line per
+    implementation)."""
     views = []
-    for table in implementation_tables(summary):
+    for table in tables:
         colours = colour_map(list(table.names))
         views.append({"table": table, "anchors": anchors,
                       "speedup_svg": _impl_speedup_svg(table, colours),

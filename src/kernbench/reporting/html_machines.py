@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernbench.reporting.bundle import ReportInputs
-from kernbench.reporting.html import environment_rows, html_environment, render_html
-from kernbench.reporting.machines import incomplete_text, machine_dir, machine_inputs
+from kernbench.reporting.html import render_html
+from kernbench.reporting.html_view import bounded, overview, render_large
+from kernbench.reporting.machines import machine_dir, machine_inputs
 from kernbench.results.machines import machine_label
 
 __all__ = ["html_pages"]
-
-STATUSES = ("ok", "failed", "timeout", "skipped", "invalid")
 
 
 def _page(machine: Mapping[str, Any]) -> str:
@@ -28,21 +27,14 @@ def _page(machine: Mapping[str, Any]) -> str:
 
 def html_pages(inputs: ReportInputs) -> dict[str, str]:
     """The HTML files of a report, by path under its directory: index.html alone for one
-    machine; for several, the overview and each machine's dashboard."""
+    machine; for several, the overview and each machine's dashboard. Each page is the whole
+    dashboard, or, for a report of more than
+    :data:`~kernbench.reporting.html_view.HTML_MAX_CASES` cases in all, the bounded one
+    (:mod:`kernbench.reporting.html_view`), as a merge writes it from its views."""
+    render = render_large if bounded(len(inputs.results)) else render_html
     parts = machine_inputs(inputs)
     if not parts:
-        return {"index.html": render_html(inputs)}
-    pages = {_page(machine): render_html(part, machine_label(machine))
-             for machine, part in parts}
-    views = [{"label": machine_label(machine), "href": _page(machine),
-              "counts": part.summary["counts"], "env_rows": environment_rows(part.environment),
-              "verdict": (part.comparison or {}).get("verdict")}
-             for machine, part in parts]
-    counts = inputs.summary.get("counts") or {}
-    template = html_environment().get_template("machines.html.j2")
-    pages["index.html"] = template.render(
-        machines=views, counts={s: counts.get(s, 0) for s in ("total", *STATUSES)},
-        statuses=STATUSES, complete=inputs.summary.get("complete", True) is not False,
-        incomplete=incomplete_text(inputs.summary),
-        started_at=inputs.summary.get("started_at"), finished_at=inputs.summary.get("finished_at"))
+        return {"index.html": render(inputs)}
+    pages = {_page(machine): render(part, machine_label(machine)) for machine, part in parts}
+    pages["index.html"] = overview(inputs.summary, parts)
     return pages

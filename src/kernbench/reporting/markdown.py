@@ -15,8 +15,9 @@ from kernbench.reporting.digest import regression_digest
 from kernbench.reporting.gpu_modes import gpu_table_of, mode_suffix, suffix
 from kernbench.reporting.machines import demote, incomplete_text, machine_inputs
 from kernbench.reporting.summary_view import MAX_LISTED, MAX_ROWS, SummaryView
+from kernbench.reporting.summary_view import summary_view as summary_view  # tests import it here
 from kernbench.reporting.templating import environment
-from kernbench.reporting.views import OVER_PEAK_NOTE, mappings, over_peak
+from kernbench.reporting.views import OVER_PEAK_NOTE, over_peak
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
 from kernbench.results.machines import machine_label, machine_part, machines_of, split_comparison
 
@@ -65,18 +66,6 @@ def leaderboard(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Successful records, fastest median first."""
     ok = [r for r in results if r["status"] == "ok" and r["timing"]["latency_ms_p50"] is not None]
     return sorted(ok, key=lambda r: r["timing"]["latency_ms_p50"])
-
-
-def summary_view(document: Mapping[str, Any]) -> SummaryView:
-    """The view of a whole summary document, its records taken kernel by kernel."""
-    view = SummaryView(document.get("implementations"))
-    groups: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}
-    for index, record in enumerate(mappings(document.get("results"))):
-        key = (str(record.get("fingerprint")), str(record.get("kernel_name")))
-        groups.setdefault(key, []).append((index, record))
-    for records in groups.values():
-        view.add_kernel(records)
-    return view
 
 
 def render_summary(document: Mapping[str, Any], environment: Mapping[str, Any],
@@ -132,15 +121,6 @@ def _boards(view: SummaryView, header: Mapping[str, Any]
             for m in machines]
 
 
-def _skipped(view: SummaryView, absent: list[Any]) -> tuple[list[Any], int]:
-    """The skipped rows of backends the machine has, in summary order, and how many more."""
-    lacking = {a.backend for a in absent}
-    kept = [view.skipped[b] for b in view.skipped if b not in lacking]
-    entries = sorted((e for rows in kept for e in rows.entries(view.machines)),
-                     key=lambda e: (e[0], e[1]))[:MAX_ROWS]
-    return [r for _, _, r in entries], sum(rows.count for rows in kept) - len(entries)
-
-
 def render_view(view: SummaryView, header: Mapping[str, Any], environment: Mapping[str, Any],
                 comparison: Mapping[str, Any] | None = None) -> str:
     """summary.md of one machine from a :class:`SummaryView` (its `machines` set) and the
@@ -150,7 +130,7 @@ def render_view(view: SummaryView, header: Mapping[str, Any], environment: Mappi
     own = header.get("environment")
     tables = view.implementation_tables(view.absent(own if isinstance(own, Mapping) else {}))
     boards = _boards(view, header)
-    skipped, skipped_more = _skipped(view, absent)
+    skipped, skipped_more = view.skipped_rows(absent)
     checked, checked_more = view.checked()
     unchecked = view.items("unchecked")
     template = template_environment().get_template("summary.md.j2")

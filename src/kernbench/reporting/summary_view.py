@@ -22,13 +22,12 @@ merge's sort key); machines come in the order given to :meth:`SummaryView.finish
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
-from kernbench.reporting.availability import AbsentBackend, has_gpu, skip_reason
+from kernbench.reporting.availability import AbsentBackend, BackendCases, has_gpu
 from kernbench.reporting.firsts import MAX_ROWS, Firsts
 from kernbench.reporting.gpu_modes import gpu_row
 from kernbench.reporting.implementations import implementation_tables
@@ -36,6 +35,7 @@ from kernbench.reporting.views import (
     PROBLEM_STATUSES,
     Record,
     case_id,
+    chart_record,
     ci95_ms,
     mappings,
     number,
@@ -44,38 +44,15 @@ from kernbench.reporting.views import (
     section,
 )
 
-__all__ = ["MAX_LISTED", "MAX_NAMED", "MAX_ROWS", "Firsts", "SummaryView"]
+__all__ = ["CHART_KERNELS", "MAX_LISTED", "MAX_NAMED", "MAX_ROWS", "Firsts", "SummaryView",
+           "summary_view"]
 
 MAX_NAMED = 50
 """The most case ids a recommendation names; the rest are counted."""
 MAX_LISTED = 12
 """Key Findings lists at most this many findings per group and counts the rest."""
-
-
-class _Backend:
-    """One backend's cases: how many, and while every one was skipped, their reasons and
-    kernels (whether the machine lacks it is decided at the end)."""
-
-    __slots__ = ("cases", "first", "kernels", "reasons", "skipped_only")
-
-    def __init__(self, first: tuple[Hashable, Any]) -> None:
-        self.first = first
-        self.cases = 0
-        self.skipped_only = True
-        self.reasons: Counter[str] = Counter()
-        self.kernels: dict[str, tuple[Hashable, Any]] = {}
-
-    def add(self, machine: Hashable, position: Any, record: Record) -> None:
-        self.cases += 1
-        if not self.skipped_only:
-            return
-        if record.get("status") != "skipped":
-            self.skipped_only = False
-            self.reasons.clear()
-            self.kernels.clear()
-            return
-        self.reasons[skip_reason(record)] += 1
-        self.kernels.setdefault(str(record.get("kernel_name")), (machine, position))
+CHART_KERNELS = 20
+"""The charts of a large run's index.html draw the cases of this many kernels, the first."""
 
 
 class SummaryView:
@@ -86,7 +63,7 @@ class SummaryView:
         adds each shard's with :meth:`declare` before its records."""
         self.declared: dict[str, Any] = {}
         self.declare(implementations)
-        self.backends: dict[str, _Backend] = {}
+        self.backends: dict[str, BackendCases] = {}
         self.rows = {name: Firsts() for name in (
             "problems", "flagged", "failing", "passing", "worked", "over_peak", "profiles",
             "gpu", "unchecked", "failures", "accuracy", "tails", "unstable", "narrow",
@@ -99,6 +76,8 @@ class SummaryView:
         self.gpu_modes: set[str] = set()
         self.gpu_overhead = False
         self.implementations: list[tuple[Hashable, Any, Record]] = []
+        self.charted = Firsts(CHART_KERNELS)
+        """Per kernel that has them, its successful timed records (for index.html's charts)."""
         self.machines: Sequence[Hashable] = (None,)
         """The machines in summary order; set before reading the view's results."""
 
@@ -116,6 +95,9 @@ class SummaryView:
                 timed.append((p50, str(record.get("case_id")), record))
         if records and str(records[0][1].get("kernel_name")) in self.declared:
             self.implementations.extend((machine, p, r) for p, r in records)
+        if timed:
+            self.charted.add_made(records[0][0], lambda: [chart_record(r, p50)
+                                                          for p50, _, r in timed], machine)
         if len(timed) > 1:
             timed.sort(key=lambda entry: (entry[0], entry[1]))
             self._add_pairs([record for _, _, record in timed])
@@ -151,7 +133,7 @@ class SummaryView:
         backend = str(record.get("backend"))
         entry = self.backends.get(backend)
         if entry is None:
-            entry = self.backends[backend] = _Backend((machine, position))
+            entry = self.backends[backend] = BackendCases((machine, position))
         entry.add(machine, position, record)
         if status == "skipped":
             self.skipped.setdefault(backend, Firsts()).add(position, record, machine)
@@ -222,6 +204,36 @@ class SummaryView:
         if peak is not None and peak[1] < rx.LOW_PCT_PEAK:
             rows[f"low_{peak[0]}"].add(key, (case_id(record), peak[1]))
 
+    def absorb(self, other: SummaryView) -> None:
+        """Take in the view of later records (a later shard's, as a merge's worker took it):
+        the view is then what taking them all in order here would have given."""
+        self.declare(other.declared)
+        for backend, cases in other.backends.items():
+            if backend in self.backends:
+                self.backends[backend].absorb(cases)
+            else:
+                self.backends[backend] = cases
+        tables: list[tuple[dict[Any, Firsts], dict[Any, Firsts]]] = [
+            (self.rows, other.rows), (self.skipped, other.skipped), (self.boards, other.boards)]
+        for found, more in tables:
+            for name, firsts in more.items():
+                found.setdefault(name, Firsts()).absorb(firsts)
+        self.charted.absorb(other.charted)
+        for kind, (key, record) in other.extremes.items():
+            mine = self.extremes.get(kind)  # the first fastest, the last slowest, as _add_timed
+            if mine is None or (key < mine[0] if kind == "fastest" else key >= mine[0]):
+                self.extremes[kind] = (key, record)
+        self.failed_files |= other.failed_files
+        self.gpu_modes |= other.gpu_modes
+        self.gpu_overhead = self.gpu_overhead or other.gpu_overhead
+        self.implementations.extend(other.implementations)
+
+    def compact(self) -> None:
+        """Drop what no table will show (before the view is sent to another process)."""
+        for firsts in [*self.rows.values(), *self.skipped.values(), *self.boards.values(),
+                       self.charted]:
+            firsts.compact()
+
     # --- at the end ------------------------------------------------------------------------
 
     def _rank(self, machine: Hashable) -> int:
@@ -255,6 +267,15 @@ class SummaryView:
                          key=lambda entry: (self._rank(entry[0]), entry[1]))
         summary = {"implementations": self.declared, "results": [r for _, _, r in ordered]}
         return implementation_tables(summary, absent)
+
+    def skipped_rows(self, absent: Sequence[AbsentBackend]) -> tuple[list[Record], int]:
+        """The skipped rows of backends the machine has (not `absent`), in summary order, and
+        how many more."""
+        lacking = {a.backend for a in absent}
+        kept = [self.skipped[b] for b in self.skipped if b not in lacking]
+        entries = sorted((e for rows in kept for e in rows.entries(self.machines)),
+                         key=lambda e: (e[0], e[1]))[:MAX_ROWS]
+        return [r for _, _, r in entries], sum(rows.count for rows in kept) - len(entries)
 
     def checked(self) -> tuple[list[Record], int]:
         """The accuracy table's rows, in summary order; when there are more than `MAX_ROWS`,
@@ -333,6 +354,18 @@ class SummaryView:
         found = self.items(name)[:MAX_LISTED]
         return [*found, *_more(kind, self.rows[name].count - len(found),
                                "more pieces of this advice, one per kernel")]
+
+
+def summary_view(document: Mapping[str, Any]) -> SummaryView:
+    """The view of a whole summary document, its records taken kernel by kernel."""
+    view = SummaryView(document.get("implementations"))
+    groups: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}
+    for index, record in enumerate(mappings(document.get("results"))):
+        key = (str(record.get("fingerprint")), str(record.get("kernel_name")))
+        groups.setdefault(key, []).append((index, record))
+    for records in groups.values():
+        view.add_kernel(records)
+    return view
 
 
 def _ids(found: Iterable[fx.Finding]) -> tuple[str, ...]:

@@ -265,3 +265,13 @@ def exact_text(value: object) -> str | None:
     if isinstance(value, (int, str)):
         return str(value)
     return compact_json(value)
+
+
+def chart_record(record: Record, p50: float) -> Record:
+    """What index.html's speedup and bandwidth charts read of a record, and no more (no
+    samples): a view keeps a few kernels' records to draw."""
+    kept = {key: record.get(key) for key in (
+        "case_id", "kernel_name", "backend", "precision", "implementation", "problem_size")}
+    work = record.get("work")
+    return {**kept, "timing": {"latency_ms_p50": p50},
+            "work": {"gb_per_s": work.get("gb_per_s")} if isinstance(work, Mapping) else work}
