@@ -57,12 +57,7 @@ class Firsts:
             for key, item in sorted(kept, key=lambda entry: entry[0]):  # stable
                 if machine in self.bound and not key < self.bound[machine]:
                     break
-                mine = self.kept.get(machine)
-                if mine is None:
-                    mine = self.kept[machine] = []
-                mine.append((key, item))
-                if len(mine) > 2 * self.limit + 8:
-                    self._trim(mine, machine)
+                self._keep(key, item, machine)
 
     def compact(self) -> None:
         """Keep only the first `limit` items of each machine."""
