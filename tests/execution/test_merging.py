@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernbench.analysis.compare import compare_results
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import plan_record, problems
-from kernbench.execution.merging import merge_summaries
+from kernbench.execution.merging import merge_sorted, merge_summaries
 from kernbench.results.serialize import results_from_summary
 from support.summaries import result, summary
 
@@ -188,3 +191,26 @@ def test_old_version_1_shards_still_merge() -> None:
     merged = merge_summaries([("v1", json.loads(json.dumps(old)))])
     assert merged["results"][0]["testbed"] == "h"
     assert merged["results"][0]["fingerprint"] == "f"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=12), max_size=7))
+def test_merge_sorted_gives_what_heapq_merge_gives(values: list[list[int]]) -> None:
+    """Runs of (value, run index): equal values of two runs are told apart by the run, as
+    merged_order's entries are by their shard."""
+    runs = [[(v, index) for v in sorted(run)] for index, run in enumerate(values)]
+    assert list(merge_sorted([iter(run) for run in runs])) == list(heapq.merge(*runs))
+
+
+def test_merge_sorted_takes_a_run_that_stays_ahead_without_the_heap() -> None:
+    """Shards of different kernels: each run is taken whole once it is first."""
+    taken: list[int] = []
+
+    def run(index: int, values: range) -> Any:
+        for value in values:
+            taken.append(index)
+            yield (value, index)
+
+    merged = list(merge_sorted([run(1, range(10, 20)), run(0, range(0, 10))]))
+    assert [v for v, _ in merged] == list(range(20))
+    assert taken == [1, 0] + [0] * 9 + [1] * 9  # each run's first, then each run to its end

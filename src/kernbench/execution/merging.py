@@ -8,18 +8,20 @@ machines in one report (``machines``, records ordered by testbed), never under o
 environment. Whether every case of the suite came back is :mod:`kernbench.execution.completeness`.
 
 The merge works shard by shard, so that a merge of many shards need not hold every record:
-:func:`read_shard` takes one shard's summary (its records, each with the JSON text it was read
-from) and keeps of it only what the merged summary needs besides the records (a
-:class:`ShardHead`); :func:`merged_order` joins the shards' records, each shard's already in
-merge order, and refuses a case found twice on one machine; :func:`merged_header` is the rest
-of the merged summary. :func:`merge_summaries` does all three in memory;
-:func:`kernbench.api.reports.merge_shards` streams the records through a file instead.
+:func:`read_shard` takes one shard's summary (its records, each with a JSON text of it from
+:func:`kernbench.results.jsontext.split_records`) and keeps of it only what the merged summary
+needs besides the records (a :class:`ShardHead`); :func:`merged_order` joins the shards'
+records, each shard's already in merge order, and refuses a case found twice on one machine;
+:func:`merged_header` is the rest of the merged summary. :func:`merge_summaries` does all
+three in memory; :func:`kernbench.api.reports.merge_shards` streams the records through a
+file instead.
 """
 
 from __future__ import annotations
 
 import copy
 import heapq
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
 __all__ = ["Entry", "ShardHead", "check_one_machine", "machine_key", "machines",
-           "merge_summaries", "merged_header", "merged_order", "read_shard"]
+           "merge_sorted", "merge_summaries", "merged_header", "merged_order", "read_shard"]
 
 Document = Mapping[str, Any]
 Key = tuple[str, str, str]
@@ -78,10 +80,10 @@ def read_shard(source: str, document: dict[str, Any],
     place) as its head and its records in merge order (kernel, backend, precision; stable).
 
     Each record takes the shard's machine (``fingerprint``, ``testbed``) where it names none.
-    With `texts` (each record's JSON text as read, aligned with the results), an entry holds
-    the record and that text on one line (:func:`kernbench.results.jsontext.one_line`; made
-    anew only for a record that changed); without, the record alone. An unknown status is a
-    KernbenchError naming the source."""
+    With `texts` (each record's JSON text as the read gave it, aligned with the results), an
+    entry holds the record and that text on one line
+    (:func:`kernbench.results.jsontext.one_line`; made anew only for a record that changed);
+    without, the record alone. An unknown status is a KernbenchError naming the source."""
     version = document.get("schema_version")
     document = migrate(document, source)
     keep_texts = texts is not None and version == SCHEMA_VERSION  # a migration may change them
@@ -167,7 +169,7 @@ def merged_order(runs: Sequence[Iterable[Entry]], heads: Sequence[ShardHead],
     current: tuple[int, Key] | None = None
     seen: dict[str, str] = {}
     # tuples compare by (machine rank, key), then by shard: never by case id or payload
-    for key, index, case_id, payload in heapq.merge(*map(ranked, range(len(runs)))):
+    for key, index, case_id, payload in merge_sorted(list(map(ranked, range(len(runs))))):
         if key != current:
             current, seen = key, {}
         source = heads[index].source
@@ -176,6 +178,30 @@ def merged_order(runs: Sequence[Iterable[Entry]], heads: Sequence[ShardHead],
                                  f"{seen[case_id]} and {source}")
         seen[case_id] = source
         yield payload
+
+
+def merge_sorted(runs: Sequence[Iterator[Any]]) -> Iterator[Any]:
+    """The items of the sorted `runs` in order, as :func:`heapq.merge` gives them, where no two
+    items of different runs compare equal. A run's items are taken one after another without
+    the heap while they come before every other run's next item: shards that hold different
+    kernels cost a comparison per record, not a heap operation."""
+    heap = [(first, run) for run in runs for first in itertools.islice(run, 1)]
+    heapq.heapify(heap)  # (item, run): items of two runs never compare equal, runs never compare
+    while len(heap) > 1:
+        item, run = heap[0]
+        yield item
+        bound = heap[1][0] if len(heap) < 3 or heap[1][0] < heap[2][0] else heap[2][0]
+        for item in run:
+            if item < bound:
+                yield item
+                continue
+            heapq.heapreplace(heap, (item, run))
+            break
+        else:
+            heapq.heappop(heap)
+    if heap:
+        yield heap[0][0]
+        yield from heap[0][1]
 
 
 def _instant(text: str) -> datetime:
