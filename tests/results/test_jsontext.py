@@ -1,4 +1,4 @@
-"""split_records reads what json.loads reads, each record with its text; the merged summary's
+"""split_records reads what json.loads reads, each record with a text of it; the merged summary's
 writer writes those texts as write_json_atomic writes items."""
 
 from __future__ import annotations
@@ -65,3 +65,21 @@ def test_one_line_gives_the_text_json_dumps_gives(indent: int) -> None:
     assert one_line(json.dumps(value, indent=indent)) == json.dumps(value)
     assert one_line(json.dumps(value, indent=indent).replace("\n", "\r\n")) == json.dumps(value)
     assert one_line(json.dumps(value)) == json.dumps(value)
+
+
+@pytest.mark.parametrize("number", ["18446744073709551616", "-9223372036854775809",
+                                    "123456789012345678901234567890"])
+def test_integers_beyond_64_bits_are_read_exactly(number: str) -> None:
+    """orjson reads them as floats (losing digits); the json module reads them exactly."""
+    header, items = split_records(f'{{"seed": {number}, "results": [{{"n": {number}}}]}}')
+    assert header == {"seed": int(number)}
+    assert items == [({"n": int(number)}, f'{{"n": {number}}}')]
+
+
+def test_bytes_and_text_give_the_same_records() -> None:
+    text = '{"results": [{"name": "caf\\u00e9 \u00e9", "x": [1.5, 1e-07, -0.0]}], "a": null}'
+    assert split_records(text.encode("utf-8")) == split_records(text)
+    _, items = split_records(text)
+    assert items is not None and json.loads(items[0][1]) == items[0][0]
+    with pytest.raises(ValueError):
+        split_records(b'{"results": ["\xff"]}')  # not UTF-8

@@ -4,13 +4,14 @@
 summary.md shows (:class:`kernbench.reporting.summary_view.SummaryView` keeps the first rows
 of each table; one view per machine, so a merge that keeps machines apart gives each machine
 its own section, ranked and judged on its own) and writes the rest to a spool file beside
-the output: each record's JSON text as it was read, in merge order, with its sort key. Then
+the output: each record's JSON text as the read gave it
+(:func:`kernbench.results.jsontext.split_records`), in merge order, with its sort key. Then
 it writes the merged summary.json by joining the shards' spooled runs
 (:func:`kernbench.execution.merging.merged_order`), so at most one record per shard is in
 memory; what grows with the number of shards is each shard's head (its environment, settings
 and plan facts) and a read buffer. The shards are read, and their views taken, in worker
-processes (:mod:`kernbench.api.merge_reads`). The kernel files are linked into the output (copied
-across file systems): kernbench replaces a report file, never writes into it, so a link
+processes (:mod:`kernbench.api.merge_reads`). The kernel files are linked into the output
+(copied across file systems): kernbench replaces a report file, never writes into it, so a link
 never sees a later change to the shard's copy.
 """
 

@@ -4,11 +4,12 @@ Reading a shard is most of a merge's work: parsing its summary.json, putting its
 merge order, and (when summary.md or index.html is to be written) taking them into a
 :class:`~kernbench.reporting.summary_view.SummaryView` of that shard alone. Shards are
 independent until the ordered write, so :func:`read_shards` reads them in forked worker
-processes, and each writes its shard's run of the spool (the records' JSON texts as read,
-never parsed again) into the merge's spool file, in a part of it that no other run takes, and
-sends back only what the merge needs besides (a :class:`ShardRead`): the shard's head, where
-its run is, and its view, cut to the rows any table can show. The merge takes
-them in shard order and joins each view into its machine's
+processes, and each writes its shard's run of the spool (the records' JSON texts as
+:func:`~kernbench.results.jsontext.split_records` gave them, never parsed again) into the
+merge's spool file, in a part of it that no other run takes, and sends back only what the
+merge needs besides (a :class:`ShardRead`): the shard's head, where its run is, and its view,
+cut to the rows any table can show and to those before the merge's views' bounds when it was
+sent. The merge takes them in shard order and joins each view into its machine's
 (:meth:`~kernbench.reporting.summary_view.SummaryView.absorb`), which gives what taking every
 record in order into one view gives: the output is the same, byte for byte, however many
 workers read the shards. At most two shards per worker are read ahead of the one the merge
@@ -23,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 from kernbench.api.merge_spool import Spool
 from kernbench.errors import KernbenchError
 from kernbench.execution.merging import Entry, ShardHead, read_shard
-from kernbench.reporting.summary_view import SummaryView
+from kernbench.reporting.summary_view import Bounds, SummaryView
 
 __all__ = ["PARALLEL_FROM", "ShardRead", "read_one", "read_shards", "workers_for"]
 
@@ -59,7 +60,7 @@ def read_one(source: Path, index: int, views: dict[str, SummaryView] | None
 
     path = source / "summary.json"
     try:
-        document, items = split_records(path.read_text(encoding="utf-8"))
+        document, items = split_records(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
     document["results"] = [record for record, _ in items or []]
@@ -112,7 +113,17 @@ def read_shards(shard_dirs: Sequence[Path], spool: Spool, views: dict[str, Summa
             spool.write_run(run)
             yield head
         return
-    for read in _read_in_workers(shard_dirs, spool, views is not None, workers):
+
+    def bounds() -> Bounds | None:  # what the views keep no more of, each machine's
+        if views is None:
+            return None
+        found: Bounds = {}
+        for view in views.values():
+            for name, bound in view.bounds().items():
+                found.setdefault(name, {}).update(bound)
+        return found
+
+    for read in _read_in_workers(shard_dirs, spool, bounds, workers):
         if views is not None and read.view is not None:
             if read.head.machine in views:
                 views[read.head.machine].absorb(read.view)
@@ -130,11 +141,12 @@ def _start_worker(fd: int, end: Any) -> None:
     _WORKER.update(fd=fd, end=end)
 
 
-def _read_apart(source: Path, index: int, viewed: bool) -> ShardRead:
+def _read_apart(source: Path, index: int, bounds: Bounds | None) -> ShardRead:
     """:func:`read_one` in a worker: the shard's run goes into the spool, at the end of its
     written part as it stands (taken under a lock, so no two runs overlap); its own view
-    (cut to what a table can show) goes back with where it wrote the run."""
-    views: dict[str, SummaryView] | None = {} if viewed else None
+    (none without `bounds`), cut to what a table can show and to what is before the merge's
+    `bounds` when it was sent, goes back with where it wrote the run."""
+    views: dict[str, SummaryView] | None = {} if bounds is not None else None
     head, run = read_one(source, index, views)
     end = _WORKER["end"]
     with end.get_lock():
@@ -145,12 +157,15 @@ def _read_apart(source: Path, index: int, viewed: bool) -> ShardRead:
         written += os.pwrite(_WORKER["fd"], memoryview(run)[written:], start + written)
     view = next(iter(views.values())) if views else None
     if view is not None:
-        view.compact()
+        view.compact(bounds)
     return ShardRead(head, (start, start + len(run)), view)
 
 
-def _read_in_workers(shard_dirs: Sequence[Path], spool: Spool, viewed: bool,
+def _read_in_workers(shard_dirs: Sequence[Path], spool: Spool,
+                     bounds: Callable[[], Bounds | None],
                      workers: int) -> Generator[ShardRead, None, None]:
+    """Each shard read by :func:`_read_apart` in `workers` processes, in shard order; each
+    sent with the `bounds` of the views as they stand (None: no views)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -163,14 +178,13 @@ def _read_in_workers(shard_dirs: Sequence[Path], spool: Spool, viewed: bool,
     tasks = iter(enumerate(shard_dirs))
     try:
         for index, source in tasks:
-            pending.append(pool.submit(_read_apart, source, index, viewed))
+            pending.append(pool.submit(_read_apart, source, index, bounds()))
             if len(pending) >= 2 * workers:
                 break
         while pending:
-            done = pending.popleft().result()
-            for index, source in tasks:  # one more to read for the one taken
-                pending.append(pool.submit(_read_apart, source, index, viewed))
+            yield pending.popleft().result()
+            for index, source in tasks:  # one more for the one taken, with the bounds it left
+                pending.append(pool.submit(_read_apart, source, index, bounds()))
                 break
-            yield done
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["MAX_ROWS", "Firsts"]
@@ -59,9 +59,13 @@ class Firsts:
                     break
                 self._keep(key, item, machine)
 
-    def compact(self) -> None:
-        """Keep only the first `limit` items of each machine."""
+    def compact(self, bound: Mapping[Hashable, Any] | None = None) -> None:
+        """Keep only the first `limit` items of each machine, and of them only those before
+        the machine's `bound` (another Firsts' :attr:`bound`, which absorbing this one into
+        it would pass over)."""
         for machine, kept in self.kept.items():
+            if bound and machine in bound:
+                kept[:] = [entry for entry in kept if entry[0] < bound[machine]]
             self._trim(kept, machine)
 
     def entries(self, machines: Sequence[Hashable] = (None,)) -> list[tuple[int, Any, Any]]:

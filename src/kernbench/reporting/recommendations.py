@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kernbench.reporting.findings import (
@@ -42,9 +42,9 @@ from kernbench.reporting.views import (
 from kernbench.results.files import safe_filename
 
 __all__ = ["ACCURACY_BUG_FACTOR", "LOW_PCT_PEAK", "NO_RECOMMENDATIONS", "Recommendation",
-           "accuracy_recommendation", "backend_advice", "comparison_advice", "failure_advice",
-           "failure_file", "memory_advice", "narrow_advice", "noise_advice", "peak_advice",
-           "peak_pct", "recommendations", "tail_advice"]
+           "accuracy_recommendation", "backend_advice", "capped", "comparison_advice",
+           "failure_advice", "failure_file", "memory_advice", "narrow_advice", "noise_advice",
+           "peak_advice", "peak_pct", "recommendations", "tail_advice"]
 
 LOW_PCT_PEAK = 10.0
 """Below this % of the device's peak on the resource that bounds a case, it is flagged.
@@ -333,3 +333,10 @@ def comparison_advice(comparison: Mapping[str, Any] | None
         "Compare with more worker processes per case (--processes) or with an interleaved "
         "A/B run (--ab REF)."))] if undecided else []
     return worse, unsure
+
+
+def capped(limit: int, found: Iterable[Recommendation]) -> list[Recommendation]:
+    """`found`, each naming at most `limit` case ids (the rest counted in ``more``)."""
+    return [advice if len(advice.case_ids) <= limit else
+            replace(advice, case_ids=advice.case_ids[:limit],
+                    more=advice.more + len(advice.case_ids) - limit) for advice in found]

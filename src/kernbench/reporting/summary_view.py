@@ -22,7 +22,7 @@ merge's sort key); machines come in the order given to :meth:`SummaryView.finish
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kernbench.reporting import findings as fx
@@ -44,8 +44,8 @@ from kernbench.reporting.views import (
     section,
 )
 
-__all__ = ["CHART_KERNELS", "MAX_LISTED", "MAX_NAMED", "MAX_ROWS", "Firsts", "SummaryView",
-           "summary_view"]
+__all__ = ["CHART_KERNELS", "MAX_LISTED", "MAX_NAMED", "MAX_ROWS", "Bounds", "Firsts",
+           "SummaryView", "summary_view"]
 
 MAX_NAMED = 50
 """The most case ids a recommendation names; the rest are counted."""
@@ -53,6 +53,8 @@ MAX_LISTED = 12
 """Key Findings lists at most this many findings per group and counts the rest."""
 CHART_KERNELS = 20
 """The charts of a large run's index.html draw the cases of this many kernels, the first."""
+Bounds = dict[tuple[str, Hashable], dict[Hashable, Any]]
+"""Per table of a view, per machine, the key from which it keeps no more rows."""
 
 
 class SummaryView:
@@ -213,12 +215,8 @@ class SummaryView:
                 self.backends[backend].absorb(cases)
             else:
                 self.backends[backend] = cases
-        tables: list[tuple[dict[Any, Firsts], dict[Any, Firsts]]] = [
-            (self.rows, other.rows), (self.skipped, other.skipped), (self.boards, other.boards)]
-        for found, more in tables:
-            for name, firsts in more.items():
-                found.setdefault(name, Firsts()).absorb(firsts)
-        self.charted.absorb(other.charted)
+        for name, firsts in other._tables():
+            self._table(name).absorb(firsts)
         for kind, (key, record) in other.extremes.items():
             mine = self.extremes.get(kind)  # the first fastest, the last slowest, as _add_timed
             if mine is None or (key < mine[0] if kind == "fastest" else key >= mine[0]):
@@ -228,11 +226,27 @@ class SummaryView:
         self.gpu_overhead = self.gpu_overhead or other.gpu_overhead
         self.implementations.extend(other.implementations)
 
-    def compact(self) -> None:
-        """Drop what no table will show (before the view is sent to another process)."""
-        for firsts in [*self.rows.values(), *self.skipped.values(), *self.boards.values(),
-                       self.charted]:
-            firsts.compact()
+    def _tables(self) -> Iterator[tuple[tuple[str, Hashable], Firsts]]:
+        for group in ("rows", "skipped", "boards"):
+            for name, firsts in getattr(self, group).items():
+                yield (group, name), firsts
+        yield ("charted", None), self.charted
+
+    def _table(self, name: tuple[str, Hashable]) -> Firsts:
+        group, key = name
+        return self.charted if group == "charted" else getattr(self, group).setdefault(
+            key, Firsts())
+
+    def bounds(self) -> Bounds:
+        """Per table, per machine, the key from which this view keeps no more rows."""
+        return {name: dict(firsts.bound) for name, firsts in self._tables() if firsts.bound}
+
+    def compact(self, bounds: Bounds | None = None) -> None:
+        """Drop what no table will show (before the view is sent to another process), and the
+        rows past `bounds` (:meth:`bounds` of the view this one will be absorbed into, as it
+        stood before: its bounds only come earlier, so it would pass over them)."""
+        for name, firsts in self._tables():
+            firsts.compact((bounds or {}).get(name))
 
     # --- at the end ------------------------------------------------------------------------
 
@@ -335,7 +349,7 @@ class SummaryView:
         ids = {status: tuple(self.items(f"{status}_ids")) for status in rx.FAILURE_KINDS}
         files = sorted(self.failed_files)
         low = {kind: self.items(f"low_{kind}") for kind in ("compute", "bandwidth")}
-        return capped([
+        return rx.capped(MAX_NAMED, [
             *accuracy, *_more("accuracy", rows["accuracy"].count - len(accuracy),
                               "more cases fail their accuracy check (see Accuracy)"),
             *rx.failure_advice(ids, files[:MAX_LISTED], settings,
@@ -380,12 +394,3 @@ def _more(kind: str, count: int, what: str) -> list[rx.Recommendation]:
 def rows_ok(view: SummaryView) -> int:
     """How many successful timed cases the view saw."""
     return sum(board.count for board in view.boards.values())
-
-
-def capped(found: Iterable[rx.Recommendation]) -> list[rx.Recommendation]:
-    """`found`, each naming at most `MAX_NAMED` case ids (the rest counted in ``more``)."""
-    from dataclasses import replace
-
-    return [advice if len(advice.case_ids) <= MAX_NAMED else
-            replace(advice, case_ids=advice.case_ids[:MAX_NAMED],
-                    more=advice.more + len(advice.case_ids) - MAX_NAMED) for advice in found]
