@@ -11,7 +11,7 @@ from kernbench.reporting.findings import group_findings, key_findings
 from kernbench.reporting.firsts import MAX_ROWS, Firsts
 from kernbench.reporting.markdown import render_summary, summary_view
 from kernbench.reporting.recommendations import recommendations
-from kernbench.reporting.summary_view import MAX_NAMED
+from kernbench.reporting.summary_view import MAX_NAMED, SummaryView
 from support.records import doc, rec
 from support.reports import large_summary as large
 from support.reports import load_fixture
@@ -96,3 +96,39 @@ def test_firsts_keeps_the_first_by_key_per_machine_in_machine_order() -> None:
     for key in range(1000, 0, -1):
         many.add(key, key)
     assert many.items() == [1, 2] and many.count == 1000
+
+
+def test_a_view_cut_to_the_bounds_it_will_be_absorbed_into_absorbs_the_same() -> None:
+    """A merge's worker drops the rows past the merge's bounds before sending its view: the
+    merge would have passed over them, so the absorbed view is the same."""
+    whole = large(3 * MAX_ROWS)["results"]
+    split = MAX_ROWS + 40  # the slowest first: later rows still come first on the leaderboard
+    records = whole[-split:] + whole[:-split]
+    first, later = view_of(records[:split]), view_of(records[split:], split)
+    merged = view_of(records[:split])
+    merged.compact()  # as a worker sends it: its tables trimmed, their bounds set
+    bounds = merged.bounds()
+    assert ("rows", "passing") in bounds and ("boards", None) in bounds
+    cut = view_of(records[split:], split)
+    cut.compact(bounds)
+    assert cut.rows["passing"].count == later.rows["passing"].count > MAX_ROWS
+    assert not any(cut.rows["passing"].kept.values())  # counted, not kept
+    assert any(cut.boards[None].kept.values())  # faster than the slowest kept: still sent
+    first.absorb(later)
+    merged.absorb(cut)
+    assert render(first) == render(merged)
+
+
+def view_of(records: list[dict[str, Any]], start: int = 0) -> SummaryView:
+    """The records (positions from `start`) taken kernel by kernel, as a merge's worker takes
+    a shard's."""
+    view = SummaryView()
+    for position, record in enumerate(records, start):
+        view.add_kernel([(position, record)])
+    return view
+
+
+def render(view: SummaryView) -> tuple[Any, ...]:
+    return (view.items("passing"), view.board(None), view.checked(),
+            [(t, [f.message for f in items], n) for t, items, n in view.findings([])],
+            view.advice({}, None))
