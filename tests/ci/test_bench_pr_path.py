@@ -191,3 +191,20 @@ def test_ab_shards_beside_a_plain_shard_are_refused_without_a_partial_report(
     code, _, err = cli("merge", out, shards["bench-2"], plain, "--allow-mixed")
     assert code == 2 and "--ab baseline" in err
     assert not out.exists()
+
+
+def test_ab_shards_carry_their_plan_so_the_merge_checks_both_sides(
+        shards: dict[str, Path], tmp_path: Path) -> None:
+    for side in ("", "baseline"):
+        plan = load(shards["bench-gpu-1"] / side / "summary.json")["settings"]["plan"]
+        assert plan["suite_cases"] == 4 and 0 < len(plan["case_ids"]) < 4
+    out = tmp_path / "reports"
+    code, err = merged(shards, out, "bench-gpu-1", "bench-gpu-2")
+    assert code == 0, err
+    for side in ("", "baseline"):
+        found = load(out / side / "summary.json")["completeness"]
+        assert found["complete"] is True and found["unchecked"] == [], side
+    code, err = merged(shards, tmp_path / "half", "bench-gpu-1")
+    assert "missing:" in err
+    found = load(tmp_path / "half" / "summary.json")["completeness"]
+    assert found["complete"] is False and [s["shard"] for s in found["missing_shards"]] == ["2/2"]

@@ -64,12 +64,13 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
               **identity_record(environment, settings),
               **(extra_settings or {}), "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
     finished = now_iso()
-    cand_run = RunResult(started, finished, True, record, environment,
-                         tuple(select_kernels(cand_specs, settings.filters)),
+    cand_run = RunResult(started, finished, True, {**record, "plan": candidate.plan_record()},
+                         environment, tuple(select_kernels(cand_specs, settings.filters)),
                          tuple(cand_results))
     git = {**(environment.get("git") or {}), "commit": sha, "short_commit": sha[:12],
            "branch": None, "dirty": False, "ref": ref}
-    base_run = RunResult(started, finished, True, record, {**environment, "git": git},
+    base_run = RunResult(started, finished, True, {**record, "plan": baseline.plan_record()},
+                         {**environment, "git": git},
                          tuple(select_kernels(base_specs, settings.filters)),
                          tuple(base_results))
     write_report_set(output_dir, cand_run, cand_manifest)

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kernbench.analysis.compare import case_key
 from kernbench.analysis.gitref import resolve_ref
@@ -46,9 +46,19 @@ class Side:
     root: Path
     runner: BenchmarkRunner
     planned: list[Case | KernelSpec]
+    suite: list[Case | KernelSpec]
+    """Every shard's planned work (`planned` without ``--shard``)."""
 
     def keyed(self) -> dict[str, Case]:
         return {_key(c): c for c in self.planned if isinstance(c, Case)}
+
+    def plan_record(self) -> dict[str, Any]:
+        """``settings.plan`` of this side's report set, so a merge of its shards checks that
+        every case of the suite came back (:mod:`kernbench.execution.completeness`)."""
+        from kernbench.execution.completeness import plan_record
+        from kernbench.execution.resume import plan_id
+
+        return plan_record([plan_id(i) for i in self.suite], [plan_id(i) for i in self.planned])
 
 
 def _key(case: Case) -> str:
@@ -120,7 +130,9 @@ def make_side(label: str, root: Path, settings: RunSettings,
               specs: Sequence[KernelSpec]) -> Side:
     """A side whose every case runs one process per round."""
     runner = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1))
-    return Side(label, root, runner, runner.plan(specs))
+    suite = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1, shard=None)
+                            ).plan(specs)
+    return Side(label, root, runner, runner.plan(specs), suite)
 
 
 __all__ = ["Side", "case_key", "interleave", "make_side", "worktree"]
