@@ -186,9 +186,26 @@ def test_a_server_asked_to_leave_exits_cleanly(tmp_path: Path) -> None:
 
 
 def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path) -> None:
+    """Nor kernbench's GPU timing, profiling or condition parser: a CPU case needs none."""
+    lazy = ("kernbench.measure.gpu_session", "kernbench.measure.gpu_timing",
+            "kernbench.measure.profiling", "kernbench.config.conditions")
     info = run(server, tmp_path, "import sys\nprint('numpy' in sys.modules, "
-                                 "'kernbench.execution.worker' in sys.modules)")
-    assert info.stdout_tail.split() == ["False", "True"]
+                                 "'kernbench.execution.worker' in sys.modules, "
+                                 f"any(name in sys.modules for name in {lazy!r}))")
+    assert info.stdout_tail.split() == ["False", "True", "False"]
+
+
+def test_a_gpu_framework_server_preloads_the_gpu_timing(tmp_path: Path) -> None:
+    """Its GPU cases time with it: each forked worker finds it imported."""
+    pytest.importorskip("jax")
+    server = ForkServer("jax", str(tmp_path), worker_env())
+    try:
+        assert server.ready()["preloaded"] == ["jax"]
+        info = run(server, tmp_path, "import sys\n"
+                                     "print('kernbench.measure.gpu_session' in sys.modules)")
+    finally:
+        server.close()
+    assert info.stdout_tail.split() == ["True"]
 
 
 def test_a_forked_worker_finds_the_servers_heap_frozen(server: ForkServer,

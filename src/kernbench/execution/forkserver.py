@@ -42,6 +42,8 @@ PR_SET_CHILD_SUBREAPER = 36
 PRELOADS: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "pytorch": ("torch",),
                                         "jax": ("jax",)}
 """What a server imports for each framework; every other framework gets kernbench alone."""
+GPU_FRAMEWORKS = ("pytorch", "jax")
+"""Preload keys whose servers also import kernbench's GPU timing: a CPU-only server need not."""
 MESSAGE_BYTES = 1 << 16
 CHILD_FAILED = 70
 """Exit code of a child that could not set itself up (the traceback is on its stderr)."""
@@ -96,6 +98,8 @@ def _preload(key: str) -> dict[str, Any]:
             failed[name] = f"{type(exc).__name__}: {exc}"[:300]
     if "numpy" in sys.modules:  # the worker seeds numpy.random; importing it costs 10-25 ms
         import numpy.random  # noqa: F401
+    if key in GPU_FRAMEWORKS:  # their GPU cases time with these (the worker imports them lazily)
+        __import__("kernbench.measure.gpu_session")
     freeze_heap()
     return {"preloaded": loaded, "failed": failed, "unsafe": initialised_reason()}
 

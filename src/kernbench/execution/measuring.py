@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernbench.execution.checks import NO_ACCURACY, accuracy, accuracy_failure, work_counts
 from kernbench.execution.contract import BoundKernel, bind_kernel
@@ -22,17 +22,17 @@ from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.compiling import CompileWatch, compile_function
 from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
-from kernbench.measure.gpu_session import measure_gpu
-from kernbench.measure.gpu_timing import Flush, GpuClock
 from kernbench.measure.machine import ActivityProbe
 from kernbench.measure.metrics import MetricsCollector
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter, energy_meter_for, energy_record
 from kernbench.measure.metrics.gpu_state import NvmlDevice, nvml_device
 from kernbench.measure.metrics.memory import merge_device_memory
 from kernbench.measure.precision import ignored_precision
-from kernbench.measure.profiling import profile_case
 from kernbench.measure.protocol import Outcome
 from kernbench.results.model import NATIVE, ProtocolSettings
+
+if TYPE_CHECKING:  # GPU timing and profiling are imported by the cases that use them
+    from kernbench.measure.gpu_timing import Flush, GpuClock
 
 
 class FakeClock:
@@ -229,6 +229,8 @@ def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,
                ) -> tuple[Outcome, dict[str, Any], dict[str, Any]]:
     """The GPU timing modes, throttled blocks discarded, energy over a hot region; `reset`
     runs untimed before every call (and in the energy region, whose figure then says so)."""
+    from kernbench.measure.gpu_session import measure_gpu
+
     guard = nvml.guard() if nvml is not None else None
     run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter,
                       reset=reset)
@@ -259,6 +261,8 @@ def _verdict(job: WorkerJob, kernel: BoundKernel, value: object,
 def _profile(job: WorkerJob, backend: Backend, kernel: BoundKernel) -> dict[str, Any]:
     """Extra calls under the requested profiler, after the samples and the accuracy check
     (so neither sees them); a profiling failure never fails the case."""
+    from kernbench.measure.profiling import profile_case
+
     request = job.profile
     assert request is not None
     try:

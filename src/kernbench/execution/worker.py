@@ -17,7 +17,6 @@ import sys
 import traceback
 from pathlib import Path
 
-from kernbench.config.conditions import parse_condition
 from kernbench.errors import SkipCase, UnsupportedPrecision
 from kernbench.execution.contract import BoundKernel, import_kernel, resolve_function
 from kernbench.execution.describe import describe_output
@@ -136,13 +135,18 @@ def _reference_only(job: WorkerJob, backend: Backend, kernel: BoundKernel) -> Wo
 
 def _check_skip_rules(rules: tuple[SkipRule, ...], backend: str, precision: str,
                       source: str | None) -> None:
+    """CaseSkipped when a rule applies (its `check`, when it has one, evaluated here: the
+    condition parser is imported only then)."""
     for rule in rules:
         if not rule.applies_to(backend, precision):
             continue
-        if rule.check is None or parse_condition(rule.check, source or "bench.yaml",
-                                                 "skip_conditions.check").evaluate():
-            suffix = f" ({rule.check})" if rule.check else ""
-            raise CaseSkipped(f"{rule.reason}{suffix}")
+        if rule.check is None:
+            raise CaseSkipped(rule.reason)
+        from kernbench.config.conditions import parse_condition
+
+        if parse_condition(rule.check, source or "bench.yaml",
+                           "skip_conditions.check").evaluate():
+            raise CaseSkipped(f"{rule.reason} ({rule.check})")
 
 
 def _seed_everything(seed: int) -> None:

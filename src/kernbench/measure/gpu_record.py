@@ -11,10 +11,11 @@ merge before anything is summarised.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernbench.measure.gpu_session import GpuOutcome
-from kernbench.measure.gpu_timing import ModeResult
+if TYPE_CHECKING:  # annotations only: a CPU case's worker need not import the GPU modules
+    from kernbench.measure.gpu_session import GpuOutcome
+    from kernbench.measure.gpu_timing import ModeResult
 
 
 def mode_raw(result: ModeResult, flush_bytes: int | None) -> dict[str, Any]:
