@@ -547,6 +547,23 @@ def test_describe_torch_tensors() -> None:
                                          "precision": precision, "shape": [4, 2]}]
 
 
+@pytest.mark.parametrize(("asked", "at_least", "below"), [(0.05, 0.25, None), (0.0, 0.0, 0.25)])
+def test_a_jax_case_on_cpu_warms_up_for_at_least_its_settling_time(
+        tmp_path: Path, asked: float, at_least: float, below: float | None) -> None:
+    """JAX's CPU calls run slow for 0.1-0.25 s after the compile; a warm-up turned off stays
+    off."""
+    pytest.importorskip("jax")
+    result = run_kernel(tmp_path, """
+        import jax.numpy as jnp
+
+        def run_benchmark():
+            return jnp.zeros(())
+    """, framework="jax", warmup_time_s=asked)
+    assert result.status == "ok", result
+    assert result.warmup_s is not None and result.warmup_s >= at_least
+    assert below is None or result.warmup_s < below
+
+
 def test_describe_jax_arrays() -> None:
     jnp = pytest.importorskip("jax.numpy")
     for dtype, precision in [(jnp.float32, "fp32"), (jnp.bfloat16, "bf16"),

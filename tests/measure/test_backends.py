@@ -506,3 +506,21 @@ def test_real_cuda_event_timer_times_queued_work() -> None:
     assert elapsed > 1e6  # more than 1 ms: the wait covers the queued work, not the launch
     small = timer.stop(timer.start())
     assert 0 <= small < elapsed
+
+
+def test_only_jax_on_cpu_asks_for_a_longer_warm_up() -> None:
+    assert JaxBackend().settle_s("cpu") == 0.25
+    assert JaxBackend().settle_s("cuda") == 0.0
+    assert NumpyBackend().settle_s("cpu") == TorchBackend().settle_s("cpu") == 0.0
+
+
+@pytest.mark.parametrize(("asked", "settle", "used"), [
+    (0.1, 0.25, 0.25), (0.5, 0.25, 0.5), (0.0, 0.25, 0.0), (0.1, 0.0, 0.1)])
+def test_a_warm_up_shorter_than_the_backend_settles_in_is_raised_unless_it_is_off(
+        asked: float, settle: float, used: float) -> None:
+    from kernbench.execution.measuring import settled
+    from kernbench.results.model import ProtocolSettings
+
+    settings = ProtocolSettings(warmup_time_s=asked)
+    assert settled(settings, settle).warmup_time_s == used
+    assert settled(settings, settle) is settings or asked < settle

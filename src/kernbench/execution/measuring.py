@@ -130,6 +130,7 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
     """Bind (setup's allocations count as the case's memory), compile outside the protocol,
     then the protocol itself (or the GPU timing modes), with energy and machine activity."""
     name, fake = job.backend, job.fake_call_ms is not None
+    settings = settled(settings, backend.settle_s(name))
     collector = MetricsCollector(settings, backend.timer(name), backend.synchronizer(name))
     clock = None if fake else backend.gpu_clock(name)
     meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
@@ -237,6 +238,14 @@ def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,
     outcome = Outcome(run.outcome.measurement, run.outcome.last_result)
     return (outcome, energy_record(run.energy_region, run.energy_calls, reset is not None),
             gpu_timing_raw(run.outcome, job.gpu_timing))
+
+
+def settled(settings: ProtocolSettings, settle_s: float) -> ProtocolSettings:
+    """`settings` with a warm-up of at least `settle_s` (the backend's
+    :meth:`~kernbench.measure.backends.base.Backend.settle_s`), unless warm-up is off."""
+    if settings.warmup_time_s <= 0 or settings.warmup_time_s >= settle_s:
+        return settings
+    return dataclasses.replace(settings, warmup_time_s=settle_s)
 
 
 def _verdict(job: WorkerJob, kernel: BoundKernel, value: object,

@@ -120,6 +120,11 @@ class Backend:
     def timer(self, backend: str) -> Timer:
         return PerfCounterTimer()
 
+    def settle_s(self, backend: str) -> float:
+        """The least warm-up, in seconds, the framework needs on `backend` to reach its steady
+        speed; a run's ``warmup_time_s`` below it is raised to it (unless warm-up is off)."""
+        return 0.0
+
     def describe(self, backend: str) -> dict[str, Any]:
         """Facts about the device for the record (name, versions)."""
         return {"framework": self.framework, "device": self.device(backend)}

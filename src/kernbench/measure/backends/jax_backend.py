@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from kernbench.measure.gpu_timing import Flush, GpuClock
 
 _GPU_PLATFORMS = {"cuda": ("gpu", "cuda"), "rocm": ("gpu", "rocm")}
+SETTLE_CPU_S = 0.25
+"""The least warm-up of a JAX case on CPU (see :meth:`JaxBackend.settle_s`)."""
 
 
 class JaxBackend(Backend):
@@ -58,6 +60,13 @@ class JaxBackend(Backend):
 
     def device(self, backend: str) -> str:
         return "cpu" if backend == "cpu" else "gpu"
+
+    def settle_s(self, backend: str) -> float:
+        """On CPU, a jitted call's first 0.1-0.25 s after its compile run up to 2x slower
+        (its median over 50 ms windows: 427 -> 218, 451 -> 229 us in fresh processes, for 1M
+        floats); with a 0.1 s warm-up a case's p50 came out 236-333 us, with 0.25 s 219-236
+        us against timeit's 226 (2026-11-26, a 2-core VM)."""
+        return SETTLE_CPU_S if backend == "cpu" else 0.0
 
     def synchronizer(self, backend: str) -> SyncChoice:
         """JAX dispatches asynchronously on every device, the CPU included."""
