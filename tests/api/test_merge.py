@@ -181,3 +181,33 @@ def test_a_shard_a_worker_cannot_read_is_named_when_its_turn_comes(tmp_path: Pat
     with pytest.raises(KernbenchError, match="different machines"):  # before bad's turn
         merge_report_sets([good[0], other, bad], tmp_path / "out", jobs=2)
     assert not list((tmp_path / "out").iterdir())
+
+
+def test_workers_cut_each_machines_view_by_its_own_bounds(tmp_path: Path) -> None:
+    """Tables such as noise advice keep their rows under no machine in each machine's view: a
+    worker must cut a shard's view by its own machine's bounds, never another's. Here h0 has
+    few, moderately noisy cases and h1 many very noisy ones."""
+    whole = large_summary(10 * 250)
+    dirs, start = [], 0
+    for index in range(10):  # shard 6 (h0) is sent once h1's view has bounds (2 workers)
+        machine = index % 2
+        count, width = (20, 0.5) if machine == 0 else (250, 5.0)
+        document = {**whole, "results": [dict(r, timing=dict(r["timing"])) for r in
+                                         whole["results"][start:start + count]]}
+        start += count
+        document["environment"] = {**load_fixture().environment, "fingerprint": f"f{machine}",
+                                   "hostname": f"h{machine}", "testbed": f"h{machine}"}
+        document["counts"] = {"total": count}
+        for record in document["results"]:
+            p50 = record["timing"]["latency_ms_p50"]
+            record.update(fingerprint=f"f{machine}", testbed=f"h{machine}")
+            record["timing"]["latency_ms_p50_ci95"] = [p50 * (1 - width / 2),
+                                                       p50 * (1 + width / 2)]
+        dirs.append(shard_set(tmp_path / f"s{index}", document))
+    written = []
+    for jobs in (1, 2):
+        out = tmp_path / f"out-{jobs}"
+        merge_report_sets(dirs, out, allow_mixed=True, jobs=jobs)
+        written.append((out / "summary.md").read_text(encoding="utf-8"))
+    assert "Reduce measurement noise" in written[0]
+    assert written[0] == written[1]

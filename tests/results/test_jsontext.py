@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,19 @@ def test_bytes_and_text_give_the_same_records() -> None:
     assert items is not None and json.loads(items[0][1]) == items[0][0]
     with pytest.raises(ValueError):
         split_records(b'{"results": ["\xff"]}')  # not UTF-8
+
+
+def test_long_fractions_stay_on_orjsons_way() -> None:
+    """A float of 19 digits after its point (an accuracy error, a tiny sample) is no integer
+    orjson could misread: its record is read and written by orjson (compact, no spaces)."""
+    _, items = split_records('{"results": [{"rmse": 0.0023581100881501027, "n": 12}]}')
+    assert items == [({"rmse": 0.0023581100881501027, "n": 12},
+                      '{"rmse":0.0023581100881501027,"n":12}')]
+
+
+def test_records_nested_deeper_than_orjson_writes_are_written_by_json() -> None:
+    deep: dict[str, Any] = {"a": 1}
+    for _ in range(300):
+        deep = {"k": deep}
+    _, items = split_records(json.dumps({"results": [deep]}))
+    assert items is not None and items[0][0] == deep and json.loads(items[0][1]) == deep

@@ -114,14 +114,8 @@ def read_shards(shard_dirs: Sequence[Path], spool: Spool, views: dict[str, Summa
             yield head
         return
 
-    def bounds() -> Bounds | None:  # what the views keep no more of, each machine's
-        if views is None:
-            return None
-        found: Bounds = {}
-        for view in views.values():
-            for name, bound in view.bounds().items():
-                found.setdefault(name, {}).update(bound)
-        return found
+    def bounds() -> dict[str, Bounds] | None:  # what each machine's view keeps no more of
+        return None if views is None else {m: view.bounds() for m, view in views.items()}
 
     for read in _read_in_workers(shard_dirs, spool, bounds, workers):
         if views is not None and read.view is not None:
@@ -141,11 +135,12 @@ def _start_worker(fd: int, end: Any) -> None:
     _WORKER.update(fd=fd, end=end)
 
 
-def _read_apart(source: Path, index: int, bounds: Bounds | None) -> ShardRead:
+def _read_apart(source: Path, index: int, bounds: dict[str, Bounds] | None) -> ShardRead:
     """:func:`read_one` in a worker: the shard's run goes into the spool, at the end of its
     written part as it stands (taken under a lock, so no two runs overlap); its own view
-    (none without `bounds`), cut to what a table can show and to what is before the merge's
-    `bounds` when it was sent, goes back with where it wrote the run."""
+    (none without `bounds`), cut to what a table can show and to what is before the bounds
+    of its machine's view in the merge when it was sent (`bounds`, by machine), goes back
+    with where it wrote the run."""
     views: dict[str, SummaryView] | None = {} if bounds is not None else None
     head, run = read_one(source, index, views)
     end = _WORKER["end"]
@@ -157,12 +152,12 @@ def _read_apart(source: Path, index: int, bounds: Bounds | None) -> ShardRead:
         written += os.pwrite(_WORKER["fd"], memoryview(run)[written:], start + written)
     view = next(iter(views.values())) if views else None
     if view is not None:
-        view.compact(bounds)
+        view.compact((bounds or {}).get(head.machine))
     return ShardRead(head, (start, start + len(run)), view)
 
 
 def _read_in_workers(shard_dirs: Sequence[Path], spool: Spool,
-                     bounds: Callable[[], Bounds | None],
+                     bounds: Callable[[], dict[str, Bounds] | None],
                      workers: int) -> Generator[ShardRead, None, None]:
     """Each shard read by :func:`_read_apart` in `workers` processes, in shard order; each
     sent with the `bounds` of the views as they stand (None: no views)."""

@@ -19,11 +19,14 @@ import orjson
 
 __all__ = ["one_line", "split_records"]
 
-_DIGITS = bytes(ord("0") if chr(i).isdigit() and i < 128 else ord(" ") for i in range(256))
-_LONG_NUMBER = b"0" * 19
-"""19 digits in a row: perhaps an integer beyond orjson's 64 bits (it reads those as floats,
-losing digits); the json module reads them exactly. (A fraction of 19 digits or more, or a
-string of them, takes that way too.)"""
+_DIGITS = bytes(ord("0") if 48 <= i <= 57 else ord(".") if i == 46 else ord(" ")
+                for i in range(256))
+"""Digits as 0, the decimal point kept, every other byte a space."""
+_LONG_INTEGER = b" " + b"0" * 19
+"""19 digits in a row after something that is neither a digit nor a point: perhaps an integer
+beyond orjson's 64 bits (it reads those as floats, losing digits), which the json module reads
+exactly. A fraction's digits follow a point, so long fractions stay on orjson's way (a string
+or an exponent of 19 digits takes the json module's, which is only slower)."""
 _ITEM_BREAK = re.compile(r",[ \t\r]*\n[ \t\r\n]*")
 _BREAK = re.compile(r"[ \t\r]*\n[ \t\r\n]*")
 
@@ -45,7 +48,7 @@ def split_records(text: str | bytes, key: str = "results"
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     encode: Callable[[Any], str] = _orjson_text
     try:
-        if _LONG_NUMBER in data.translate(_DIGITS):
+        if _LONG_INTEGER in data.translate(_DIGITS):
             raise orjson.JSONDecodeError("an integer orjson may read as a float", "", 0)
         document = orjson.loads(data)
     except orjson.JSONDecodeError:  # perhaps JSON only the json module takes; else it raises
@@ -62,4 +65,7 @@ def split_records(text: str | bytes, key: str = "results"
 
 
 def _orjson_text(value: Any) -> str:
-    return orjson.dumps(value).decode("utf-8")
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (254 levels)
+        return json.dumps(value)
