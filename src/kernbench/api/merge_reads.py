@@ -8,12 +8,12 @@ processes, and each writes its shard's run of the spool (the records' JSON texts
 :func:`~kernbench.results.jsontext.split_records` gave them, never parsed again) into the
 merge's spool file, in a part of it that no other run takes, and sends back only what the
 merge needs besides (a :class:`ShardRead`): the shard's head, where its run is, and its view,
-cut to the rows any table can show and to those before the merge's views' bounds when it was
-sent. The merge takes them in shard order and joins each view into its machine's
-(:meth:`~kernbench.reporting.summary_view.SummaryView.absorb`), which gives what taking every
-record in order into one view gives: the output is the same, byte for byte, however many
-workers read the shards. At most two shards per worker are read ahead of the one the merge
-takes, so memory does not grow with the number of shards.
+cut to the rows any table can show and to those before the bounds of its machine's view in
+the merge when it was sent. The merge takes them in shard order and joins each view into its
+machine's (:meth:`~kernbench.reporting.summary_view.SummaryView.absorb`), which gives what
+taking every record in order into one view gives: the output is the same, byte for byte,
+however many workers read the shards. At most two shards per worker are read ahead of the
+one the merge takes, so memory does not grow with the number of shards.
 
 Workers are forked: where the platform cannot fork, in a process running other threads, or for
 fewer than `PARALLEL_FROM` shards, the shards are read here, one after another.
