@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kernbench.results.files import write_json_atomic, write_json_items_atomic
-from kernbench.results.jsontext import one_line, split_records
+from kernbench.results.jsontext import split_records
 
 DOCUMENTS = [
     '{"schema_version": 3, "results": [{"a": 1, "b": [1.5, null]}, {"c": "x]\\"}"}], "z": {}}',
@@ -35,6 +35,7 @@ def test_the_records_and_the_rest_are_what_json_loads_reads(text: str) -> None:
     assert json.dumps([record for record, _ in items]) == json.dumps(records)
     assert [json.dumps(json.loads(raw)) for _, raw in items] == [
         json.dumps(record) for record, _ in items]
+    assert not any("\n" in raw for _, raw in items)  # the merged summary: one record a line
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -58,14 +59,6 @@ def test_the_texts_written_back_give_the_file_write_json_atomic_writes(tmp_path:
     assert streamed == {**header, "results": document["results"]}
     write_json_items_atomic(tmp_path / "none.json", {"results": None}, {"results": iter(())})
     assert json.loads((tmp_path / "none.json").read_text(encoding="utf-8")) == {"results": []}
-
-
-@pytest.mark.parametrize("indent", [1, 2, 4])
-def test_one_line_gives_the_text_json_dumps_gives(indent: int) -> None:
-    value = {"a": [1, 2.5, None], "b": {}, "c": [], "d": {"e": "x, \\n y", "f": [{"g": True}]}}
-    assert one_line(json.dumps(value, indent=indent)) == json.dumps(value)
-    assert one_line(json.dumps(value, indent=indent).replace("\n", "\r\n")) == json.dumps(value)
-    assert one_line(json.dumps(value)) == json.dumps(value)
 
 
 @pytest.mark.parametrize("number", ["18446744073709551616", "-9223372036854775809",

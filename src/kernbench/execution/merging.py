@@ -31,7 +31,6 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import ShardPlan, completeness_of, shard_plan
-from kernbench.results.jsontext import one_line
 from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
@@ -80,10 +79,10 @@ def read_shard(source: str, document: dict[str, Any],
     place) as its head and its records in merge order (kernel, backend, precision; stable).
 
     Each record takes the shard's machine (``fingerprint``, ``testbed``) where it names none.
-    With `texts` (each record's JSON text as the read gave it, aligned with the results), an
-    entry holds the record and that text on one line
-    (:func:`kernbench.results.jsontext.one_line`; made anew only for a record that changed);
-    without, the record alone. An unknown status is a KernbenchError naming the source."""
+    With `texts` (each record's JSON text on one line, aligned with the results, as
+    :func:`kernbench.results.jsontext.split_records` gives them), an entry holds the record
+    and that text (made anew only for a record that changed); without, the record alone. An
+    unknown status is a KernbenchError naming the source."""
     version = document.get("schema_version")
     document = migrate(document, source)
     keep_texts = texts is not None and version == SCHEMA_VERSION  # a migration may change them
@@ -104,7 +103,7 @@ def read_shard(source: str, document: dict[str, Any],
                 record[key], changed = value, True
         payload: Any = record
         if texts is not None:
-            text = one_line(texts[index]) if keep_texts and not changed else json.dumps(record)
+            text = texts[index] if keep_texts and not changed else json.dumps(record)
             payload = (record, text)
         entries.append((_order(record), record_case_id(record), payload))
     entries.sort(key=lambda entry: entry[0])

@@ -11,13 +11,12 @@ encoded by the json module instead; text that neither takes raises ValueError.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-__all__ = ["one_line", "split_records"]
+__all__ = ["split_records"]
 
 _DIGITS = bytes(ord("0") if 48 <= i <= 57 else ord(".") if i == 46 else ord(" ")
                 for i in range(256))
@@ -27,17 +26,6 @@ _LONG_INTEGER = b" " + b"0" * 19
 beyond orjson's 64 bits (it reads those as floats, losing digits), which the json module reads
 exactly. A fraction's digits follow a point, so long fractions stay on orjson's way (a string
 or an exponent of 19 digits takes the json module's, which is only slower)."""
-_ITEM_BREAK = re.compile(r",[ \t\r]*\n[ \t\r\n]*")
-_BREAK = re.compile(r"[ \t\r]*\n[ \t\r\n]*")
-
-
-def one_line(text: str) -> str:
-    """A JSON text on one line: the line breaks and indentation of an indented value gone (a
-    JSON string holds no raw line break, so every one is between tokens). The text of
-    ``json.dumps(value, indent=N)`` becomes that of ``json.dumps(value)``."""
-    if "\n" not in text:
-        return text
-    return _BREAK.sub("", _ITEM_BREAK.sub(", ", text))
 
 
 def split_records(text: str | bytes, key: str = "results"
