@@ -136,6 +136,20 @@ def test_thirty_percent_slowdown_over_five_processes_is_a_regression() -> None:
     assert regressions_found([case])
 
 
+def test_a_few_slow_processes_are_inconclusive_with_a_note_that_says_so() -> None:
+    # Process medians of an empty kernel measured here (see test_stats_compare): the same code,
+    # the candidate's ten processes with four in a slow layout.
+    base = [27.2, 26.9, 25.8, 25.9, 26.7, 26.9, 25.9, 27.4, 26.6, 27.3]
+    cand = [40.2, 40.2, 26.5, 35.8, 36.6, 25.8, 27.4, 27.9, 26.2, 27.7]
+    case = only(compare_results([result(sample_data=(tuple(base), (1,) * 10))],
+                                [result(sample_data=(tuple(cand), (1,) * 10))]))
+    assert case.verdict == "inconclusive"
+    assert case.ratio == pytest.approx(1.161, abs=0.001)
+    assert case.note is not None and "typical process 1.05x" in case.note
+    assert "--ab" in case.note
+    assert not regressions_found([case])
+
+
 def test_thirty_percent_speedup_is_an_improvement() -> None:
     rng = np.random.default_rng(99)
     baseline = [result(sample_data=samples(rng, 2.0))]

@@ -22,6 +22,7 @@ from kernbench.analysis.stats_compare import (
     benjamini_hochberg,
     bootstrap_ratio_ci,
     compare_groups,
+    moved_by_few,
     verdict,
 )
 
@@ -93,6 +94,40 @@ def test_small_significant_change_against_three_thresholds() -> None:
     assert verdict(c, c.p_value, threshold=0.05) == "inconclusive"
     # The whole interval inside the 10% band: unchanged, although significant.
     assert verdict(c, c.p_value, threshold=0.1) == "unchanged"
+
+
+# Process medians (ns) of an empty kernel measured here, ten processes a side, the same code
+# on both: a fifth of processes land in a slow layout for their whole life, and the candidate
+# happened to get four of them. Welch's test on the means calls that a 1.16x regression.
+EMPTY_BASELINE = [27.2, 26.9, 25.8, 25.9, 26.7, 26.9, 25.9, 27.4, 26.6, 27.3]
+EMPTY_CANDIDATE = [40.2, 40.2, 26.5, 35.8, 36.6, 25.8, 27.4, 27.9, 26.2, 27.7]
+
+
+def test_a_few_processes_in_a_slow_mode_are_not_a_regression() -> None:
+    c = compare_groups(groups_with_medians(EMPTY_BASELINE), groups_with_medians(EMPTY_CANDIDATE))
+    assert c.ratio is not None and c.ratio == pytest.approx(1.161, abs=0.001)
+    assert c.p_value is not None and c.p_value < 0.05  # the mean did move
+    assert c.typical_ratio == pytest.approx(1.047, abs=0.001)
+    assert moved_by_few(c, 0.10)
+    assert verdict(c, c.p_value, threshold=0.10) == "inconclusive"
+    # The same processes the other way round are not an improvement either.
+    back = compare_groups(groups_with_medians(EMPTY_CANDIDATE),
+                          groups_with_medians(EMPTY_BASELINE))
+    assert back.ratio is not None and back.ratio < 1 / 1.1
+    assert verdict(back, back.p_value, threshold=0.10) == "inconclusive"
+
+
+def test_the_typical_ratio_follows_a_change_of_every_process() -> None:
+    slower = [m * 1.3 for m in EMPTY_BASELINE]
+    c = compare_groups(groups_with_medians(EMPTY_BASELINE), groups_with_medians(slower))
+    assert c.typical_ratio == pytest.approx(1.3, rel=0.02)
+    assert not moved_by_few(c, 0.10)
+    assert verdict(c, c.p_value, threshold=0.10) == "regressed"
+    # Hodges-Lehmann by hand: the median of the 100 pairwise log ratios.
+    pairs = [math.log(b / a) for a in EMPTY_BASELINE for b in EMPTY_CANDIDATE]
+    mixed = compare_groups(groups_with_medians(EMPTY_BASELINE),
+                           groups_with_medians(EMPTY_CANDIDATE))
+    assert mixed.typical_ratio == pytest.approx(math.exp(float(np.median(pairs))), rel=1e-12)
 
 
 def test_welch_matches_scipy_on_log_medians() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kernbench.execution.replicates import merge_replicates
@@ -60,3 +62,14 @@ def test_a_failing_process_fails_the_case_and_says_which() -> None:
 def test_nothing_to_merge_is_an_error() -> None:
     with pytest.raises(ValueError):
         merge_replicates([])
+
+
+def test_machine_keeps_the_busiest_activity_and_every_process_probe() -> None:
+    states = [{"other_cpu_cores": 0.1, "steal_share": 0.0, "speed_probe_us": 140.0},
+              {"other_cpu_cores": 0.7, "steal_share": 0.0, "speed_probe_us": 202.0},
+              None,
+              {"other_cpu_cores": 0.2, "steal_share": 0.0, "speed_probe_us": 138.0}]
+    merged = merge_replicates([replace(_result((1.0,)), machine=s) for s in states])
+    assert merged.machine == {"other_cpu_cores": 0.7, "steal_share": 0.0,
+                              "speed_probe_us": 140.0,
+                              "process_speed_probes_us": [140.0, 202.0, None, 138.0]}

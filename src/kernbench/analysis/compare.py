@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from kernbench.analysis import process_modes
 from kernbench.analysis.gpu_summary import timing_mode
 from kernbench.analysis.stats import percentile
 from kernbench.analysis.stats_compare import (
@@ -189,8 +190,9 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
     cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
     for key in skipped_on_both_sides(baseline, candidate):
         del base_by_key[key], cand_by_key[key]
+    typical = None if paired else process_modes.typical_probe_us([*baseline, *candidate])
     decided: list[CaseComparison] = []
-    pending: list[tuple[str, CaseResult, CaseResult, Comparison]] = []
+    pending: list[tuple[str, CaseResult, CaseResult, Comparison, str | None]] = []
     for key in sorted(set(base_by_key) | set(cand_by_key)):
         base, cand = base_by_key.get(key), cand_by_key.get(key)
         if base is None or cand is None:
@@ -204,10 +206,14 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
         if status is not None:
             decided.append(status)
             continue
-        pending.append((key, base, cand, compare(process_groups(base), process_groups(cand),
-                                                 confidence)))
-    q_values = benjamini_hochberg([c.p_value for *_, c in pending])
-    for (key, base, cand, comparison), q_value in zip(pending, q_values, strict=True):
+        (groups_a, out_a), (groups_b, out_b) = (
+            process_modes.steady_groups(process_groups(r), r, typical) for r in (base, cand))
+        comparison = compare(groups_a, groups_b, confidence)
+        left_out = process_modes.left_out_note(
+            (out_a, out_b), (comparison.n_baseline, comparison.n_candidate))
+        pending.append((key, base, cand, comparison, left_out))
+    q_values = benjamini_hochberg([c.p_value for *_, c, _ in pending])
+    for (key, base, cand, comparison, left_out), q_value in zip(pending, q_values, strict=True):
         latency, drift_limit = thresholds.for_kernel(cand.kernel_name)
         decided.append(CaseComparison(
             key=key, kernel_name=cand.kernel_name, backend=cand.backend,
@@ -216,7 +222,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             ci_high=comparison.ci_high, p_value=comparison.p_value, q_value=q_value,
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
-            accuracy_drift=_drift(base, cand, drift_limit), note=comparison.note,
+            accuracy_drift=_drift(base, cand, drift_limit),
+            note=process_modes.note(comparison, latency, left_out, ADVICE),
             point=cand.point, implementation=cand.implementation,
             gpu_mode=timing_mode(cand.gpu_timing)))
     return sorted(decided, key=lambda c: c.key)

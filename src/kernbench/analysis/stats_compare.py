@@ -11,8 +11,12 @@ Design, in brief:
   process's median.
 * Welch's t-test on the log process medians (unequal variances, Welch–Satterthwaite df) gives
   the p-value; the exponentiated Welch interval of the difference of means is the ratio's
-  interval. With too few processes per side the only thing left is a Mann-Whitney U test on the
-  pooled samples, which ignores between-process noise and is flagged as optimistic.
+  interval. Process medians can be multimodal (a process of a nanosecond kernel may land in a
+  slow layout for its whole life), and a mean follows a few such processes: the
+  Hodges-Lehmann ratio (the median of every candidate/baseline pair of process medians) says
+  how far the *typical* process moved, and a change is claimed only when both moved. With too
+  few processes per side the only thing left is a Mann-Whitney U test on the pooled samples,
+  which ignores between-process noise and is flagged as optimistic.
 * Across all cases of a run the p-values are adjusted together with Benjamini-Hochberg
   (`benjamini_hochberg`), so the false discovery rate is controlled, not each case's error alone.
 * `verdict` claims a change only when it is both statistically significant (q < alpha, and the
@@ -58,6 +62,10 @@ class Comparison:
     n_candidate: int
     """Groups (worker processes) with samples on the candidate side."""
     note: str | None = None
+    typical_ratio: float | None = None
+    """Hodges-Lehmann ratio: the median of the candidate/baseline ratios of every pair of
+    process medians (Welch's method only). Unlike `ratio`, a few processes in another mode
+    barely move it."""
 
 
 def _check_confidence(confidence: float) -> None:
@@ -191,7 +199,9 @@ def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
     df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     low, high = _exp(diff - half), _exp(diff + half)
-    return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, WELCH, n_a, n_b)
+    typical = _exp(float(np.median(np.subtract.outer(log_b, log_a))))
+    return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, WELCH, n_a, n_b,
+                      typical_ratio=typical)
 
 
 def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confidence: float,
@@ -304,6 +314,8 @@ def verdict(comparison: Comparison, q_value: float | None, threshold: float,
     * "inconclusive" when there is no ratio or no q-value;
     * "regressed" when q < alpha, the ratio exceeds 1+threshold and the interval lies above 1;
     * "improved" when q < alpha, the ratio is below 1/(1+threshold) and the interval lies below 1;
+    * for both, the typical ratio (where there is one) must be beyond the band too, or a few
+      processes moved, not the kernel (`moved_by_few`): "inconclusive";
     * "unchanged" when the whole interval lies inside the band (equivalence: any change there
       may be is smaller than the threshold);
     * "inconclusive" otherwise: significant but smaller than the threshold with an interval
@@ -319,7 +331,7 @@ def verdict(comparison: Comparison, q_value: float | None, threshold: float,
     upper = 1.0 + threshold
     lower = 1.0 / upper
     low, high = comparison.ci_low, comparison.ci_high
-    significant = q_value < alpha
+    significant = q_value < alpha and not moved_by_few(comparison, threshold)
     if significant and ratio > upper and low is not None and low > 1.0:
         return "regressed"
     if significant and ratio < lower and high is not None and high < 1.0:
@@ -327,3 +339,14 @@ def verdict(comparison: Comparison, q_value: float | None, threshold: float,
     if low is not None and high is not None and lower <= low and high <= upper:
         return "unchanged"
     return "inconclusive"
+
+
+def moved_by_few(comparison: Comparison, threshold: float) -> bool:
+    """The ratio is beyond the practical band but the typical process's ratio is not: the
+    mean of the process medians moved because a few processes did."""
+    ratio, typical = comparison.ratio, comparison.typical_ratio
+    if ratio is None or typical is None:
+        return False
+    upper = 1.0 + threshold
+    beyond = ratio > upper or ratio < 1.0 / upper
+    return beyond and 1.0 / upper <= typical <= upper

@@ -50,7 +50,9 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
 
 def _merged_machine(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
     """The machine activity of the process during which other processes were busiest, with
-    the median speed probe of all the case's processes."""
+    the median speed probe of all the case's processes and each process's own probe
+    (``process_speed_probes_us``, in process order, None where one had none): a comparison
+    leaves out a process that ran in the VM's slow mode (kernbench.analysis.process_modes)."""
     measured = [s for s in states if s]
     if not measured:
         return None
@@ -59,7 +61,8 @@ def _merged_machine(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, 
     speeds = [s["speed_probe_us"] for s in measured if s.get("speed_probe_us")]
     if not speeds:
         return busiest
-    return {**busiest, "speed_probe_us": round(statistics.median(speeds), 2)}
+    return {**busiest, "speed_probe_us": round(statistics.median(speeds), 2),
+            "process_speed_probes_us": [(s or {}).get("speed_probe_us") for s in states]}
 
 
 def _summed_energy(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
