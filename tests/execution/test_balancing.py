@@ -39,7 +39,8 @@ def record(*results: dict[str, Any], created_at: str = "2024-05-01T10:00:00.000Z
 
 
 def test_a_case_wall_is_its_samples_times_inner_loops_plus_the_overhead() -> None:
-    walls = case_walls_s([record(result("gemm", [2.0, 3.0], inner_loops=100))], 0.5)
+    walls = case_walls_s([record(result("gemm", [2.0, 3.0], inner_loops=100))], 0.5,
+                         start_s=0.0)
     assert walls["gemm[cpu,fp32]"] == pytest.approx(5.0 * 100 / 1000 + 0.5)
     # a native-precision case is planned as kernel[backend,*]
     assert walls["gemm[cpu,*]"] == walls["gemm[cpu,fp32]"]
@@ -49,14 +50,24 @@ def test_the_newest_record_wins_and_cases_without_samples_are_left_out() -> None
     newest = record(result("gemm", [1000.0]), {**result("relu", []), "status": "failed"})
     older = record(result("gemm", [9000.0]), result("relu", [4000.0]),
                    created_at="2024-04-01T10:00:00.000Z")
-    walls = case_walls_s([newest, older], 0.0)
+    walls = case_walls_s([newest, older], 0.0, start_s=0.0)
     assert walls["gemm[cpu,fp32]"] == 1.0
     assert walls["relu[cpu,fp32]"] == 4.0  # the newest did not measure it
 
 
 def test_an_older_record_without_inner_loops_counts_one_loop() -> None:
     plain = {k: v for k, v in result("gemm", [1000.0]).items() if k != "inner_loops"}
-    assert case_walls_s([record(plain)], 0.25)["gemm[cpu,fp32]"] == 1.25
+    assert case_walls_s([record(plain)], 0.25, start_s=0.0)["gemm[cpu,fp32]"] == 1.25
+
+
+def test_each_process_pays_a_start_and_its_measured_warm_up() -> None:
+    three = {**result("gemm", [100.0, 100.0, 100.0]), "process_sample_counts": [1, 1, 1]}
+    walls = case_walls_s([record(three)], 0.1, start_s=0.15)
+    assert walls["gemm[cpu,fp32]"] == pytest.approx(0.3 + 3 * (0.15 + 0.1))
+    # A JAX case that settled for 0.25 s (or a compile) measured its own warm-up.
+    settled = {**three, "warmup_s": 0.25}
+    walls = case_walls_s([record(settled)], 0.1, start_s=0.15)
+    assert walls["gemm[cpu,fp32]"] == pytest.approx(0.3 + 3 * (0.15 + 0.25))
 
 
 def test_history_ids_name_the_case_and_its_native_precision_form() -> None:

@@ -110,6 +110,17 @@ def test_record_from_a_real_summary_is_compact() -> None:
                            "latency_ms_p50", "accuracy"}
 
 
+def test_a_compact_result_keeps_the_measured_warm_up_for_shard_balance() -> None:
+    from dataclasses import replace
+
+    run = RunResult(started_at="2024-01-01T00:00:00Z", finished_at=None, complete=True,
+                    settings={}, environment=environment(), kernels=(),
+                    results=(replace(case(), warmup_s=0.25123456),))
+    document = json.loads(json.dumps(summary_dict(run)))
+    (result,) = history_record(document, environment())["results"]
+    assert result["warmup_s"] == 0.251235
+
+
 def test_a_sweep_points_compact_result_keeps_its_case_id_and_reads_back() -> None:
     from dataclasses import replace
 

@@ -161,13 +161,13 @@ def _split(settings: RunSettings, suite: list[Case | KernelSpec], total: int
     """The shard (1..total) of each suite item and how the suite was split: by measured wall
     time when the history under the root measured a planned case, else by count
     (:mod:`kernbench.execution.balancing`)."""
-    from kernbench.execution.balancing import WORKER_START_S, balanced_groups, case_walls_s
+    from kernbench.execution.balancing import balanced_groups, case_walls_s
     from kernbench.execution.resume import plan_id
     from kernbench.execution.sharding import shard_of
     from kernbench.results.history import load_records
 
     records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
-    walls = case_walls_s(records, settings.protocol.warmup_time_s + WORKER_START_S)
+    walls = case_walls_s(records, settings.protocol.warmup_time_s)
     balance = balanced_groups(suite, plan_key, plan_id, walls, total)
     if balance is None:
         return [shard_of(plan_key(item), total) for item in suite], {"by": "count"}

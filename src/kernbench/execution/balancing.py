@@ -9,8 +9,10 @@ the same history computes the same split.
 
 A case's expected wall time (:func:`case_walls_s`) is what the newest history record holding
 it measured: the sum of its samples times the inner loop count (1 where an older record does
-not say), plus a per-case overhead estimate (worker start, warmup and calibration). A kernel's
-cases that no record holds count as the median of the known cases.
+not say), plus, for each of its worker processes, a worker's start and its warm-up: the warm-up
+the record measured (``warmup_s``: a JAX case's settling, a compile) or, in older records, the
+run's ``--warmup-time``. A kernel's cases that no record holds count as the median of the
+known cases.
 """
 
 from __future__ import annotations
@@ -53,21 +55,29 @@ def history_ids(result: Mapping[str, Any]) -> tuple[str, str]:
     return case_id, case_id_of(kernel, backend, "*", point, implementation)
 
 
-def _wall_s(result: Mapping[str, Any], overhead_s: float) -> float | None:
-    samples = result.get("samples_ms") or (result.get("timing") or {}).get("samples_ms")
+def _wall_s(result: Mapping[str, Any], warmup_s: float, start_s: float) -> float | None:
+    timing = result.get("timing") or {}
+    samples = result.get("samples_ms") or timing.get("samples_ms")
     if not samples:
         return None
-    loops = result.get("inner_loops") or (result.get("timing") or {}).get("inner_loops") or 1
-    return sum(float(x) for x in samples if x is not None) * int(loops) / 1000.0 + overhead_s
+    loops = result.get("inner_loops") or timing.get("inner_loops") or 1
+    processes = len(result.get("process_sample_counts")
+                    or timing.get("process_sample_counts") or [None])
+    measured = result.get("warmup_s", timing.get("warmup_s"))
+    warm = float(measured) if isinstance(measured, (int, float)) else warmup_s
+    return (sum(float(x) for x in samples if x is not None) * int(loops) / 1000.0
+            + processes * (start_s + warm))
 
 
-def case_walls_s(records: Iterable[Mapping[str, Any]], overhead_s: float) -> dict[str, float]:
+def case_walls_s(records: Iterable[Mapping[str, Any]], warmup_s: float,
+                 start_s: float = WORKER_START_S) -> dict[str, float]:
     """Expected wall time (s) of each case id the `records` (newest first) measured: the
-    newest measurement of a case wins. Cases without samples (failed, skipped) are left out."""
+    newest measurement of a case wins. Cases without samples (failed, skipped) are left out.
+    `warmup_s`: the warm-up of a process whose record did not measure its own."""
     walls: dict[str, float] = {}
     for record in records:
         for result in record.get("results") or []:
-            wall = _wall_s(result, overhead_s)
+            wall = _wall_s(result, warmup_s, start_s)
             if wall is None:
                 continue
             for case_id in history_ids(result):

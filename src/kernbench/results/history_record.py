@@ -137,6 +137,8 @@ def _compact_result(record: Mapping[str, Any]) -> dict[str, Any]:
         "samples_ms": [_round6(x) for x in samples],
         "process_sample_counts": [int(c) for c in counts],
         "inner_loops": int(timing.get("inner_loops") or 0),
+        **({"warmup_s": _round6(float(timing["warmup_s"]))}
+           if isinstance(timing.get("warmup_s"), (int, float)) else {}),
         "latency_ms_p50": _round6(float(statistics.median(samples))) if samples else None,
         "accuracy": {key: _round6(accuracy.get(key)) for key in ACCURACY_KEYS},
         **({"machine": record["machine"]} if record.get("machine") else {}),
