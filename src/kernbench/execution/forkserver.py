@@ -83,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _preload(key: str) -> dict[str, Any]:
-    """Import kernbench's worker and the framework; say whether forking is still safe."""
+    """Import kernbench's worker and the framework, rehearse a case (warm code for every
+    child: :mod:`kernbench.execution.rehearsal`); say whether forking is still safe."""
     import kernbench.execution.worker  # noqa: F401  (compiled once here instead of once per case)
     from kernbench.execution.jobs import prepare_codec
 
@@ -100,8 +101,12 @@ def _preload(key: str) -> dict[str, Any]:
         import numpy.random  # noqa: F401
     if key in GPU_FRAMEWORKS:  # their GPU cases time with these (the worker imports them lazily)
         __import__("kernbench.measure.gpu_session")
+    from kernbench.execution.rehearsal import rehearse
+
+    rehearsal = rehearse(key)
     freeze_heap()
-    return {"preloaded": loaded, "failed": failed, "unsafe": initialised_reason()}
+    return {"preloaded": loaded, "failed": failed, "rehearsal": rehearsal,
+            "unsafe": initialised_reason()}
 
 
 def freeze_heap() -> None:

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Where a forked worker's time goes, with and without the fork server's rehearsal.
+
+One process plays a fork server: it imports kernbench's worker and numpy (as numpy's server
+does), freezes its heap, and forks ``--forks`` children that each run one trivial numpy case
+(a kernel that returns ``np.float64(0.0)``, the job ``kernbench run`` writes for it) and
+report how long each phase took: the fork until the child runs, reading the job, the case
+(set-up, probes, calibration, timed samples), writing the reply, and the exit until the
+parent has reaped it. Then the same after a rehearsal (:mod:`kernbench.execution.rehearsal`)
+in the parent. Medians over the forks; "outside the samples" is the case's time less its
+timed samples.
+
+    python benchmarks/bench_worker_phases.py [--forks 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+sys.path.insert(0, str(SRC))
+
+import numpy  # noqa: E402  (what numpy's fork server preloads)
+import numpy.random  # noqa: E402,F401
+
+import kernbench.execution.launcher as launcher  # noqa: E402
+import kernbench.execution.worker as worker  # noqa: E402
+from kernbench.api import run_suite  # noqa: E402
+from kernbench.execution.jobs import dump_reply, load_job, prepare_codec  # noqa: E402
+from kernbench.execution.rehearsal import rehearse  # noqa: E402
+from kernbench.execution.settings import RunSettings  # noqa: E402
+from kernbench.results.model import ProtocolSettings  # noqa: E402
+
+PHASES = ("fork", "job read", "case", "outside the samples", "reply", "exit and reap", "total")
+
+
+def capture_job(tmp: Path) -> Path:
+    """The job file `kernbench run` writes for one trivial numpy case."""
+    root = tmp / "tree"
+    folder = root / "kernels" / "trivial"
+    folder.mkdir(parents=True)
+    (folder / "trivial.py").write_text(
+        "import numpy as np\n\n\ndef run_benchmark():\n    return np.float64(0.0)\n",
+        encoding="utf-8")
+    original = launcher.WorkerLauncher.run
+
+    def keep(self, framework, slot, job, *rest):  # type: ignore[no-untyped-def]
+        if not (tmp / "job.json").exists():
+            shutil.copy(job, tmp / "job.json")
+        return original(self, framework, slot, job, *rest)
+
+    launcher.WorkerLauncher.run = keep  # type: ignore[method-assign]
+    try:
+        run_suite(RunSettings(root=root, processes=1,
+                              protocol=ProtocolSettings(warmup_time_s=0.0)), tmp / "out")
+    finally:
+        launcher.WorkerLauncher.run = original  # type: ignore[method-assign]
+    os.chdir(root)
+    return tmp / "job.json"
+
+
+def child(job_path: Path, forked_at: float, write_fd: int) -> None:
+    began = time.perf_counter()
+    job = load_job(job_path)
+    read = time.perf_counter()
+    reply = worker.run_job(job)
+    ran = time.perf_counter()
+    dump_reply(reply, job.result_path)
+    wrote = time.perf_counter()
+    timed = sum(reply.samples_ns or ()) * max(reply.inner_loops or 1, 1) / 1e9
+    os.write(write_fd, json.dumps([began - forked_at, read - began, ran - read,
+                                   ran - read - timed, wrote - ran, wrote]).encode())
+    os._exit(0)
+
+
+def phases(job_path: Path, forks: int) -> dict[str, float]:
+    rows: list[list[float]] = []
+    for _ in range(forks):
+        read_fd, write_fd = os.pipe()
+        forked_at = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            child(job_path, forked_at, write_fd)
+        os.close(write_fd)
+        fork_s, job_s, case_s, outside_s, reply_s, wrote = json.loads(os.read(read_fd, 4096))
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+        reaped = time.perf_counter()
+        rows.append([fork_s, job_s, case_s, outside_s, reply_s, reaped - wrote,
+                     reaped - forked_at])
+    return {name: statistics.median(r[i] for r in rows) * 1e3 for i, name in enumerate(PHASES)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--forks", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kernbench-phases-") as tmp:
+        job_path = capture_job(Path(tmp))
+        prepare_codec()
+        gc.collect()
+        gc.freeze()
+        cold = phases(job_path, args.forks)
+        reason = rehearse("numpy")
+        if reason is not None:
+            raise SystemExit(f"the rehearsal failed: {reason}")
+        gc.collect()
+        gc.freeze()
+        warm = phases(job_path, args.forks)
+    print(f"\nA forked worker of a trivial numpy case, medians of {args.forks} forks (ms)\n")
+    print("| phase | without rehearsal | rehearsed |")
+    print("|---|---:|---:|")
+    for name in PHASES:
+        print(f"| {name} | {cold[name]:.2f} ms | {warm[name]:.2f} ms |")
+
+
+if __name__ == "__main__":
+    main()
