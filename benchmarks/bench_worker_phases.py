@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Where a forked worker's time goes, with and without the fork server's rehearsal.
 
-One process plays a fork server: it imports kernbench's worker and numpy (as numpy's server
-does), freezes its heap, and forks ``--forks`` children that each run one trivial numpy case
-(a kernel that returns ``np.float64(0.0)``, the job ``kernbench run`` writes for it) and
+One process plays a fork server: it imports kernbench's worker and the framework (numpy by
+default, or ``--framework torch|jax``, as that framework's server does), freezes its heap, and
+forks ``--forks`` children that each run one trivial case of that framework (a kernel that
+returns a zero scalar; the job ``kernbench run`` writes for it) and
 report how long each phase took: the fork until the child runs, reading the job, the case
 (set-up, probes, calibration, timed samples), writing the reply, and the exit until the
 parent has reaped it. Then the same after a rehearsal (:mod:`kernbench.execution.rehearsal`)
 in the parent. Medians over the forks; "outside the samples" is the case's time less its
 timed samples.
 
-    python benchmarks/bench_worker_phases.py [--forks 15]
+    python benchmarks/bench_worker_phases.py [--forks 15] [--framework numpy|torch|jax]
 """
 
 from __future__ import annotations
@@ -29,28 +30,29 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src"
 sys.path.insert(0, str(SRC))
 
-import numpy  # noqa: E402  (what numpy's fork server preloads)
-import numpy.random  # noqa: E402,F401
-
 import kernbench.execution.launcher as launcher  # noqa: E402
 import kernbench.execution.worker as worker  # noqa: E402
 from kernbench.api import run_suite  # noqa: E402
+from kernbench.execution.forkserver import GPU_FRAMEWORKS, PRELOADS  # noqa: E402
 from kernbench.execution.jobs import dump_reply, load_job, prepare_codec  # noqa: E402
 from kernbench.execution.rehearsal import rehearse  # noqa: E402
 from kernbench.execution.settings import RunSettings  # noqa: E402
 from kernbench.results.model import ProtocolSettings  # noqa: E402
 
+KERNELS = {"numpy": ("numpy", "import numpy as np", "np.float64(0.0)"),
+           "torch": ("pytorch", "import torch", "torch.zeros(())"),
+           "jax": ("jax", "import jax.numpy as jnp", "jnp.zeros(())")}
 PHASES = ("fork", "job read", "case", "outside the samples", "reply", "exit and reap", "total")
 
 
-def capture_job(tmp: Path) -> Path:
-    """The job file `kernbench run` writes for one trivial numpy case."""
+def capture_job(tmp: Path, framework: str) -> Path:
+    """The job file `kernbench run` writes for one trivial case of `framework`."""
     root = tmp / "tree"
     folder = root / "kernels" / "trivial"
     folder.mkdir(parents=True)
+    _, imports, value = KERNELS[framework]
     (folder / "trivial.py").write_text(
-        "import numpy as np\n\n\ndef run_benchmark():\n    return np.float64(0.0)\n",
-        encoding="utf-8")
+        f"{imports}\n\n\ndef run_benchmark():\n    return {value}\n", encoding="utf-8")
     original = launcher.WorkerLauncher.run
 
     def keep(self, framework, slot, job, *rest):  # type: ignore[no-untyped-def]
@@ -104,20 +106,29 @@ def phases(job_path: Path, forks: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--forks", type=int, default=15)
+    parser.add_argument("--framework", choices=sorted(KERNELS), default="numpy")
     args = parser.parse_args()
+    key = KERNELS[args.framework][0]
     with tempfile.TemporaryDirectory(prefix="kernbench-phases-") as tmp:
-        job_path = capture_job(Path(tmp))
+        job_path = capture_job(Path(tmp), args.framework)
+        for name in PRELOADS[key]:  # what the framework's server imports
+            __import__(name)
+        if key in GPU_FRAMEWORKS:
+            __import__("kernbench.measure.gpu_session")
+        if "numpy" in sys.modules:
+            __import__("numpy.random")
         prepare_codec()
         gc.collect()
         gc.freeze()
         cold = phases(job_path, args.forks)
-        reason = rehearse("numpy")
+        reason = rehearse(key)
         if reason is not None:
             raise SystemExit(f"the rehearsal failed: {reason}")
         gc.collect()
         gc.freeze()
         warm = phases(job_path, args.forks)
-    print(f"\nA forked worker of a trivial numpy case, medians of {args.forks} forks (ms)\n")
+    print(f"\nA forked worker of a trivial {args.framework} case, medians of {args.forks} "
+          "forks (ms)\n")
     print("| phase | without rehearsal | rehearsed |")
     print("|---|---:|---:|")
     for name in PHASES:
