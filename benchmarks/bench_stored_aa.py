@@ -72,10 +72,9 @@ def rule(name: str):  # type: ignore[no-untyped-def]
         if name == "welch":
             stack.enter_context(mock.patch.object(stats_compare, "moved_by_few",
                                                   lambda *_: False))
-        if name in ("welch", "+typical"):
-            stack.enter_context(mock.patch.object(
-                process_modes, "steady_groups",
-                lambda groups, *_, **__: ([list(g) for g in groups], 0)))
+        if name in ("welch", "+typical"):  # no typical probe: no process is left out
+            stack.enter_context(mock.patch.object(process_modes, "typical_probe_us",
+                                                  lambda *_: None))
         yield
 
 

@@ -1,5 +1,6 @@
 """Tests for kernbench.analysis.process_modes: processes that ran in the VM's slow mode are
-left out of a comparison, which says so; a kernel that really got slower is still caught."""
+left out of a comparison on both sides or neither, which says so; the speed check then compares
+the probes of the processes kept; a kernel that really got slower is still caught."""
 
 from __future__ import annotations
 
@@ -8,32 +9,46 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.analysis.compare import compare_results
+from kernbench.analysis.compare import compare_results, machine_caveats
 from kernbench.analysis.process_modes import (
+    kept_machines,
     left_out_note,
     process_probes,
-    steady_groups,
+    steady_sides,
     typical_probe_us,
 )
+from kernbench.analysis.stats_compare import Comparison, moved_by_few
 from kernbench.results.model import CaseResult
 
-rng = np.random.default_rng(7)
 NORMAL_PROBES = [140.0, 134.9, 137.7, 135.2, 129.9, 151.5, 143.2, 134.0, 144.0, 133.2]
 
 
-def record(medians_us: list[float], probes: list[Any] | None, kernel: str = "loop") -> CaseResult:
-    """Ten samples per process around each median (µs), with the processes' speed probes."""
+def record(medians_us: list[float], probes: list[Any] | None, kernel: str = "loop",
+           status: str = "ok") -> CaseResult:
+    """Ten samples per process around each median (µs), with the processes' speed probes
+    (None: a record stored before each process's probe was kept)."""
     samples = [m / 1e3 * (1 + d) for m in medians_us for d in np.linspace(-0.01, 0.01, 10)]
     machine = None if probes is None else {"speed_probe_us": float(np.median(
         [p for p in probes if p])), "process_speed_probes_us": probes}
     return CaseResult(kernel_name=kernel, kernel_path=f"kernels/{kernel}.py",
                       framework="numpy", backend="cpu", precision="fp32", problem_size=None,
-                      status="ok", samples_ms=tuple(samples),
+                      status=status, samples_ms=tuple(samples),  # type: ignore[arg-type]
                       process_sample_counts=(10,) * len(medians_us), machine=machine)
 
 
-def medians(centre: float) -> list[float]:
+def medians(centre: float, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
     return [centre * float(x) for x in np.exp(rng.normal(0.0, 0.03, 10))]
+
+
+def slowed(values: list[float], probes: list[float], which: tuple[int, ...],
+           ) -> tuple[list[float], list[float]]:
+    """Processes `which` in the slow mode: 1.5x the median, 1.45x the probe (as measured)."""
+    values, probes = list(values), list(probes)
+    for index in which:
+        values[index] *= 1.5
+        probes[index] *= 1.45
+    return values, probes
 
 
 def test_probes_per_process_or_the_case_s_one() -> None:
@@ -43,21 +58,42 @@ def test_probes_per_process_or_the_case_s_one() -> None:
                      machine={"speed_probe_us": 150.0})
     assert process_probes(one) == [150.0]
     assert process_probes(record([1.0], None)) == []
-    assert typical_probe_us([record([1.0] * 3, [100.0, 300.0, 120.0]), one]) == 135.0
+
+
+def test_the_typical_probe_is_the_lower_quartile_of_measured_processes() -> None:
+    probes = [100.0, 110.0, 120.0, 130.0, 200.0, 210.0, 220.0, 230.0, 240.0]
+    assert typical_probe_us([record([1.0] * 9, probes)]) == 120.0
+    # Half the processes slow: the lower quartile stays in the normal mode, a median would not.
+    half = [140.0] * 5 + [203.0] * 5
+    assert typical_probe_us([record([1.0] * 10, half)]) == 140.0
+    failed = record([1.0], [999.0], status="failed")
+    assert typical_probe_us([record([1.0] * 3, [100.0, 100.0, 100.0]), failed]) == 100.0
     assert typical_probe_us([record([1.0], None)]) is None
 
 
-def test_steady_groups_leave_out_slow_processes_only_when_enough_remain() -> None:
-    groups = [[1.0], [2.0], [3.0], [4.0]]
-    slow = record([1.0] * 4, [140.0, 202.0, 138.0, 141.0])
-    assert steady_groups(groups, slow, 140.0) == ([[1.0], [3.0], [4.0]], 1)
-    assert steady_groups(groups, slow, 140.0, min_groups=4) == (groups, 0)
-    assert steady_groups(groups, slow, None) == (groups, 0)
-    missing = record([1.0] * 4, [140.0, None, 138.0, 141.0])
-    assert steady_groups(groups, missing, 140.0) == (groups, 0)
-    # 1.24x is within the tolerance, 1.26x is not.
-    edge = record([1.0] * 4, [140.0, 140.0 * 1.24, 140.0 * 1.26, 141.0])
-    assert steady_groups(groups, edge, 140.0, min_groups=2)[1] == 1
+def test_both_sides_are_filtered_and_the_kept_probes_reported() -> None:
+    base_v, base_p = slowed([1.0] * 5, [140.0] * 5, (1,))
+    cand_v, cand_p = slowed([1.0] * 5, [141.0] * 5, (0, 4))
+    steady = steady_sides(record(base_v, base_p), record(cand_v, cand_p), 140.0)
+    assert steady.left_out == (1, 2)
+    assert len(steady.baseline) == 4 and len(steady.candidate) == 3
+    assert steady.probes_us == (140.0, 141.0)
+
+
+@pytest.mark.parametrize("base_probes", [None, [140.0, None, 140.0, 140.0, 140.0]])
+def test_a_side_that_cannot_be_filtered_keeps_the_other_side_whole(
+        base_probes: list[Any] | None) -> None:
+    cand_v, cand_p = slowed([1.0] * 5, [140.0] * 5, (0,))
+    steady = steady_sides(record([1.0] * 5, base_probes), record(cand_v, cand_p), 140.0)
+    assert steady.left_out == (0, 0)
+    assert (len(steady.baseline), len(steady.candidate)) == (5, 5)
+    assert steady.probes_us == (None, None)
+
+
+def test_a_side_that_ran_mostly_slow_is_left_to_the_speed_check() -> None:
+    cand_v, cand_p = slowed([1.0] * 5, [140.0] * 5, (0, 1, 2))
+    steady = steady_sides(record([1.0] * 5, [140.0] * 5), record(cand_v, cand_p), 140.0)
+    assert steady.left_out == (0, 0)  # two would remain: fewer than three
 
 
 def test_left_out_note_names_each_side() -> None:
@@ -68,27 +104,65 @@ def test_left_out_note_names_each_side() -> None:
 
 
 def test_processes_in_the_slow_mode_do_not_make_a_regression() -> None:
-    # Measured here: processes whose probe took ~1.45x as long had ~1.5x the median.
-    base = record(medians(860.0), NORMAL_PROBES)
-    slowed = medians(860.0)
-    probes = list(NORMAL_PROBES)
-    for index in (0, 2, 3, 8, 9):
-        slowed[index] *= 1.5
-        probes[index] *= 1.45
-    case = compare_results([base], [record(slowed, probes)])[0]
+    base = record(medians(860.0, 1), NORMAL_PROBES)
+    values, probes = slowed(medians(860.0, 2), NORMAL_PROBES, (0, 2, 3, 8, 9))
+    case = compare_results([base], [record(values, probes)])[0]
     assert case.verdict != "regressed"
     assert case.processes == (10, 5)
     assert case.ratio == pytest.approx(1.0, abs=0.06)
     assert case.note is not None and "5 of 10 candidate processes" in case.note
-    # Without the probes the same figures are a regression: the probes decide it.
-    blind = compare_results([base], [record(slowed, None)])[0]
+    # Without the probes on either side the same figures are a regression.
+    blind = compare_results([record(medians(860.0, 1), None)], [record(values, None)])[0]
     assert blind.verdict == "regressed"
 
 
-def test_a_real_slowdown_with_steady_probes_is_still_caught() -> None:
-    base = record(medians(860.0), NORMAL_PROBES)
-    cand = record(medians(860.0 * 1.3), list(reversed(NORMAL_PROBES)))
-    case = compare_results([base], [cand])[0]
+def test_a_real_slowdown_is_caught_through_slow_processes_on_both_sides() -> None:
+    base_v, base_p = slowed(medians(860.0, 3), NORMAL_PROBES, (1, 4, 7, 8))
+    cand_v, cand_p = slowed(medians(860.0 * 1.3, 4), NORMAL_PROBES, (0, 2, 5, 9))
+    case = compare_results([record(base_v, base_p)], [record(cand_v, cand_p)])[0]
     assert case.verdict == "regressed"
-    assert case.processes == (10, 10)
-    assert case.note is None
+    assert case.processes == (6, 6)
+    assert case.ratio == pytest.approx(1.3, rel=0.05)
+
+
+def test_the_speed_check_compares_the_kept_processes_probes() -> None:
+    """Half the candidate's processes in the slow mode and a real 1.3x: the slow ones are left
+    out, and the case's median probe (half of it slow) must not explain the 1.3x away."""
+    base = record(medians(860.0, 5), NORMAL_PROBES)
+    values, probes = slowed(medians(860.0 * 1.3, 6), NORMAL_PROBES, (0, 2, 4, 6, 8))
+    cand = record(values, probes)
+    cases = compare_results([base], [cand])
+    assert cases[0].verdict == "regressed"
+    judged = machine_caveats(cases, [base], [cand], changed=None)
+    assert judged[0].verdict == "regressed", judged[0].note
+    before, after = kept_machines((base.machine, cand.machine), base, cand,
+                                  typical_probe_us([base, cand]))
+    assert after is not None and after["speed_probe_us"] == pytest.approx(
+        np.median([NORMAL_PROBES[i] for i in (1, 3, 5, 7, 9)]))
+    assert before == base.machine  # nothing left out on the baseline side: its own median
+
+
+def test_a_machine_check_keeps_the_note_of_what_was_left_out() -> None:
+    base = record(medians(860.0, 7), NORMAL_PROBES)
+    values, probes = slowed(medians(860.0 * 1.3, 8), NORMAL_PROBES, (0, 3))
+    cand = record(values, probes)
+    cases = compare_results([base], [cand])
+    judged = machine_caveats(cases, [base], [cand], changed="calibration 1.80x slower")
+    assert judged[0].verdict == "inconclusive" and judged[0].claimed == "regressed"
+    assert judged[0].note is not None
+    assert "the machine changed" in judged[0].note
+    assert "2 of 10 candidate processes" in judged[0].note
+
+
+def test_moved_by_few_looks_at_the_direction() -> None:
+    def comparison(ratio: float, typical: float) -> Comparison:
+        return Comparison(ratio, ratio, ratio, 0.01, "welch-log-process-medians", 10, 10,
+                          typical_ratio=typical)
+
+    assert moved_by_few(comparison(1.2, 1.05), 0.1)
+    assert moved_by_few(comparison(1.2, 0.85), 0.1)  # the typical process got faster
+    assert not moved_by_few(comparison(1.2, 1.15), 0.1)
+    assert moved_by_few(comparison(0.8, 0.95), 0.1)
+    assert moved_by_few(comparison(0.8, 1.2), 0.1)
+    assert not moved_by_few(comparison(0.8, 0.85), 0.1)
+    assert not moved_by_few(comparison(1.05, 1.5), 0.1)  # the mean is inside the band

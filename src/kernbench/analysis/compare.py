@@ -103,13 +103,9 @@ def case_key(result: CaseResult) -> str:
 
 
 def process_groups(result: CaseResult) -> list[list[float]]:
-    """The samples split by the worker process that took them."""
-    counts = result.process_sample_counts or (len(result.samples_ms),)
-    groups, start = [], 0
-    for count in counts:
-        groups.append(list(result.samples_ms[start:start + count]))
-        start += count
-    return [g for g in groups if g]
+    """The samples split by the worker process that took them (processes without any left
+    out)."""
+    return [g for g in process_modes.by_process(result) if g]
 
 
 def _p50(result: CaseResult) -> float | None:
@@ -206,11 +202,10 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
         if status is not None:
             decided.append(status)
             continue
-        (groups_a, out_a), (groups_b, out_b) = (
-            process_modes.steady_groups(process_groups(r), r, typical) for r in (base, cand))
-        comparison = compare(groups_a, groups_b, confidence)
+        steady = process_modes.steady_sides(base, cand, typical)
+        comparison = compare(steady.baseline, steady.candidate, confidence)
         left_out = process_modes.left_out_note(
-            (out_a, out_b), (comparison.n_baseline, comparison.n_candidate))
+            steady.left_out, (comparison.n_baseline, comparison.n_candidate))
         pending.append((key, base, cand, comparison, left_out))
     q_values = benjamini_hochberg([c.p_value for *_, c, _ in pending])
     for (key, base, cand, comparison, left_out), q_value in zip(pending, q_values, strict=True):
@@ -330,6 +325,7 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
     that accounts for the change (:func:`speed_change`)."""
     base_by_key = {case_key(r): r for r in baseline}
     cand_by_key = {case_key(r): r for r in candidate}
+    typical = process_modes.typical_probe_us([*baseline, *candidate])
     judged = []
     for case in cases:
         if case.verdict not in ("regressed", "improved") or case.method is None:
@@ -342,7 +338,9 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
             why = busy(machine)
             if why:
                 reasons.append(f"the machine was busy during the {side}'s samples ({why})")
-        speed = speed_change(machines["baseline"], machines["candidate"])
+        speed = speed_change(*process_modes.kept_machines(
+            (machines["baseline"], machines["candidate"]), base_by_key.get(case.key),
+            cand_by_key.get(case.key), typical))
         if speed is not None and explained_by_speed(case, speed):
             reasons.append(f"the case's processes ran a fixed Python loop {speed:.2f}x as long "
                            "in the candidate, which accounts for the change")
@@ -350,7 +348,8 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
             judged.append(case)
             continue
         note = (f"inconclusive: {'; '.join(reasons)}. The figures alone say {case.verdict}"
-                f"{f' ({case.ratio:.2f}x)' if case.ratio else ''}; {ADVICE}")
+                f"{f' ({case.ratio:.2f}x)' if case.ratio else ''}; {ADVICE}"
+                f"{f'. Also: {case.note}' if case.note else ''}")
         judged.append(replace(case, verdict="inconclusive", claimed=case.verdict, note=note))
     return judged
 

@@ -8,11 +8,13 @@ fixed Python loop just before and just after its samples (``machine.speed_probe_
 the two processes whose probe took 202 and 203 µs against the run's typical 140 µs had
 medians of 1,313 and 1,304 µs against 770-940 µs for the other 58.
 
-A process whose probe is beyond :data:`SLOW_PROCESS` times the typical probe (the median over
-every process of every case of both runs compared) is left out of the comparison, which says
-so: its samples measure the VM, not the kernel. A whole run that ran slow leaves too few
-processes to leave out, and is the business of the comparison's speed and calibration checks
-(:func:`kernbench.analysis.compare.machine_caveats`). A kernel cannot slow the probe of its own
+A process whose probe is beyond :data:`SLOW_PROCESS` times the typical probe (the lower
+quartile over every process of both runs compared) is left out of the comparison, which says
+so: its samples measure the VM, not the kernel. Both sides are filtered or neither (a side
+filtered alone would bias the ratio). A side that ran mostly slow leaves too few processes to
+leave out, and is the business of the comparison's speed and calibration checks
+(:func:`kernbench.analysis.compare.machine_caveats`), which then compare the probes of the
+processes kept. A kernel cannot slow the probe of its own
 process down, other than by leaving work running after its samples.
 
 Process medians can also differ with no probe to show it (the layout of a nanosecond kernel):
@@ -23,7 +25,9 @@ processes from passing for a change of the kernel (:func:`note`).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from kernbench.analysis.stats_compare import Comparison, moved_by_few
 from kernbench.results.model import CaseResult
@@ -47,24 +51,85 @@ def process_probes(result: CaseResult) -> list[float | None]:
 
 
 def typical_probe_us(results: Sequence[CaseResult]) -> float | None:
-    """The median speed probe over every process of every case given."""
-    probes = [p for r in results for p in process_probes(r) if p is not None]
-    return statistics.median(probes) if probes else None
+    """The probe of a process in the normal mode: the lower quartile over every process of
+    every measured case given. The slow mode is only ever slower, so the lower quartile stays
+    in the normal mode while fewer than three processes in four ran slow (a median would land
+    between the modes once about half did)."""
+    probes = sorted(p for r in results if r.status == "ok" for p in process_probes(r)
+                    if p is not None)
+    if len(probes) < 2:
+        return probes[0] if probes else None
+    return statistics.quantiles(probes, n=4, method="inclusive")[0]
 
 
-def steady_groups(groups: Sequence[Sequence[float]], result: CaseResult,
-                  typical_us: float | None, min_groups: int = 3) -> tuple[list[list[float]], int]:
-    """`groups` (the case's samples by process) without the processes that ran in the slow
-    mode, and how many were left out. Nothing is left out without a probe for every process,
-    or when fewer than `min_groups` processes would remain."""
+@dataclass(frozen=True)
+class Steady:
+    """One case's process groups on both sides, without the processes in the slow mode."""
+
+    baseline: list[list[float]]
+    candidate: list[list[float]]
+    left_out: tuple[int, int] = (0, 0)
+    probes_us: tuple[float | None, float | None] = (None, None)
+    """The median probe of each side's kept processes, where processes were left out (the
+    speed check then compares these, not the case's median over every process)."""
+
+
+def by_process(result: CaseResult) -> list[list[float]]:
+    """The samples split by the worker process that took them, in process order."""
+    counts = result.process_sample_counts or (len(result.samples_ms),)
+    groups, start = [], 0
+    for count in counts:
+        groups.append(list(result.samples_ms[start:start + count]))
+        start += count
+    return groups
+
+
+def _kept(result: CaseResult, limit: float) -> list[int] | None:
+    """Indices of the processes at or below `limit`; None without a probe for each."""
     probes = process_probes(result)
-    if typical_us is None or len(probes) != len(groups) or None in probes:
-        return [list(g) for g in groups], 0
-    limit = typical_us * SLOW_PROCESS
-    kept = [list(g) for g, p in zip(groups, probes, strict=True) if p is not None and p <= limit]
-    if len(kept) < min_groups:
-        return [list(g) for g in groups], 0
-    return kept, len(groups) - len(kept)
+    groups = by_process(result)
+    if len(probes) != len(groups) or None in probes:
+        return None
+    return [i for i, (g, p) in enumerate(zip(groups, probes, strict=True))
+            if g and p is not None and p <= limit]
+
+
+def steady_sides(base: CaseResult, cand: CaseResult, typical_us: float | None,
+                 min_groups: int = 3) -> Steady:
+    """Both sides' process groups (empty ones dropped) without the processes that ran in the
+    slow mode. Both sides are filtered or neither: nothing is left out when a side has no probe
+    for every process (a record stored before the probes were kept), or when fewer than
+    `min_groups` processes would remain on a side (most of it ran slow: the speed check's
+    business, see :func:`kernbench.analysis.compare.machine_caveats`)."""
+    groups = (by_process(base), by_process(cand))
+    whole = Steady([g for g in groups[0] if g], [g for g in groups[1] if g])
+    if typical_us is None:
+        return whole
+    kept = [_kept(r, typical_us * SLOW_PROCESS) for r in (base, cand)]
+    if any(k is None or len(k) < min_groups for k in kept):
+        return whole
+    index_a, index_b = kept[0] or [], kept[1] or []
+    left_out = (len(whole.baseline) - len(index_a), len(whole.candidate) - len(index_b))
+    if left_out == (0, 0):
+        return whole
+    probes = tuple(statistics.median(float(process_probes(r)[i] or 0.0) for i in index)
+                   for r, index in ((base, index_a), (cand, index_b)))
+    return Steady([groups[0][i] for i in index_a], [groups[1][i] for i in index_b],
+                  left_out, (probes[0], probes[1]))
+
+
+def kept_machines(machines: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
+                  base: CaseResult | None, cand: CaseResult | None, typical_us: float | None
+                  ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """Both sides' machine records, with the median probe of the processes a comparison kept
+    in place of every process's where it left some out (:func:`steady_sides`): a speed check
+    must not correct again for processes already left out."""
+    if base is None or cand is None:
+        return machines
+    probes = steady_sides(base, cand, typical_us).probes_us
+    before, after = ({**(m or {}), "speed_probe_us": p} if p is not None else m
+                     for m, p in zip(machines, probes, strict=True))
+    return before, after
 
 
 def left_out_note(left_out: tuple[int, int], processes: tuple[int, int]) -> str | None:

@@ -342,11 +342,15 @@ def verdict(comparison: Comparison, q_value: float | None, threshold: float,
 
 
 def moved_by_few(comparison: Comparison, threshold: float) -> bool:
-    """The ratio is beyond the practical band but the typical process's ratio is not: the
-    mean of the process medians moved because a few processes did."""
+    """The ratio is beyond the practical band but the typical process's ratio is not beyond it
+    on the same side: the mean of the process medians moved because a few processes did (the
+    typical process may even have moved the other way)."""
     ratio, typical = comparison.ratio, comparison.typical_ratio
     if ratio is None or typical is None:
         return False
     upper = 1.0 + threshold
-    beyond = ratio > upper or ratio < 1.0 / upper
-    return beyond and 1.0 / upper <= typical <= upper
+    if ratio > upper:
+        return typical <= upper
+    if ratio < 1.0 / upper:
+        return typical >= 1.0 / upper
+    return False

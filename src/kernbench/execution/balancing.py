@@ -10,9 +10,10 @@ the same history computes the same split.
 A case's expected wall time (:func:`case_walls_s`) is what the newest history record holding
 it measured: the sum of its samples times the inner loop count (1 where an older record does
 not say), plus, for each of its worker processes, a worker's start and its warm-up: the warm-up
-the record measured (``warmup_s``: a JAX case's settling, a compile) or, in older records, the
-run's ``--warmup-time``. A kernel's cases that no record holds count as the median of the
-known cases.
+the record measured (``warmup_s``, its longest process's: a JAX case's settling, a JIT's first
+calls; an implementation's ``compile:`` runs before it and is not counted) or, in older
+records, the run's ``--warmup-time``. A kernel's cases that no record holds count as the
+median of the known cases.
 """
 
 from __future__ import annotations
