@@ -29,6 +29,7 @@ import pytest
 
 from kernbench.analysis.compare import busy
 from kernbench.cli.main import main
+from kernbench.execution.forkserver import fork_supported
 from kernbench.results.history import append_record
 from support.git import git
 
@@ -629,6 +630,34 @@ def test_ab_with_an_injected_slowdown_flags_only_the_injected_kernel(tmp_path: P
     kmul = next(c for c in load(out / "comparison.json")["cases"] if c["kernel_name"] == "kmul")
     assert 2.0 < kmul["ratio"] < 4.0
     assert snapshot(repo) == before
+
+
+@pytest.mark.skipif(fork_supported() is not None, reason="fork servers unsupported here")
+def test_ab_rounds_fork_from_fresh_servers_that_both_sides_share(tmp_path: Path) -> None:
+    """A worker inherits its fork server's layout and hash seed. Each round's pair forks from
+    one server started for that round: the pair shares a layout, the rounds do not."""
+    log = tmp_path / "parents.txt"
+    kernel = textwrap.dedent(f"""
+        import os
+
+        with open({str(log)!r}, "a", encoding="utf-8") as handle:
+            handle.write(f"{{SIDE}} {{os.getppid()}}\\n")
+
+
+        def run_benchmark():
+            return None
+        """)
+    repo = tmp_path / "repo"
+    init_repo(repo, {"who": kernel.replace("{SIDE}", "A")})
+    write(repo / "kernels" / "who.py", kernel.replace("{SIDE}", "B"))
+    code, err = run(repo, tmp_path / "out", "--ab", "HEAD", "--rounds", "4")
+    assert code == 0, err
+    lines = [line.split() for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [side for side, _ in lines] == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    parents = [pid for _, pid in lines]
+    pairs = [set(parents[i:i + 2]) for i in range(0, 8, 2)]
+    assert all(len(pair) == 1 for pair in pairs), lines  # one server for both sides of a round
+    assert len(set(parents)) == 4, lines  # a new one every round
 
 
 def test_ab_with_a_ref_that_does_not_exist_exits_2(tmp_path: Path) -> None:

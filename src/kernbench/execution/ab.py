@@ -6,6 +6,14 @@ rounds alternate: in every round each case runs once on each side, in one fresh 
 each, A first in even rounds and B first in odd ones. Whatever the machine does over time
 (frequency, thermal state, a neighbour's load) then hits both sides alike, and each round adds
 one process-level replicate per side for the comparison.
+
+Each round's workers, both sides', fork from fork servers started for that round alone: a
+worker inherits its server's address-space layout and hash seed, so workers of one server
+share them. With one server per side for the whole run, every round of a side shared one
+layout, and a layout that happened to be slower on one side moved every round the same way
+(the sign test then calls identical code changed). Fresh servers each round make the rounds
+independent again, and one server for both sides of a round puts the two processes of a pair
+on the same layout, which the pair's difference then cancels.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from kernbench.analysis.gitref import resolve_ref
 from kernbench.errors import KernbenchError
 from kernbench.execution.outcomes import invalid_result
 from kernbench.execution.replicates import merge_replicates
-from kernbench.execution.runner import BenchmarkRunner
+from kernbench.execution.runner import BenchmarkRunner, make_launcher
 from kernbench.execution.settings import RunSettings
 from kernbench.results.model import Case, CaseResult, KernelSpec
 
@@ -94,29 +102,42 @@ def _git(root: Path, *args: str, check: bool = True) -> None:
 def interleave(baseline: Side, candidate: Side, rounds: int,
                progress: Progress | None = None) -> tuple[list[CaseResult], list[CaseResult]]:
     """Run both sides' cases in alternating rounds; one merged record per case and side."""
-    base_cases, cand_cases = baseline.keyed(), candidate.keyed()
-    keys = sorted(set(base_cases) | set(cand_cases))
+    keys = sorted(set(baseline.keyed()) | set(candidate.keyed()))
     runs: dict[tuple[str, str], list[CaseResult]] = {}
-    total = rounds * (sum(1 for k in keys if k in base_cases) + sum(1 for k in keys
-                                                                   if k in cand_cases))
+    total = rounds * (len(baseline.keyed()) + len(candidate.keyed()))
     done = 0
     with baseline.runner.session(), candidate.runner.session():
         for round_index in range(rounds):
-            order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)
-            for key in keys:
-                for side in order:
-                    case = (base_cases if side is baseline else cand_cases).get(key)
-                    if case is None:
-                        continue
-                    label = f"round {round_index + 1}/{rounds} {side.label} {case.case_id}"
-                    if progress is not None:
-                        progress.case_started(label, done + 1, total)
-                    result = side.runner.run_case(case)
-                    runs.setdefault((side.label, key), []).append(result)
-                    done += 1
-                    if progress is not None:
-                        progress.case_finished(f"{label}: {result.status}", done, total)
+            launcher = make_launcher(baseline.runner.settings)  # this round's fork servers
+            with contextlib.closing(launcher), baseline.runner.workers(launcher), \
+                    candidate.runner.workers(launcher):
+                order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)
+                label = f"round {round_index + 1}/{rounds}"
+                done = _round(order, keys, runs, label, (done, total), progress)
     return (_merged(baseline, runs), _merged(candidate, runs))
+
+
+def _round(order: tuple[Side, Side], keys: Sequence[str],
+           runs: dict[tuple[str, str], list[CaseResult]], label: str, counts: tuple[int, int],
+           progress: Progress | None) -> int:
+    """One round: each case once on each side, the sides in `order`; the count of cases done
+    after it."""
+    done, total = counts
+    keyed = {side.label: side.keyed() for side in order}
+    for key in keys:
+        for side in order:
+            case = keyed[side.label].get(key)
+            if case is None:
+                continue
+            what = f"{label} {side.label} {case.case_id}"
+            if progress is not None:
+                progress.case_started(what, done + 1, total)
+            result = side.runner.run_case(case)
+            runs.setdefault((side.label, key), []).append(result)
+            done += 1
+            if progress is not None:
+                progress.case_finished(f"{what}: {result.status}", done, total)
+    return done
 
 
 def _merged(side: Side, runs: dict[tuple[str, str], list[CaseResult]]) -> list[CaseResult]:

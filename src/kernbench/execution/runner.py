@@ -145,6 +145,17 @@ class BenchmarkRunner:
                     self._launcher.close()
                     self._launcher = None
 
+    @contextmanager
+    def workers(self, launcher: WorkerLauncher) -> Iterator[None]:
+        """Start this runner's workers with `launcher` (its fork servers, which the caller
+        owns and closes) inside the block, e.g. one launcher per --ab round shared by both
+        sides."""
+        previous, self._launcher = self._launcher, launcher
+        try:
+            yield
+        finally:
+            self._launcher = previous
+
     def run_case(self, case: Case, slot: int = 0) -> CaseResult:
         """Run one case in `processes` fresh worker processes and build its record; process k
         starts from replicate slot `slot + k` (see kernbench.execution.launcher). A device a
