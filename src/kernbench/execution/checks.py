@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernbench.config.formulas import parse_formula
 from kernbench.execution.contract import BoundKernel
 from kernbench.execution.jobs import WorkerJob
 from kernbench.results.model import NATIVE
@@ -69,6 +68,8 @@ def work_counts(job: WorkerJob, kernel: BoundKernel,
     for key, function_name in (("flops", "flops"), ("bytes", "bytes_moved")):
         formula = formulas.get(key)
         if isinstance(formula, str):
+            from kernbench.config.formulas import parse_formula  # only kernels with formulas
+
             counts[key] = parse_formula(formula, str(job.config_source),
                                         f"work.{key}").evaluate(variables)
             counts[f"{key}_source"] = f"bench.yaml work.{key}: {formula}"

@@ -202,7 +202,7 @@ def _redirect(fds: list[int]) -> None:
 
 
 def _prctl(option: int, value: int) -> None:
-    from kernbench.execution.isolation import prctl
+    from kernbench.execution.reaping import prctl
 
     function = prctl()
     if function is not None:

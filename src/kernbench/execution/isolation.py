@@ -16,19 +16,18 @@ address-space limit (RLIMIT_AS).
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import resource
 import secrets
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernbench.execution.reaping import kill_in_rounds, prctl
 from kernbench.execution.tails import ThreadedTail
 
 TOKEN_VARIABLE = "KERNBENCH_WORKER_TOKEN"
@@ -93,37 +92,7 @@ def kill_marked(token: str) -> int:
     return kill_in_rounds(lambda: marked_processes(token), SWEEP_ROUNDS, pause_s=0.01)
 
 
-def kill_in_rounds(find: Callable[[], Sequence[int]], rounds: int, pause_s: float) -> int:
-    """SIGKILL what `find` returns, and again after `pause_s`, until it finds nothing or
-    `rounds` run out (a process killed while it forks can leave a new child, and killing a
-    parent orphans the next generation); how many signals were delivered."""
-    killed = 0
-    for _ in range(rounds):
-        pids = find()
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        time.sleep(pause_s)
-    return killed
-
-
 PR_SET_PDEATHSIG = 1
-
-
-@functools.cache
-def prctl() -> Callable[..., int] | None:
-    """libc's prctl, looked up in the parent (never between fork and exec); None off Linux."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
 
 
 def child_setup(max_memory_bytes: int | None) -> Callable[[], None]:

@@ -1,12 +1,19 @@
 """What a fork server's case left behind, found and killed: the server is a child subreaper,
 so every orphaned descendant of a case becomes its child (:mod:`kernbench.execution.forkserver`).
+Also the two process tools the server shares with the parent (``prctl``, ``kill_in_rounds``):
+kept here, light, so that a server never imports the parent's side of isolation (subprocess,
+secrets and the rest cost each server's start a few milliseconds).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
 
 SWEEP_ROUNDS = 20
 
@@ -14,8 +21,6 @@ SWEEP_ROUNDS = 20
 def sweep(pid: int) -> int:
     """Kill what the case `pid` left behind: its process group, then every child of this
     (subreaper) process, round after round, since killing one orphans the next generation."""
-    from kernbench.execution.isolation import kill_in_rounds
-
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     killed = kill_in_rounds(_reaped_children, SWEEP_ROUNDS, pause_s=0.002)
@@ -75,3 +80,33 @@ def _stat(pid: int) -> list[bytes] | None:
     except (OSError, IndexError):
         return None
     return fields or None
+
+
+def kill_in_rounds(find: Callable[[], Sequence[int]], rounds: int, pause_s: float) -> int:
+    """SIGKILL what `find` returns, and again after `pause_s`, until it finds nothing or
+    `rounds` run out (a process killed while it forks can leave a new child, and killing a
+    parent orphans the next generation); how many signals were delivered."""
+    killed = 0
+    for _ in range(rounds):
+        pids = find()
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(pause_s)
+    return killed
+
+
+@functools.cache
+def prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up in the parent (never between fork and exec); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None

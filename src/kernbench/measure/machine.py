@@ -20,7 +20,6 @@ Reading these costs a few hundred microseconds (the activity) and about 50 ms (a
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -131,6 +130,8 @@ def _loadavg() -> list[float | None]:
 
 
 def _all_cores_hash_ms(cores: int) -> float:
+    import hashlib  # the run's calibration, in the parent: workers never need it
+
     data = bytes(HASH_BYTES)
 
     def work() -> None:

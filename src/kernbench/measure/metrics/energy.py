@@ -45,7 +45,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -83,6 +82,8 @@ def import_optional(name: str) -> Any:
 
 def run_command(argv: list[str]) -> str:
     """Run ``argv`` with a short timeout and return its stdout; raises on any failure."""
+    import subprocess  # only where rocm-smi is read: not imported by every CPU worker
+
     done = subprocess.run(argv, capture_output=True, text=True,
                           timeout=ROCM_SMI_TIMEOUT_S, check=True)
     return done.stdout

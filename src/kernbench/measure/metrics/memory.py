@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import resource
 import sys
-import tracemalloc
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,7 +51,9 @@ class PeakMemory:
             self._reset = False
         rss = _status_kb("VmRSS")
         self._start_mb = rss / 1024 if rss is not None else None
-        if self._trace:
+        if self._trace:  # opt-in, so imported only then
+            import tracemalloc
+
             tracemalloc.start()
 
     def stop(self) -> dict[str, Any]:
@@ -69,6 +70,8 @@ class PeakMemory:
         else:
             record["allocated_mb_source"] = "peak RSS during the case minus RSS at its start"
         if self._trace:
+            import tracemalloc
+
             current, python_peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             record.update(python_peak_mb=python_peak / 2**20, python_current_mb=current / 2**20,
