@@ -312,6 +312,34 @@ def test_an_unsafe_server_means_spawned_workers_with_a_note(
     assert UnsafeServer.closed == 2  # both slots' servers were stopped
 
 
+def test_a_fresh_launcher_remembers_what_could_not_fork(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--ab starts new servers each round: a framework found unsafe (or whose server failed)
+    must not cost a server start, or a 180 s timeout, again every round."""
+    monkeypatch.setattr("kernbench.execution.launcher.ForkServer", UnsafeServer)
+    UnsafeServer.closed = 0
+    launcher = WorkerLauncher("fork", worker_env(), slots=1)
+    try:
+        launcher.run("pytorch", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert UnsafeServer.closed == 1
+    again = launcher.fresh()
+    try:
+        info = again.run("pytorch", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+    finally:
+        again.close()
+    assert info.isolation == "spawn" and info.note is not None and "unsafe" in info.note
+    assert UnsafeServer.closed == 1  # no server was started for it this time
+    assert (again.mode, again.slots) == (launcher.mode, launcher.slots)
+
+
+def test_up_to_ten_processes_get_a_server_each() -> None:
+    assert WorkerLauncher("fork", worker_env(), slots=10).slots == 10
+    assert WorkerLauncher("fork", worker_env(), slots=25).slots == 10
+    assert WorkerLauncher("fork", worker_env(), slots=0).slots == 1
+
+
 def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
     launcher = WorkerLauncher("fork", worker_env())
     try:

@@ -570,3 +570,28 @@ def test_reset_with_a_sync_chosen_from_the_first_result() -> None:
                       settings(warmup=0, iterations=3), reset=reset)
     assert outcome.measurement.samples_ns == (3 * US,) * 3
     assert reset.calls == kernel.calls == 4  # the untimed first call is reset too
+
+
+def test_tracemalloc_is_imported_before_the_peak_is_reset(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--trace-python imports tracemalloc lazily: its ~0.5 MB must land before the case's peak
+    RSS is reset, not count as the case's memory."""
+    import builtins
+    import sys
+
+    from kernbench.measure.metrics.memory import PeakMemory
+
+    seen: list[bool] = []
+    real_open = builtins.open
+
+    def spying_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(file) == "/proc/self/clear_refs":
+            seen.append("tracemalloc" in sys.modules)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "tracemalloc", raising=False)
+    monkeypatch.setattr(builtins, "open", spying_open)
+    peak = PeakMemory(trace_python=True)
+    peak.start()
+    peak.stop()
+    assert seen == [True]

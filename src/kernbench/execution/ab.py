@@ -106,9 +106,11 @@ def interleave(baseline: Side, candidate: Side, rounds: int,
     runs: dict[tuple[str, str], list[CaseResult]] = {}
     total = rounds * (len(baseline.keyed()) + len(candidate.keyed()))
     done = 0
+    launcher = make_launcher(baseline.runner.settings)
     with baseline.runner.session(), candidate.runner.session():
         for round_index in range(rounds):
-            launcher = make_launcher(baseline.runner.settings)  # this round's fork servers
+            # This round's fork servers; what could not fork in an earlier round is not retried.
+            launcher = launcher.fresh() if round_index else launcher
             with contextlib.closing(launcher), baseline.runner.workers(launcher), \
                     candidate.runner.workers(launcher):
                 order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)

@@ -24,8 +24,10 @@ from kernbench.execution.forkserver import ForkServer, ServerGone, fork_supporte
 from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
 
 ISOLATION_MODES = ("fork", "spawn")
-MAX_SLOTS = 3
-"""Fork servers per framework at most: replicate k of a case forks from server k mod 3."""
+MAX_SLOTS = 10
+"""Fork servers per framework at most: replicate k of a case forks from server k mod 10, so up
+to 10 processes per case each have their own layout and hash seed (more share them: each
+server of a heavy framework holds its memory, about 0.3 GB for torch)."""
 
 
 class WorkerLauncher:
@@ -61,6 +63,14 @@ class WorkerLauncher:
             self._drop(key)
             self._unusable.setdefault(key, f"fork server failed, workers spawned instead: {exc}")
             return self._spawn(job, cwd, timeout_s, max_memory_bytes, self._unusable[key])
+
+    def fresh(self) -> WorkerLauncher:
+        """A launcher like this one with servers of its own, started on first use (new
+        address-space layouts and hash seeds), that remembers which frameworks could not fork
+        here: a failed or unsafe server is not tried again."""
+        other = WorkerLauncher(self.mode, self._env, self.slots)
+        other._unusable.update(self._unusable)
+        return other
 
     def _server(self, key: str, slot: int) -> ForkServer:
         if (key, slot) not in self._servers:
