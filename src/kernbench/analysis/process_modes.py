@@ -84,10 +84,10 @@ def by_process(result: CaseResult) -> list[list[float]]:
     return groups
 
 
-def _kept(result: CaseResult, limit: float) -> list[int] | None:
-    """Indices of the processes at or below `limit`; None without a probe for each."""
-    probes = process_probes(result)
-    groups = by_process(result)
+def _kept(groups: list[list[float]], probes: list[float | None],
+          limit: float) -> list[int] | None:
+    """Indices of the processes with samples whose probe is at or below `limit`; None without
+    a probe for each process."""
     if len(probes) != len(groups) or None in probes:
         return None
     return [i for i, (g, p) in enumerate(zip(groups, probes, strict=True))
@@ -105,17 +105,18 @@ def steady_sides(base: CaseResult, cand: CaseResult, typical_us: float | None,
     whole = Steady([g for g in groups[0] if g], [g for g in groups[1] if g])
     if typical_us is None:
         return whole
-    kept = [_kept(r, typical_us * SLOW_PROCESS) for r in (base, cand)]
-    if any(k is None or len(k) < min_groups for k in kept):
+    probes = (process_probes(base), process_probes(cand))
+    index_a, index_b = (_kept(g, p, typical_us * SLOW_PROCESS)
+                        for g, p in zip(groups, probes, strict=True))
+    if index_a is None or index_b is None or min(len(index_a), len(index_b)) < min_groups:
         return whole
-    index_a, index_b = kept[0] or [], kept[1] or []
     left_out = (len(whole.baseline) - len(index_a), len(whole.candidate) - len(index_b))
     if left_out == (0, 0):
         return whole
-    probes = tuple(statistics.median(float(process_probes(r)[i] or 0.0) for i in index)
-                   for r, index in ((base, index_a), (cand, index_b)))
+    kept_a = statistics.median(probes[0][i] or 0.0 for i in index_a)
+    kept_b = statistics.median(probes[1][i] or 0.0 for i in index_b)
     return Steady([groups[0][i] for i in index_a], [groups[1][i] for i in index_b],
-                  left_out, (probes[0], probes[1]))
+                  left_out, (kept_a, kept_b))
 
 
 def kept_machines(machines: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],

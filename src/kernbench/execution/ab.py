@@ -102,9 +102,10 @@ def _git(root: Path, *args: str, check: bool = True) -> None:
 def interleave(baseline: Side, candidate: Side, rounds: int,
                progress: Progress | None = None) -> tuple[list[CaseResult], list[CaseResult]]:
     """Run both sides' cases in alternating rounds; one merged record per case and side."""
-    keys = sorted(set(baseline.keyed()) | set(candidate.keyed()))
+    keyed = {side.label: side.keyed() for side in (baseline, candidate)}
+    keys = sorted(set(keyed[baseline.label]) | set(keyed[candidate.label]))
     runs: dict[tuple[str, str], list[CaseResult]] = {}
-    total = rounds * (len(baseline.keyed()) + len(candidate.keyed()))
+    total = rounds * sum(len(cases) for cases in keyed.values())
     done = 0
     launcher = make_launcher(baseline.runner.settings)
     with baseline.runner.session(), candidate.runner.session():
@@ -115,17 +116,16 @@ def interleave(baseline: Side, candidate: Side, rounds: int,
                     candidate.runner.workers(launcher):
                 order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)
                 label = f"round {round_index + 1}/{rounds}"
-                done = _round(order, keys, runs, label, (done, total), progress)
+                done = _round(order, keyed, keys, runs, label, (done, total), progress)
     return (_merged(baseline, runs), _merged(candidate, runs))
 
 
-def _round(order: tuple[Side, Side], keys: Sequence[str],
+def _round(order: tuple[Side, Side], keyed: dict[str, dict[str, Case]], keys: Sequence[str],
            runs: dict[tuple[str, str], list[CaseResult]], label: str, counts: tuple[int, int],
            progress: Progress | None) -> int:
-    """One round: each case once on each side, the sides in `order`; the count of cases done
-    after it."""
+    """One round: each case (`keyed`: each side's cases by key) once on each side, the sides
+    in `order`; the count of cases done after it."""
     done, total = counts
-    keyed = {side.label: side.keyed() for side in order}
     for key in keys:
         for side in order:
             case = keyed[side.label].get(key)
