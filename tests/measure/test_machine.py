@@ -103,6 +103,39 @@ def test_calibration_and_run_state_record_what_they_measured() -> None:
     assert len(finished["after"]["loadavg"]) == 3
 
 
+def scripted(times_ms: list[float]) -> tuple[Any, list[int]]:
+    """A calibration kernel that returns `times_ms` in turn, and the calls it received."""
+    calls: list[int] = []
+
+    def kernel(cores: int) -> float:
+        calls.append(cores)
+        return times_ms[len(calls) - 1]
+
+    return kernel, calls
+
+
+def test_calibration_waits_out_a_slow_start_until_three_repeats_agree() -> None:
+    # A process that has just started gets less than its cores for a moment: the first
+    # repeats are slow, then the machine's own speed shows and three repeats agree.
+    kernel, calls = scripted([9.8, 8.1, 9.4, 4.9, 4.95, 5.0, 7.0])
+    assert machine.calibrate(kernel=kernel) == {"all_cores_hash_ms": 4.9}
+    assert len(calls) == 6
+
+
+def test_calibration_of_a_busy_machine_stops_at_three_agreeing_slow_repeats() -> None:
+    kernel, calls = scripted([9.5, 9.6, 9.4, 4.9])
+    assert machine.calibrate(kernel=kernel) == {"all_cores_hash_ms": 9.4}
+    assert len(calls) == 3
+
+
+def test_calibration_that_never_settles_stops_at_its_budget_with_the_fastest() -> None:
+    kernel, calls = scripted([9.0, 5.0, 7.0, 8.0, 6.0, 9.0, 9.0])
+    clock = iter(range(100)).__next__  # one second per reading of the clock
+    assert machine.calibrate(kernel=kernel, budget_s=4, clock=clock) == {
+        "all_cores_hash_ms": 5.0}
+    assert len(calls) == 4
+
+
 def state(before: float, after: float) -> dict[str, Any]:
     return {moment: {"calibration": {"all_cores_hash_ms": value}}
             for moment, value in (("before", before), ("after", after))}
