@@ -64,7 +64,25 @@ def test_nothing_to_merge_is_an_error() -> None:
         merge_replicates([])
 
 
-def test_machine_keeps_the_busiest_activity_and_every_process_probe() -> None:
+def test_machine_activity_sums_every_process_window() -> None:
+    def window(other_cpu_s: float, probe: float) -> dict[str, float]:
+        return {"other_cpu_cores": round(max(0.0, other_cpu_s) / 0.04, 3), "steal_share": 0.0,
+                "window_s": 0.04, "other_cpu_s": other_cpu_s, "steal_cpu_s": 0.0,
+                "all_cpu_s": 0.08, "speed_probe_us": probe}
+
+    # An idle machine read through 10 ms ticks: one process's window reads 0.5 cores busy,
+    # which the busiest-process rule called busy; the four windows together read 0.
+    states = [window(0.02, 140.0), window(-0.01, 150.0), window(-0.005, 138.0),
+              window(-0.005, 141.0)]
+    merged = merge_replicates([replace(_result((1.0,)), machine=s) for s in states])
+    assert merged.machine is not None
+    assert merged.machine["other_cpu_cores"] == 0.0
+    assert merged.machine["window_s"] == pytest.approx(0.16)
+    assert merged.machine["process_speed_probes_us"] == [140.0, 150.0, 138.0, 141.0]
+    assert merged.machine["speed_probe_us"] == 140.5
+
+
+def test_machine_of_older_workers_keeps_the_busiest_activity_and_every_probe() -> None:
     states = [{"other_cpu_cores": 0.1, "steal_share": 0.0, "speed_probe_us": 140.0},
               {"other_cpu_cores": 0.7, "steal_share": 0.0, "speed_probe_us": 202.0},
               None,

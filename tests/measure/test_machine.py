@@ -54,7 +54,8 @@ def test_activity_subtracts_the_workers_own_cpu_time() -> None:
     after = machine.CpuTimes(busy_s=103.0, steal_s=1.2, total_s=404.0)
     # 2 s of wall time on 2 CPUs: 3 s busy, 1 s of it this worker's -> 1 other core
     assert machine.activity(before, after, own_cpu_s=1.0, wall_s=2.0) == {
-        "other_cpu_cores": 1.0, "steal_share": 0.05}
+        "other_cpu_cores": 1.0, "steal_share": 0.05, "window_s": 2.0, "other_cpu_s": 2.0,
+        "steal_cpu_s": 0.2, "all_cpu_s": 4.0}
     assert machine.activity(before, after, own_cpu_s=5.0, wall_s=2.0)["other_cpu_cores"] == 0.0
     assert machine.activity(before, before, own_cpu_s=0.0, wall_s=2.0) is None
 
@@ -101,6 +102,23 @@ def test_calibration_and_run_state_record_what_they_measured() -> None:
     finished = state.finish()
     assert finished["before"]["calibration"] is None and "fake clock" in finished["reason"]
     assert len(finished["after"]["loadavg"]) == 3
+
+
+def test_windows_are_summed_before_dividing_so_ticks_average_out() -> None:
+    # Three 40 ms windows of an idle machine whose 10 ms ticks fell unevenly: each alone
+    # reads 0 or 0.25 cores busy; together, 0.
+    windows = [{"window_s": 0.04, "other_cpu_s": d, "steal_cpu_s": 0.0, "all_cpu_s": 0.08,
+                "other_cpu_cores": max(0.0, d) / 0.04, "steal_share": 0.0}
+               for d in (0.01, -0.005, -0.005)]
+    assert [w["other_cpu_cores"] for w in windows] == [0.25, 0.0, 0.0]
+    summed = machine.summed_activity(windows)
+    assert summed is not None and summed["other_cpu_cores"] == 0.0
+    assert summed["window_s"] == pytest.approx(0.12)
+    # A hog that held a core through every window still shows.
+    hogged = [{**w, "other_cpu_s": 0.04} for w in windows]
+    assert machine.summed_activity(hogged)["other_cpu_cores"] == 1.0  # type: ignore[index]
+    # A window without its raw seconds (an older worker's) cannot be summed.
+    assert machine.summed_activity([*windows, {"other_cpu_cores": 0.1}]) is None
 
 
 def scripted(times_ms: list[float]) -> tuple[Any, list[int]]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernbench.analysis.gpu_summary import merge_gpu_timing
+from kernbench.measure.machine import summed_activity
 from kernbench.results.model import CaseResult
 
 
@@ -49,19 +50,23 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
 
 
 def _merged_machine(states: Sequence[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
-    """The machine activity of the process during which other processes were busiest, with
-    the median speed probe of all the case's processes and each process's own probe
-    (``process_speed_probes_us``, in process order, None where one had none): a comparison
-    leaves out a process that ran in the VM's slow mode (kernbench.analysis.process_modes)."""
-    measured = [s for s in states if s]
+    """The machine activity over every process's samples together (their windows summed:
+    /proc/stat's 10 ms ticks make one short window's reading off by 0.2-0.4 cores, and the
+    busiest of ten such readings called an idle machine busy), with the median speed probe
+    of all the case's processes and each process's own probe (``process_speed_probes_us``, in
+    process order, None where one had none): a comparison leaves out a process that ran in
+    the VM's slow mode (kernbench.analysis.process_modes). Windows without their raw seconds
+    (a worker of an older version) give the busiest process's reading, as before."""
+    measured = [dict(s) for s in states if s]
     if not measured:
         return None
     busiest = max(measured, key=lambda s: (s.get("other_cpu_cores") or 0.0,
                                            s.get("steal_share") or 0.0))
+    merged = {**busiest, **(summed_activity(measured) or {})}
     speeds = [s["speed_probe_us"] for s in measured if s.get("speed_probe_us")]
     if not speeds:
-        return busiest
-    return {**busiest, "speed_probe_us": round(statistics.median(speeds), 2),
+        return merged
+    return {**merged, "speed_probe_us": round(statistics.median(speeds), 2),
             "process_speed_probes_us": [(s or {}).get("speed_probe_us") for s in states]}
 
 

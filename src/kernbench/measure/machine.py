@@ -78,13 +78,39 @@ def activity(before: CpuTimes, after: CpuTimes, own_cpu_s: float,
              wall_s: float) -> dict[str, float] | None:
     """What the rest of the machine did between two readings: `other_cpu_cores`, the cores
     other processes kept busy on average (busy time less `own_cpu_s`, per wall second), and
-    `steal_share`, the share of all CPU time the hypervisor took. None for an empty window."""
+    `steal_share`, the share of all CPU time the hypervisor took; with the window's raw
+    seconds, so that windows can be summed (:func:`summed_activity`). None for an empty
+    window.
+
+    /proc/stat counts in ticks (10 ms), while a case's window can be a few tens of
+    milliseconds: one window's `other_cpu_cores` can be off by a tick over its wall time
+    (0.2-0.4 cores) on an idle machine. Summed over a case's processes, the ticks average out.
+    """
     total = after.total_s - before.total_s
     if wall_s <= 0 or total <= 0:
         return None
-    other = max(0.0, (after.busy_s - before.busy_s) - own_cpu_s) / wall_s
-    return {"other_cpu_cores": round(other, 3),
-            "steal_share": round(max(0.0, after.steal_s - before.steal_s) / total, 4)}
+    window = {"window_s": wall_s, "other_cpu_s": (after.busy_s - before.busy_s) - own_cpu_s,
+              "steal_cpu_s": after.steal_s - before.steal_s, "all_cpu_s": total}
+    return {**_rates(window), **{k: round(v, 6) for k, v in window.items()}}
+
+
+WINDOW_KEYS = ("window_s", "other_cpu_s", "steal_cpu_s", "all_cpu_s")
+
+
+def _rates(window: dict[str, float]) -> dict[str, float]:
+    return {"other_cpu_cores": round(max(0.0, window["other_cpu_s"]) / window["window_s"], 3),
+            "steal_share": round(max(0.0, window["steal_cpu_s"]) / window["all_cpu_s"], 4)}
+
+
+def summed_activity(states: list[dict[str, Any]]) -> dict[str, float] | None:
+    """The activity over several processes' windows together (their seconds summed), or None
+    where a window lacks its raw seconds (a record stored before they were kept)."""
+    if not states or not all(all(key in s for key in WINDOW_KEYS) for s in states):
+        return None
+    window = {key: sum(float(s[key]) for s in states) for key in WINDOW_KEYS}
+    if window["window_s"] <= 0 or window["all_cpu_s"] <= 0:
+        return None
+    return {**_rates(window), **{k: round(v, 6) for k, v in window.items()}}
 
 
 def speed_probe_us(repeats: int = SPEED_PROBE_REPEATS) -> float:
