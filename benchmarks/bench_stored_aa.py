@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """False claims and detection when two *stored* runs are compared (`kernbench compare`,
-`--baseline`, `--compare-to`), under three rules applied to the same runs.
+`--baseline`, `--compare-to`), under four rules applied to the same runs.
 
 Three ~0.85 ms pure-Python kernels (the A/A test's) are run ``--reps`` times as a baseline
 and, right after each, as a candidate with ``loop_b`` made 1.3x slower
 (``--debug-inject-slowdown``, a busy wait after each call); loop_a and loop_c are unchanged.
 Each pair is independent: one baseline shared by every candidate would make the rates depend
-on that one run's luck. Each candidate is compared with its baseline under three rules, on
+on that one run's luck. Each candidate is compared with its baseline under four rules, on
 the same samples:
 
 * ``welch``: Welch's test on the log process medians, every process, the mean's ratio (the rule
@@ -14,13 +14,15 @@ the same samples:
 * ``+typical``: a change is claimed only when the typical process moved too (Hodges-Lehmann
   ratio of the process medians, :func:`kernbench.analysis.stats_compare.moved_by_few`);
 * ``+slow mode``: also leaving out the processes whose own speed probe ran more than 1.25x as
-  long as the typical process's (:mod:`kernbench.analysis.process_modes`): the current rule.
+  long as the typical process's (:mod:`kernbench.analysis.process_modes`);
+* ``+trimmed``: also trimming a tenth of each side's process medians from each end from ten
+  processes on (Yuen's test, :data:`kernbench.analysis.stats_compare.TRIM`): the current rule.
 
 It prints, per rule, how many comparisons claimed a change of an unchanged kernel (false
 claims) and how many called loop_b regressed, both before the machine caveats
 (`machine_caveats`, which make claims inconclusive on a busy or changed machine) and after.
 
-    python benchmarks/bench_stored_aa.py [--reps 40] [--processes 10]
+    python benchmarks/bench_stored_aa.py [--reps 40] [--processes 10] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def rule(name: str):  # type: ignore[no-untyped-def]
         if name in ("welch", "+typical"):  # no typical probe: no process is left out
             stack.enter_context(mock.patch.object(process_modes, "typical_probe_us",
                                                   lambda *_: None))
+        if name != "+trimmed":
+            stack.enter_context(mock.patch.object(stats_compare, "TRIM", 0.0))
         yield
 
 
@@ -94,12 +98,15 @@ def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--processes", type=int, default=10)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep every run's report directory here, to look into later")
     args = parser.parse_args()
-    rules = ("welch", "+typical", "+slow mode")
+    rules = ("welch", "+typical", "+slow mode", "+trimmed")
     counts: Counter = Counter()  # type: ignore[type-arg]
     settings = ("--iters", "15", "--warmup", "1", "--no-cpu-peak", "-q", "--processes",
                 args.processes, "--warmup-time", "0.02")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
         root = Path(tmp) / "tree"
         for name in ("loop_a", "loop_b", "loop_c"):
             path = root / "kernels" / f"{name}.py"

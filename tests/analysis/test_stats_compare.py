@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from kernbench.analysis import stats_compare
 from kernbench.analysis.stats_compare import (
     Comparison,
     benjamini_hochberg,
@@ -27,6 +28,7 @@ from kernbench.analysis.stats_compare import (
 )
 
 WELCH = "welch-log-process-medians"
+YUEN = "yuen-trimmed-log-process-medians"
 MW = "mann-whitney-samples"
 MEDIANS = [1.00, 1.005, 0.995, 1.01, 0.99]  # between-process spread of about 0.8%
 
@@ -105,16 +107,47 @@ EMPTY_CANDIDATE = [40.2, 40.2, 26.5, 35.8, 36.6, 25.8, 27.4, 27.9, 26.2, 27.7]
 
 def test_a_few_processes_in_a_slow_mode_are_not_a_regression() -> None:
     c = compare_groups(groups_with_medians(EMPTY_BASELINE), groups_with_medians(EMPTY_CANDIDATE))
-    assert c.ratio is not None and c.ratio == pytest.approx(1.161, abs=0.001)
-    assert c.p_value is not None and c.p_value < 0.05  # the mean did move
+    # Trimmed means (a tenth of each side from each end): the mean moves less and the test
+    # no longer calls it significant.
+    assert c.method == YUEN
+    assert c.ratio is not None and c.ratio == pytest.approx(1.148, abs=0.001)
+    assert c.p_value == pytest.approx(0.103, abs=0.001)
     assert c.typical_ratio == pytest.approx(1.047, abs=0.001)
-    assert moved_by_few(c, 0.10)
     assert verdict(c, c.p_value, threshold=0.10) == "inconclusive"
     # The same processes the other way round are not an improvement either.
     back = compare_groups(groups_with_medians(EMPTY_CANDIDATE),
                           groups_with_medians(EMPTY_BASELINE))
     assert back.ratio is not None and back.ratio < 1 / 1.1
     assert verdict(back, back.p_value, threshold=0.10) == "inconclusive"
+
+
+def test_the_typical_process_vetoes_what_the_untrimmed_mean_claims(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stats_compare, "TRIM", 0.0)
+    c = compare_groups(groups_with_medians(EMPTY_BASELINE), groups_with_medians(EMPTY_CANDIDATE))
+    assert c.method == WELCH
+    assert c.ratio is not None and c.ratio == pytest.approx(1.161, abs=0.001)
+    assert c.p_value is not None and c.p_value < 0.05  # the untrimmed mean did move
+    assert moved_by_few(c, 0.10)
+    assert verdict(c, c.p_value, threshold=0.10) == "inconclusive"
+
+
+def test_trimmed_test_matches_scipys_yuen_test() -> None:
+    rng = np.random.default_rng(7)
+    base = [list(rng.lognormal(0.0, 0.05, 20) * m) for m in rng.lognormal(0.0, 0.1, 12)]
+    cand = [list(rng.lognormal(0.0, 0.05, 20) * m) for m in rng.lognormal(0.1, 0.1, 11)]
+    c = compare_groups(base, cand)
+    log_a = np.log([np.median(g) for g in base])
+    log_b = np.log([np.median(g) for g in cand])
+    expected = sps.ttest_ind(log_b, log_a, equal_var=False, trim=0.1)
+    assert c.method == YUEN
+    assert c.p_value == pytest.approx(float(expected.pvalue), rel=1e-9)
+    trimmed = [float(sps.trim_mean(x, 0.1)) for x in (log_a, log_b)]
+    assert c.ratio == pytest.approx(math.exp(trimmed[1] - trimmed[0]), rel=1e-12)
+    assert c.ci_low is not None and c.ci_high is not None
+    assert c.ci_low < c.ratio < c.ci_high
+    # Nine processes or fewer a side: nothing is trimmed, and it is Welch's test.
+    assert compare_groups(base[:9], cand[:9]).method == WELCH
 
 
 def test_the_typical_ratio_follows_a_change_of_every_process() -> None:
@@ -417,7 +450,7 @@ def check_comparison(c: Comparison) -> None:
         assert c.method == "insufficient"
         assert (c.ci_low, c.ci_high, c.p_value) == (None, None, None)
         return
-    assert c.method in (WELCH, MW)
+    assert c.method in (WELCH, YUEN, MW)
     assert c.ci_low is not None and c.ci_high is not None and c.p_value is not None
     assert math.isfinite(c.ratio) and c.ratio > 0
     assert c.ci_low <= c.ratio <= c.ci_high

@@ -11,12 +11,16 @@ Design, in brief:
   process's median.
 * Welch's t-test on the log process medians (unequal variances, Welch–Satterthwaite df) gives
   the p-value; the exponentiated Welch interval of the difference of means is the ratio's
-  interval. Process medians can be multimodal (a process of a nanosecond kernel may land in a
-  slow layout for its whole life), and a mean follows a few such processes: the
-  Hodges-Lehmann ratio (the median of every candidate/baseline pair of process medians) says
-  how far the *typical* process moved, and a change is claimed only when both moved. With too
-  few processes per side the only thing left is a Mann-Whitney U test on the pooled samples,
-  which ignores between-process noise and is flagged as optimistic.
+  interval. Process medians can be multimodal (on a shared VM a process can run 1.3-1.7x
+  slower for its whole life; a nanosecond kernel's process can land in a slow layout), and a
+  mean follows a few such processes. So from five processes a side the means are 20%-trimmed
+  (Yuen's test: the fastest and slowest fifth of each side's process medians are set aside,
+  their spread kept in the winsorized variance); with three or four nothing is trimmed and
+  it is Welch's test exactly. The Hodges-Lehmann ratio (the median of every
+  candidate/baseline pair of process medians) says how far the *typical* process moved, and
+  a change is claimed only when both moved. With too few processes per side the only thing
+  left is a Mann-Whitney U test on the pooled samples, which ignores between-process noise
+  and is flagged as optimistic.
 * Across all cases of a run the p-values are adjusted together with Benjamini-Hochberg
   (`benjamini_hochberg`), so the false discovery rate is controlled, not each case's error alone.
 * `verdict` claims a change only when it is both statistically significant (q < alpha, and the
@@ -28,7 +32,6 @@ Design, in brief:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +39,16 @@ import numpy as np
 import numpy.typing as npt
 
 WELCH = "welch-log-process-medians"
+YUEN = "yuen-trimmed-log-process-medians"
+TRIM = 0.1
+"""Share of each side's process medians trimmed from each end (Yuen's test): floor(0.1 n), so
+nothing with nine processes or fewer (trimming a fifth of five cost Welch's test a fifth of
+its power), one of each end with 10-19. Measured on this project's VM (2026-11-26), on pairs
+of stored runs of three 0.85 ms Python kernels with 10 processes: in 14 runs from the A/A
+test, every pair compared, false claims on unchanged kernels 11 -> 2 in 959 and a real 1.3x
+slowdown claimed 143 -> 139 in 196; `benchmarks/bench_stored_aa.py` (150 fresh pairs in
+three runs, against the rule before, with the slow-mode processes left out) false claims
+12 -> 12 in 300, 1.3x claimed 121 -> 122 in 150."""
 PAIRED = "sign-test-log-round-medians"
 MANN_WHITNEY = "mann-whitney-samples"
 INSUFFICIENT = "insufficient"
@@ -56,7 +69,8 @@ class Comparison:
     p_value: float | None
     """Two-sided p-value against H0: no difference."""
     method: str
-    """"welch-log-process-medians", "mann-whitney-samples" or "insufficient"."""
+    """"welch-log-process-medians", "yuen-trimmed-log-process-medians",
+    "sign-test-log-round-medians", "mann-whitney-samples" or "insufficient"."""
     n_baseline: int
     """Groups (worker processes) with samples on the baseline side."""
     n_candidate: int
@@ -102,7 +116,8 @@ def compare_groups(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     Empty groups are dropped (a process that produced no samples replicates nothing). With at
     least `min_groups` groups on both sides (and never fewer than 2, which a variance needs):
     Welch's t-test on the logs of the per-group medians, ratio = exp(mean log B - mean log A)
-    (the ratio of geometric means of the process medians) and its Welch interval. Otherwise: a
+    (the ratio of geometric means of the process medians) and its Welch interval; the means
+    are trimmed (Yuen's test, `TRIM`) where a side has five groups or more. Otherwise: a
     two-sided Mann-Whitney U test on the pooled samples, the ratio of pooled medians and a
     hierarchical bootstrap interval (`bootstrap_ratio_ci`), widened if need be to contain the
     point ratio, with a note that the test is optimistic. A side with no samples, a value that
@@ -165,42 +180,49 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
 
 
+def _trimmed(logs: FloatArray) -> tuple[float, float, int, int]:
+    """(trimmed mean, its squared standard error, values kept, trimmed from each end) of logs,
+    as Yuen's test takes them: the winsorized variance over h(h - 1)/(n - 1)."""
+    ordered = np.sort(logs)
+    n = ordered.size
+    cut = math.floor(TRIM * n)
+    kept = n - 2 * cut
+    mean = float(np.mean(ordered[cut:n - cut]))
+    winsorized = np.clip(ordered, ordered[cut], ordered[n - cut - 1])
+    return mean, (n - 1) * float(np.var(winsorized, ddof=1)) / (kept * (kept - 1)), kept, cut
+
+
 def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
            confidence: float) -> Comparison:
+    """Welch's test on the log process medians, Yuen's (trimmed means) from five a side."""
     from scipy import stats as sps
 
     n_a, n_b = len(groups_a), len(groups_b)
     log_a = np.log(np.array([_median(g) for g in groups_a]))
     log_b = np.log(np.array([_median(g) for g in groups_b]))
-    diff = float(np.mean(log_b) - np.mean(log_a))
+    mean_a, var_a, kept_a, cut_a = _trimmed(log_a)
+    mean_b, var_b, kept_b, cut_b = _trimmed(log_b)
+    method = YUEN if cut_a or cut_b else WELCH
+    diff = mean_b - mean_a
     ratio = _finite_positive_or_none(_exp(diff))
     if ratio is None:
         return _insufficient(n_a, n_b, "the ratio of medians is not representable")
-    if np.ptp(log_a) == 0.0 and np.ptp(log_b) == 0.0:
+    se = math.sqrt(var_a + var_b)
+    if se == 0.0:
         # No spread between processes on either side: the t statistic is 0/0. Identical medians
         # mean no difference; different ones differ with certainty, as far as the data can say.
-        same = bool(log_a[0] == log_b[0])
-        return Comparison(ratio, ratio, ratio, 1.0 if same else 0.0, WELCH, n_a, n_b,
+        return Comparison(ratio, ratio, ratio, 1.0 if diff == 0.0 else 0.0, method, n_a, n_b,
                           "every process median is identical within each side (zero variance); "
                           "the p-value and interval are degenerate")
-    with warnings.catch_warnings():
-        # scipy warns of precision loss when medians are nearly identical; the result stands.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = sps.ttest_ind(log_b, log_a, equal_var=False)
-    p_value = float(result.pvalue)
-    var_a = float(np.var(log_a, ddof=1)) / n_a
-    var_b = float(np.var(log_b, ddof=1)) / n_b
-    se = math.sqrt(var_a + var_b)
-    if not math.isfinite(p_value) or se == 0.0:
-        return Comparison(ratio, ratio, ratio, 1.0 if diff == 0.0 else 0.0, WELCH, n_a, n_b,
-                          "the spread of the process medians is too small to test")
-    # Welch–Satterthwaite degrees of freedom; the same interval as scipy's
-    # `ttest_ind(...).confidence_interval()` (scipy >= 1.11), computed here for older scipy.
-    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    # Welch–Satterthwaite degrees of freedom on the kept values; with nothing trimmed the same
+    # test and interval as scipy's `ttest_ind(..., equal_var=False)`, and with trimming as its
+    # `trim=` (Yuen's test), computed here so the interval comes with it on older scipy.
+    df = (var_a + var_b) ** 2 / (var_a**2 / (kept_a - 1) + var_b**2 / (kept_b - 1))
+    p_value = float(2 * sps.t.sf(abs(diff) / se, df))
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     low, high = _exp(diff - half), _exp(diff + half)
     typical = _exp(float(np.median(np.subtract.outer(log_b, log_a))))
-    return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, WELCH, n_a, n_b,
+    return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, method, n_a, n_b,
                       typical_ratio=typical)
 
 
