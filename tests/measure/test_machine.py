@@ -238,12 +238,18 @@ def speed(us: float, other: float = 0.01) -> dict[str, Any]:
     return {"other_cpu_cores": other, "steal_share": 0.0, "cpus": 2, "speed_probe_us": us}
 
 
-def test_speed_probe_times_a_fixed_loop_and_the_probe_records_the_faster_end() -> None:
+def test_speed_probe_times_a_fixed_loop_and_the_process_speed_is_the_probe_after(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     assert 0 < machine.speed_probe_us(repeats=3) < 1e6
+    # Fast before the warm-up, slow right after the samples: a slow spell that covered the
+    # samples. The probe after is the process's speed, not the faster of the two.
+    readings = iter([130.0, 200.0])
+    monkeypatch.setattr(machine, "speed_probe_us", lambda: next(readings))
     probe = machine.ActivityProbe()
     time.sleep(0.05)  # /proc/stat advances in clock ticks: an empty window has no reading
     state = probe.stop()
-    assert state is not None and state["speed_probe_us"] > 0
+    assert state is not None
+    assert (state["speed_probe_us"], state["speed_probe_before_us"]) == (200.0, 130.0)
 
 
 def test_speed_change_is_none_within_the_tolerance_or_when_not_measured() -> None:

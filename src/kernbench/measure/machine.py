@@ -45,8 +45,8 @@ HASH_ROUNDS = 8
 SPEED_PROBE_LOOPS = 10_000
 """Fixed: stored runs' probes are compared with new ones, so the loop never changes length."""
 SPEED_PROBE_REPEATS = 3
-"""The fastest of 3 filters an interrupt; each worker probes before and after its samples, so
-every repeat costs ~0.2 ms per process."""
+"""The fastest of 3 filters an interrupt; each worker probes before its warm-up and after its
+samples, so every repeat costs ~0.2 ms per process."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,8 @@ def speed_probe_us(repeats: int = SPEED_PROBE_REPEATS) -> float:
 
 class ActivityProbe:
     """Brackets a stretch of this process's work (a case's samples): what else ran meanwhile,
-    and how fast this process ran a fixed loop just before and just after.
+    and how fast this process ran a fixed loop just before and just after (the one after is
+    the process's speed).
 
     Its own CPU time is ``time.process_time`` (every thread of this process), so a kernel that
     keeps all cores busy itself does not count as a busy machine."""
@@ -143,8 +144,15 @@ class ActivityProbe:
         self._wall = time.perf_counter()
 
     def stop(self) -> dict[str, Any] | None:
-        """{other_cpu_cores, steal_share, loadavg_1m, cpus, speed_probe_us}; None without
-        /proc/stat. `speed_probe_us` is the faster of the probes before and after."""
+        """{other_cpu_cores, steal_share, loadavg_1m, cpus, speed_probe_us,
+        speed_probe_before_us}; None without /proc/stat.
+
+        `speed_probe_us` is the probe right after the samples. This VM's slow spells last
+        tens of milliseconds, and the probe before the warm-up is that far from the samples:
+        of 676 processes whose kernel ran 1.25x slower than the case's typical process, 377
+        showed it in the faster of the two probes, 499 in the one after, 455 in the one
+        before, which also flagged 323 processes whose samples were not slow, against 184 for
+        the one after (`benchmarks/bench_stored_aa.py`, 70 repetitions)."""
         after = read_cpu_times()
         if self._cpu is None or after is None:
             return None
@@ -153,7 +161,7 @@ class ActivityProbe:
         if found is None:
             return None
         return {**found, "loadavg_1m": _loadavg()[0], "cpus": os.cpu_count(),
-                "speed_probe_us": min(self._speed_us, speed_probe_us())}
+                "speed_probe_us": speed_probe_us(), "speed_probe_before_us": self._speed_us}
 
 
 def _loadavg() -> list[float | None]:
