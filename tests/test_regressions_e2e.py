@@ -1030,13 +1030,14 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
     # The slowdown run is tried up to five times: a process here can land in a slow mode for
     # its whole life, and one unlucky run may (rightly) say inconclusive. The unlucky run can be
     # the baseline as well, so each later attempt measures a baseline of its own: attempts that
-    # shared one failed together. On days when a fifth to a half of this VM's processes ran in
-    # a slow mode, one attempt caught the 1.3x in 44 of 60 pairs of stored runs (73%,
-    # `python benchmarks/bench_stored_aa.py --reps 60`), so five independent attempts all miss
-    # about once in 700. The same runs claimed a change of an unchanged kernel in 4 of 120
-    # comparisons (3%; none on calm days): the method's error rate, which one false alarm in
-    # these attempts may be, two may not.
-    runs, false_alarms = ["quiet"], list[str]()
+    # shared one failed together. In hours when a fifth of this VM's processes ran in a slow
+    # mode, one attempt caught the 1.3x in 44 of 60 pairs of stored runs (`python
+    # benchmarks/bench_stored_aa.py --reps 60`), so five independent attempts all miss about
+    # once in 700; when a third did, in 32 of 60 (and every attempt then reports the slow
+    # mode, below). Those runs claimed a change of an unchanged kernel in 3-4 of 120
+    # comparisons (none on calm days): the method's error rate on such a VM, which one false
+    # alarm in these attempts may be, two may not.
+    runs, false_alarms, slow_modes = ["quiet"], list[str](), list[str]()
     for attempt in range(ATTEMPTS):
         if attempt:
             runs.append(f"quiet{attempt}")
@@ -1050,6 +1051,8 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
                            tmp_path / runs[-2], "--fail-on-regression")
         document = load(out / "comparison.json")
         verdicts = {c["kernel_name"]: c["verdict"] for c in document["cases"]}
+        slow_modes += [c["note"] for c in document["cases"]
+                       if c["kernel_name"] == "loop_b" and "slow mode" in (c["note"] or "")]
         alarms = [f"{name} {verdicts[name]} in {out.name}" for name in ("loop_a", "loop_c")
                   if verdicts[name] in ("regressed", "improved")]
         false_alarms += alarms
@@ -1058,12 +1061,17 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
             assert code == 1, err
             return
     # This machine is shared: when something else ran during the quiet or the slow runs,
-    # kernbench rightly declines to call it, and detection cannot be tested this time.
+    # kernbench rightly declines to call it, and detection cannot be tested this time. So
+    # when every attempt's comparison had to leave out processes of loop_b that ran in the
+    # VM's slow mode: in the moodiest hour measured here a third of all processes did, and
+    # one attempt caught the 1.3x about half the time.
     noisy = [why for run in runs
              for r in load(tmp_path / run / "summary.json")["results"]
              if (why := busy(r.get("machine")))]
     if noisy or document.get("warnings"):
         first = (noisy or document["warnings"])[0]
         pytest.skip(f"the machine was busy during the test ({first})")
+    if len(slow_modes) == ATTEMPTS:
+        pytest.skip(f"the VM ran processes in its slow mode in every attempt ({slow_modes[-1]})")
     pytest.fail(f"a 1.3x slowdown on a quiet machine was not caught in {ATTEMPTS} runs: "
                 + (out / "regressions.md").read_text(encoding="utf-8"))

@@ -46,9 +46,10 @@ nothing with nine processes or fewer (trimming a fifth of five cost Welch's test
 its power), one of each end with 10-19. Measured on this project's VM (2026-11-26), on pairs
 of stored runs of three 0.85 ms Python kernels with 10 processes: in 14 runs from the A/A
 test, every pair compared, false claims on unchanged kernels 11 -> 2 in 959 and a real 1.3x
-slowdown claimed 143 -> 139 in 196; `benchmarks/bench_stored_aa.py` (150 fresh pairs in
-three runs, against the rule before, with the slow-mode processes left out) false claims
-12 -> 12 in 300, 1.3x claimed 121 -> 122 in 150."""
+slowdown claimed 143 -> 139 in 196; `benchmarks/bench_stored_aa.py` (280 fresh pairs in six
+runs, against the rule before, with the slow-mode processes left out) false claims 27 -> 25
+in 560, 1.3x claimed 220 -> 217 in 280: a small gain where a few processes ran slow, none
+where a third did."""
 PAIRED = "sign-test-log-round-medians"
 MANN_WHITNEY = "mann-whitney-samples"
 INSUFFICIENT = "insufficient"
