@@ -4,6 +4,7 @@ the probes of the processes kept; a kernel that really got slower is still caugh
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from kernbench.analysis.process_modes import (
     kept_machines,
     left_out_note,
     process_probes,
+    steady_note,
     steady_sides,
     typical_probe_us,
 )
@@ -49,6 +51,33 @@ def slowed(values: list[float], probes: list[float], which: tuple[int, ...],
         values[index] *= 1.5
         probes[index] *= 1.45
     return values, probes
+
+
+def forked(result: CaseResult, session: str | None) -> CaseResult:
+    return dataclasses.replace(result, worker={"isolation": "fork", "forked_from": session})
+
+
+def test_processes_forked_from_one_session_are_pooled_against_another_side() -> None:
+    base = record(medians(100.0, 1), NORMAL_PROBES)
+    cand = record(medians(100.0, 2), NORMAL_PROBES)
+    # The same session on both sides (kernbench.bench twice in one script): as a run.
+    same = steady_sides(forked(base, "s1"), forked(cand, "s1"), 134.0)
+    assert (len(same.baseline), len(same.candidate), same.pooled) == (10, 10, None)
+    assert steady_sides(base, cand, 134.0).pooled is None  # two runs' fork servers
+    # Against another session, or a run: each side's samples pooled, and the note says why.
+    for other, whose in ((forked(cand, "s2"), "each side's processes were forked from one "
+                          "Python session of its own"),
+                         (cand, "the baseline's processes were forked from one Python "
+                          "session, which the candidate did not share")):
+        pooled = steady_sides(forked(base, "s1"), other, 134.0)
+        assert [len(g) for g in (*pooled.baseline, *pooled.candidate)] == [100, 100]
+        assert pooled.pooled is not None and pooled.pooled.startswith(whose)
+        assert "share its address-space layout and hash seed" in pooled.pooled
+        assert steady_note(pooled, (1, 1)) == pooled.pooled
+    case = compare_results([forked(base, "s1")], [forked(cand, "s2")])[0]
+    assert case.method == "mann-whitney-samples" and case.processes == (1, 1)
+    assert case.note is not None and "forked from one Python session" in case.note
+    assert "optimistic" in case.note  # one group a side: Mann-Whitney's note as well
 
 
 def test_probes_per_process_or_the_case_s_one() -> None:

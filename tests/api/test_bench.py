@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
 import pytest
 
 import kernbench
+import kernbench.api.display
 from kernbench.api.bench import BenchOptions
 from kernbench.errors import KernbenchError
 
@@ -51,6 +53,25 @@ def test_forked_processes_are_replicates() -> None:
     shown = kernbench.bench(os.getpid, isolation="fork", processes=3, iterations=4)
     assert shown.case.process_sample_counts == (4, 4, 4)
     assert shown.case.worker["pid"] != parent and shown.case.worker["processes"] == 3
+
+
+def test_forked_replicates_of_two_sessions_are_compared_pooled() -> None:
+    """Replicates forked from one session share its layout and hash seed: within the session
+    their spread is the noise, against another session's it is not."""
+    def work() -> int:
+        return sum(range(2000))
+
+    first = kernbench.bench(work, isolation="fork", processes=3, iterations=5)
+    second = kernbench.bench(work, isolation="fork", processes=3, iterations=5)
+    assert first.case.worker["forked_from"] == second.case.worker["forked_from"]
+    same = kernbench.compare(first, second).comparison
+    assert same.method == "welch-log-process-medians" and same.processes == (3, 3)
+    elsewhere = kernbench.api.display.BenchResult(dataclasses.replace(
+        second.case, worker={**second.case.worker, "forked_from": "another session"}))
+    across = kernbench.compare(first, elsewhere).comparison
+    assert across.method == "mann-whitney-samples" and across.processes == (1, 1)
+    assert across.note is not None and "forked from one Python session" in across.note
+    assert "each side's processes were forked from one Python session" in across.note
 
 
 def test_a_forked_exception_names_the_error() -> None:

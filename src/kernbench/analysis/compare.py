@@ -204,8 +204,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             continue
         steady = process_modes.steady_sides(base, cand, typical)
         comparison = compare(steady.baseline, steady.candidate, confidence)
-        left_out = process_modes.left_out_note(
-            steady.left_out, (comparison.n_baseline, comparison.n_candidate))
+        left_out = process_modes.steady_note(
+            steady, (comparison.n_baseline, comparison.n_candidate))
         pending.append((key, base, cand, comparison, left_out))
     q_values = benjamini_hochberg([c.p_value for *_, c, _ in pending])
     for (key, base, cand, comparison, left_out), q_value in zip(pending, q_values, strict=True):

@@ -1,12 +1,13 @@
 """Worker processes that ran in another mode than their siblings, as small pure functions.
 
-On a shared VM a whole worker process can run Python 1.3-1.7x slower for its whole life (a
-busy SMT sibling, another tenant), with nothing in /proc/stat to show it. Every worker times a
-fixed Python loop just before and just after its samples (``machine.speed_probe_us``, see
-:mod:`kernbench.measure.machine`), and a case of several processes keeps each process's probe
-(``machine.process_speed_probes_us``). Measured here, ten processes of a 0.85 ms Python loop:
-the two processes whose probe took 202 and 203 µs against the run's typical 140 µs had
-medians of 1,313 and 1,304 µs against 770-940 µs for the other 58.
+On a shared VM a worker process can run Python 1.3-1.7x slower than its siblings, for its
+whole life or a spell of it (a busy SMT sibling, another tenant), with nothing in /proc/stat to
+show it. Every worker times a fixed Python loop right after its samples
+(``machine.speed_probe_us``, see :mod:`kernbench.measure.machine`), and a case of several
+processes keeps each process's probe (``machine.process_speed_probes_us``). Measured here,
+ten processes of a 0.85 ms Python loop: the two processes whose probe took 202 and 203 µs
+against the run's typical 140 µs had medians of 1,313 and 1,304 µs against 770-940 µs for the
+other 58.
 
 A process whose probe is beyond :data:`SLOW_PROCESS` times the typical probe (the lower
 quartile over every process of both runs compared) is left out of the comparison, which says
@@ -20,6 +21,13 @@ process down, other than by leaving work running after its samples.
 Process medians can also differ with no probe to show it (the layout of a nanosecond kernel):
 then the Hodges-Lehmann ratio of :mod:`kernbench.analysis.stats_compare` keeps a few such
 processes from passing for a change of the kernel (:func:`note`).
+
+Processes are independent replicates only when each drew its own layout. ``kernbench.bench``
+and the pytest plugin fork every replicate from the calling Python session
+(``worker.forked_from``), so they share its one layout and hash seed: compared with a side
+that did not come from that same session, their spread is not the spread between sessions,
+and both sides' samples are compared pooled, with the note that says so
+(:func:`one_session_note`).
 """
 
 from __future__ import annotations
@@ -69,6 +77,8 @@ class Steady:
     baseline: list[list[float]]
     candidate: list[list[float]]
     left_out: tuple[int, int] = (0, 0)
+    pooled: str | None = None
+    """Why each side's processes were pooled into one group (:func:`one_session_note`)."""
     probes_us: tuple[float | None, float | None] = (None, None)
     """The median probe of each side's kept processes, where processes were left out (the
     speed check then compares these, not the case's median over every process)."""
@@ -103,6 +113,10 @@ def steady_sides(base: CaseResult, cand: CaseResult, typical_us: float | None,
     business, see :func:`kernbench.analysis.compare.machine_caveats`)."""
     groups = (by_process(base), by_process(cand))
     whole = Steady([g for g in groups[0] if g], [g for g in groups[1] if g])
+    pooled = one_session_note(base, cand)
+    if pooled is not None:
+        return Steady([list(base.samples_ms)] if base.samples_ms else [],
+                      [list(cand.samples_ms)] if cand.samples_ms else [], pooled=pooled)
     if typical_us is None:
         return whole
     probes = (process_probes(base), process_probes(cand))
@@ -116,7 +130,7 @@ def steady_sides(base: CaseResult, cand: CaseResult, typical_us: float | None,
     kept_a = statistics.median(probes[0][i] or 0.0 for i in index_a)
     kept_b = statistics.median(probes[1][i] or 0.0 for i in index_b)
     return Steady([groups[0][i] for i in index_a], [groups[1][i] for i in index_b],
-                  left_out, (kept_a, kept_b))
+                  left_out, probes_us=(kept_a, kept_b))
 
 
 def kept_machines(machines: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
@@ -131,6 +145,31 @@ def kept_machines(machines: tuple[Mapping[str, Any] | None, Mapping[str, Any] | 
     before, after = ({**(m or {}), "speed_probe_us": p} if p is not None else m
                      for m, p in zip(machines, probes, strict=True))
     return before, after
+
+
+def one_session_note(base: CaseResult, cand: CaseResult) -> str | None:
+    """Why the two sides' processes cannot be compared as independent replicates: a side of
+    several processes forked from one Python session (``worker.forked_from``) that the other
+    side did not share. None when they can."""
+    sessions = [(r.worker or {}).get("forked_from") for r in (base, cand)]
+    several = [r.process_sample_counts is not None and len(r.process_sample_counts) > 1
+               for r in (base, cand)]
+    if sessions[0] == sessions[1] or not any(s and n for s, n in zip(sessions, several,
+                                                                       strict=True)):
+        return None
+    sides = [side for side, s, n in zip(("baseline", "candidate"), sessions, several,
+                                        strict=True) if s and n]
+    whose = ("each side's processes were forked from one Python session of its own"
+             if len(sides) == 2 else f"the {sides[0]}'s processes were forked from one Python "
+             f"session, which the {({'baseline', 'candidate'} - set(sides)).pop()} did not share")
+    return (f"{whose} (kernbench.bench, the pytest plugin): they share its address-space "
+            "layout and hash seed, so their spread is not the spread between sessions, and "
+            "each side's samples were compared pooled")
+
+
+def steady_note(steady: Steady, processes: tuple[int, int]) -> str | None:
+    """What a comparison did to the processes before testing them, or None."""
+    return steady.pooled or left_out_note(steady.left_out, processes)
 
 
 def left_out_note(left_out: tuple[int, int], processes: tuple[int, int]) -> str | None:

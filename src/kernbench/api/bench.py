@@ -16,6 +16,7 @@ precision left out is read off the dtype of the result (float64 -> fp64), else `
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -205,7 +206,18 @@ def _case_result(part: Mapping[str, Any], name: str, path: str, options: BenchOp
         timer_overhead_ns=part["timer_overhead_ns"], memory=part["memory"], output=output,
         energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY,
         started_at=started, duration_s=part["duration_s"], point=point,
-        worker={"pid": part["pid"], "isolation": options.isolation})
+        worker={"pid": part["pid"], "isolation": options.isolation,
+                **({"forked_from": session_id()} if options.isolation == "fork" else {})})
+
+
+@functools.cache
+def session_id() -> str:
+    """This Python session's id: every replicate forked from it shares its address-space
+    layout and hash seed, so a comparison treats them as independent only against replicates
+    of the same session (kernbench.analysis.process_modes)."""
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 def _framework_of(value: object) -> str:
