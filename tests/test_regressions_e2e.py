@@ -985,6 +985,22 @@ golden:
 ATTEMPTS = 5
 
 
+def disturbance(runs: list[Path], document: dict[str, Any]) -> str | None:
+    """Why an attempt of the A/A test ran on a disturbed machine (its baseline and candidate
+    runs, their comparison), or None: busy during loop_b's samples, a changed machine, a claim
+    the machine checks took back, or a third of a side's processes in the VM's slow mode."""
+    case = next(c for c in document["cases"] if c["kernel_name"] == "loop_b")
+    reasons = [why for run in runs for r in load(run / "summary.json")["results"]
+               if r["kernel_name"] == "loop_b" and (why := busy(r.get("machine")))]
+    reasons += document.get("warnings") or []
+    if case.get("claimed"):
+        reasons.append(case["note"])
+    kept = case.get("processes") or {}
+    if any(10 - kept.get(side, 10) >= 3 for side in ("baseline", "candidate")):
+        reasons.append(case["note"])
+    return reasons[0] if reasons else None
+
+
 def hogs(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
@@ -1037,7 +1053,7 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
     # mode, below). Those runs claimed a change of an unchanged kernel in 3-4 of 120
     # comparisons (none on calm days): the method's error rate on such a VM, which one false
     # alarm in these attempts may be, two may not.
-    runs, false_alarms, slow_modes = ["quiet"], list[str](), list[str]()
+    runs, false_alarms, disturbed = ["quiet"], list[str](), list[str | None]()
     for attempt in range(ATTEMPTS):
         if attempt:
             runs.append(f"quiet{attempt}")
@@ -1051,8 +1067,6 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
                            tmp_path / runs[-2], "--fail-on-regression")
         document = load(out / "comparison.json")
         verdicts = {c["kernel_name"]: c["verdict"] for c in document["cases"]}
-        slow_modes += [c["note"] for c in document["cases"]
-                       if c["kernel_name"] == "loop_b" and "slow mode" in (c["note"] or "")]
         alarms = [f"{name} {verdicts[name]} in {out.name}" for name in ("loop_a", "loop_c")
                   if verdicts[name] in ("regressed", "improved")]
         false_alarms += alarms
@@ -1060,18 +1074,13 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
         if verdicts["loop_b"] == "regressed" and not alarms:
             assert code == 1, err
             return
-    # This machine is shared: when something else ran during the quiet or the slow runs,
-    # kernbench rightly declines to call it, and detection cannot be tested this time. So
-    # when every attempt's comparison had to leave out processes of loop_b that ran in the
-    # VM's slow mode: in the moodiest hour measured here a third of all processes did, and
-    # one attempt caught the 1.3x about half the time.
-    noisy = [why for run in runs
-             for r in load(tmp_path / run / "summary.json")["results"]
-             if (why := busy(r.get("machine")))]
-    if noisy or document.get("warnings"):
-        first = (noisy or document["warnings"])[0]
-        pytest.skip(f"the machine was busy during the test ({first})")
-    if len(slow_modes) == ATTEMPTS:
-        pytest.skip(f"the VM ran processes in its slow mode in every attempt ({slow_modes[-1]})")
+        disturbed.append(disturbance([tmp_path / run for run in runs[-2:]], document))
+    # This machine is shared: when something else ran during an attempt's two runs, kernbench
+    # rightly declines to call it, and that attempt cannot test detection. So when a third of
+    # loop_b's processes on a side ran in the VM's slow mode: in the moodiest hour measured
+    # here a third of all processes did, and one attempt caught the 1.3x about half the time.
+    # Only when every attempt was disturbed is detection untested; otherwise a miss fails.
+    if all(disturbed):
+        pytest.skip(f"every attempt ran on a disturbed machine (the last: {disturbed[-1]})")
     pytest.fail(f"a 1.3x slowdown on a quiet machine was not caught in {ATTEMPTS} runs: "
                 + (out / "regressions.md").read_text(encoding="utf-8"))

@@ -14,6 +14,7 @@ from kernbench.analysis.compare import compare_results, machine_caveats
 from kernbench.analysis.process_modes import (
     kept_machines,
     left_out_note,
+    probe_kind,
     process_probes,
     steady_note,
     steady_sides,
@@ -78,6 +79,28 @@ def test_processes_forked_from_one_session_are_pooled_against_another_side() -> 
     assert case.method == "mann-whitney-samples" and case.processes == (1, 1)
     assert case.note is not None and "forked from one Python session" in case.note
     assert "optimistic" in case.note  # one group a side: Mann-Whitney's note as well
+
+
+def after_probes(result: CaseResult) -> CaseResult:
+    """The record as kernbench writes it now: the probe after the samples, the one before
+    beside it."""
+    return dataclasses.replace(result, machine={**(result.machine or {}),
+                                                "speed_probe_before_us": 130.0})
+
+
+def test_probes_of_another_kind_are_neither_left_out_nor_compared() -> None:
+    """A baseline stored before the probe after the samples became the process's speed kept
+    the faster of two probes; the new one is never the faster, so the two are not mixed."""
+    values, probes = slowed(medians(100.0, 3), NORMAL_PROBES, (1, 4))
+    old, new = record(values, probes), after_probes(record(values, probes))
+    assert (probe_kind(old), probe_kind(new), probe_kind(record([1.0], None))) == (
+        "faster", "after", None)
+    assert typical_probe_us([old], [new]) is None
+    assert typical_probe_us([new], [new]) == typical_probe_us([old], [old]) is not None
+    machines = (old.machine, new.machine)
+    base, cand = kept_machines(machines, old, new, None)
+    assert "speed_probe_us" not in (base or {}) and "speed_probe_us" not in (cand or {})
+    assert kept_machines(machines, new, new, None) == machines
 
 
 def test_probes_per_process_or_the_case_s_one() -> None:

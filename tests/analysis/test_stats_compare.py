@@ -132,6 +132,29 @@ def test_the_typical_process_vetoes_what_the_untrimmed_mean_claims(
     assert verdict(c, c.p_value, threshold=0.10) == "inconclusive"
 
 
+def test_identical_process_medians_are_degenerate_whatever_the_rounding() -> None:
+    # np.var of identical logs can come out at 1e-33 instead of 0: the spread is judged by
+    # the values themselves, not by the variance.
+    value = 6.070291399914127  # five of its logs have np.var 6e-32
+    assert np.var(np.log([value] * 5), ddof=1) > 0
+    c = compare_groups(groups_with_medians([value] * 5), groups_with_medians([3 * value] * 5))
+    assert c.method == WELCH and c.p_value == 0.0
+    assert c.note is not None and "identical within each side" in c.note
+    assert c.typical_ratio == pytest.approx(3.0)
+
+
+def test_trimming_never_hides_a_side_whose_processes_mostly_tie() -> None:
+    # Nine of ten medians equal on each side: trimmed and winsorized, each side would have no
+    # spread left and the test a certain verdict (p = 1e-111). Nothing is trimmed instead.
+    base = groups_with_medians([1.0] * 9 + [2.0])
+    cand = groups_with_medians([1.2] * 9 + [0.5])
+    c = compare_groups(base, cand)
+    assert c.method == WELCH and c.note is None
+    assert c.p_value is not None and c.p_value > 0.05
+    assert c.typical_ratio == pytest.approx(1.2)
+    assert verdict(c, c.p_value, threshold=0.10) == "inconclusive"
+
+
 def test_trimmed_test_matches_scipys_yuen_test() -> None:
     rng = np.random.default_rng(7)
     base = [list(rng.lognormal(0.0, 0.05, 20) * m) for m in rng.lognormal(0.0, 0.1, 12)]

@@ -74,12 +74,15 @@ def test_machine_activity_sums_every_process_window() -> None:
     # which the busiest-process rule called busy; the four windows together read 0.
     states = [window(0.02, 140.0), window(-0.01, 150.0), window(-0.005, 138.0),
               window(-0.005, 141.0)]
+    for state, before in zip(states, (500.0, 139.0, 137.0, 142.0), strict=True):
+        state["speed_probe_before_us"] = before
     merged = merge_replicates([replace(_result((1.0,)), machine=s) for s in states])
     assert merged.machine is not None
     assert merged.machine["other_cpu_cores"] == 0.0
     assert merged.machine["window_s"] == pytest.approx(0.16)
     assert merged.machine["process_speed_probes_us"] == [140.0, 150.0, 138.0, 141.0]
     assert merged.machine["speed_probe_us"] == 140.5
+    assert merged.machine["speed_probe_before_us"] == 140.5  # the median, not the busiest's
 
 
 def test_machine_of_older_workers_keeps_the_busiest_activity_and_every_probe() -> None:

@@ -136,22 +136,29 @@ def test_calibration_waits_out_a_slow_start_until_three_repeats_agree() -> None:
     # A process that has just started gets less than its cores for a moment: the first
     # repeats are slow, then the machine's own speed shows and three repeats agree.
     kernel, calls = scripted([9.8, 8.1, 9.4, 4.9, 4.95, 5.0, 7.0])
-    assert machine.calibrate(kernel=kernel) == {"all_cores_hash_ms": 4.9}
+    assert machine.calibrate(kernel=kernel, clock=lambda: 0.0) == {"all_cores_hash_ms": 4.9}
     assert len(calls) == 6
 
 
 def test_calibration_of_a_busy_machine_stops_at_three_agreeing_slow_repeats() -> None:
     kernel, calls = scripted([9.5, 9.6, 9.4, 4.9])
-    assert machine.calibrate(kernel=kernel) == {"all_cores_hash_ms": 9.4}
+    assert machine.calibrate(kernel=kernel, clock=lambda: 0.0) == {"all_cores_hash_ms": 9.4}
+    assert len(calls) == 3
+    # A budget spent on the first repeat still takes three.
+    kernel, calls = scripted([60.0, 9.0, 5.0, 4.9])
+    clock = iter(range(100)).__next__
+    assert machine.calibrate(kernel=kernel, budget_s=0.5, clock=clock) == {
+        "all_cores_hash_ms": 5.0}
     assert len(calls) == 3
 
 
 def test_calibration_that_never_settles_stops_at_its_budget_with_the_fastest() -> None:
     kernel, calls = scripted([9.0, 5.0, 7.0, 8.0, 6.0, 9.0, 9.0])
-    clock = iter(range(100)).__next__  # one second per reading of the clock
+    clock = iter(range(100)).__next__  # one second per reading: at the start, then after
+    # every repeat from the third (the budget cannot stop fewer than three)
     assert machine.calibrate(kernel=kernel, budget_s=4, clock=clock) == {
         "all_cores_hash_ms": 5.0}
-    assert len(calls) == 4
+    assert len(calls) == 6
 
 
 def state(before: float, after: float) -> dict[str, Any]:

@@ -186,7 +186,7 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
     cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
     for key in skipped_on_both_sides(baseline, candidate):
         del base_by_key[key], cand_by_key[key]
-    typical = None if paired else process_modes.typical_probe_us([*baseline, *candidate])
+    typical = None if paired else process_modes.typical_probe_us(baseline, candidate)
     decided: list[CaseComparison] = []
     pending: list[tuple[str, CaseResult, CaseResult, Comparison, str | None]] = []
     for key in sorted(set(base_by_key) | set(cand_by_key)):
@@ -325,7 +325,7 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
     that accounts for the change (:func:`speed_change`)."""
     base_by_key = {case_key(r): r for r in baseline}
     cand_by_key = {case_key(r): r for r in candidate}
-    typical = process_modes.typical_probe_us([*baseline, *candidate])
+    typical = process_modes.typical_probe_us(baseline, candidate)
     judged = []
     for case in cases:
         if case.verdict not in ("regressed", "improved") or case.method is None:

@@ -58,13 +58,26 @@ def process_probes(result: CaseResult) -> list[float | None]:
     return [float(single)] if isinstance(single, (int, float)) and single > 0 else []
 
 
-def typical_probe_us(results: Sequence[CaseResult]) -> float | None:
+def probe_kind(result: CaseResult) -> str | None:
+    """Which probe a record's `speed_probe_us` is: "after" the samples (with
+    `speed_probe_before_us` beside it), the "faster" of the probes before and after (records
+    of kernbench before 2026-11-26), or None without a probe. The two do not compare: the
+    one after is never the faster."""
+    if not process_probes(result):
+        return None
+    return "after" if (result.machine or {}).get("speed_probe_before_us") else "faster"
+
+
+def typical_probe_us(*sides: Sequence[CaseResult]) -> float | None:
     """The probe of a process in the normal mode: the lower quartile over every process of
     every measured case given. The slow mode is only ever slower, so the lower quartile stays
     in the normal mode while fewer than three processes in four ran slow (a median would land
-    between the modes once about half did)."""
-    probes = sorted(p for r in results if r.status == "ok" for p in process_probes(r)
-                    if p is not None)
+    between the modes once about half did). None when the sides' probes are of different
+    kinds (:func:`probe_kind`): no process is then left out."""
+    results = [r for side in sides for r in side if r.status == "ok"]
+    if len({kind for r in results if (kind := probe_kind(r))}) > 1:
+        return None
+    probes = sorted(p for r in results for p in process_probes(r) if p is not None)
     if len(probes) < 2:
         return probes[0] if probes else None
     return statistics.quantiles(probes, n=4, method="inclusive")[0]
@@ -141,6 +154,10 @@ def kept_machines(machines: tuple[Mapping[str, Any] | None, Mapping[str, Any] | 
     must not correct again for processes already left out."""
     if base is None or cand is None:
         return machines
+    if probe_kind(base) != probe_kind(cand):  # the speed check cannot compare them
+        first, second = ({k: v for k, v in (m or {}).items() if k != "speed_probe_us"}
+                         for m in machines)
+        return first, second
     probes = steady_sides(base, cand, typical_us).probes_us
     before, after = ({**(m or {}), "speed_probe_us": p} if p is not None else m
                      for m, p in zip(machines, probes, strict=True))
@@ -164,7 +181,7 @@ def one_session_note(base: CaseResult, cand: CaseResult) -> str | None:
              f"session, which the {({'baseline', 'candidate'} - set(sides)).pop()} did not share")
     return (f"{whose} (kernbench.bench, the pytest plugin): they share its address-space "
             "layout and hash seed, so their spread is not the spread between sessions, and "
-            "each side's samples were compared pooled")
+            "each side's samples were compared pooled, as one group a side")
 
 
 def steady_note(steady: Steady, processes: tuple[int, int]) -> str | None:

@@ -13,10 +13,10 @@ Design, in brief:
   the p-value; the exponentiated Welch interval of the difference of means is the ratio's
   interval. Process medians can be multimodal (on a shared VM a process can run 1.3-1.7x
   slower for its whole life; a nanosecond kernel's process can land in a slow layout), and a
-  mean follows a few such processes. So from five processes a side the means are 20%-trimmed
-  (Yuen's test: the fastest and slowest fifth of each side's process medians are set aside,
-  their spread kept in the winsorized variance); with three or four nothing is trimmed and
-  it is Welch's test exactly. The Hodges-Lehmann ratio (the median of every
+  mean follows a few such processes. So from ten processes a side the means are trimmed by a
+  tenth at each end (Yuen's test: the fastest and slowest tenth of each side's process
+  medians are set aside, their spread kept in the winsorized variance); with nine or fewer
+  nothing is trimmed and it is Welch's test exactly. The Hodges-Lehmann ratio (the median of every
   candidate/baseline pair of process medians) says how far the *typical* process moved, and
   a change is claimed only when both moved. With too few processes per side the only thing
   left is a Mann-Whitney U test on the pooled samples, which ignores between-process noise
@@ -118,7 +118,7 @@ def compare_groups(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     least `min_groups` groups on both sides (and never fewer than 2, which a variance needs):
     Welch's t-test on the logs of the per-group medians, ratio = exp(mean log B - mean log A)
     (the ratio of geometric means of the process medians) and its Welch interval; the means
-    are trimmed (Yuen's test, `TRIM`) where a side has five groups or more. Otherwise: a
+    are trimmed (Yuen's test, `TRIM`) where a side has ten groups or more. Otherwise: a
     two-sided Mann-Whitney U test on the pooled samples, the ratio of pooled medians and a
     hierarchical bootstrap interval (`bootstrap_ratio_ci`), widened if need be to contain the
     point ratio, with a note that the test is optimistic. A side with no samples, a value that
@@ -181,40 +181,52 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
 
 
-def _trimmed(logs: FloatArray) -> tuple[float, float, int, int]:
-    """(trimmed mean, its squared standard error, values kept, trimmed from each end) of logs,
-    as Yuen's test takes them: the winsorized variance over h(h - 1)/(n - 1)."""
+def _trimmed(logs: FloatArray, trim: float) -> tuple[float, float, int, int, bool]:
+    """(trimmed mean, its squared standard error, values kept, trimmed from each end, whether
+    the winsorized values still differ) of logs, as Yuen's test takes them: the winsorized
+    variance over h(h - 1)/(n - 1)."""
     ordered = np.sort(logs)
     n = ordered.size
-    cut = math.floor(TRIM * n)
+    cut = math.floor(trim * n)
     kept = n - 2 * cut
     mean = float(np.mean(ordered[cut:n - cut]))
     winsorized = np.clip(ordered, ordered[cut], ordered[n - cut - 1])
-    return mean, (n - 1) * float(np.var(winsorized, ddof=1)) / (kept * (kept - 1)), kept, cut
+    variance = (n - 1) * float(np.var(winsorized, ddof=1)) / (kept * (kept - 1))
+    return mean, variance, kept, cut, bool(np.ptp(winsorized) > 0)
 
 
 def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
            confidence: float) -> Comparison:
-    """Welch's test on the log process medians, Yuen's (trimmed means) from five a side."""
+    """Welch's test on the log process medians, Yuen's (trimmed means) from ten a side."""
     from scipy import stats as sps
 
     n_a, n_b = len(groups_a), len(groups_b)
     log_a = np.log(np.array([_median(g) for g in groups_a]))
     log_b = np.log(np.array([_median(g) for g in groups_b]))
-    mean_a, var_a, kept_a, cut_a = _trimmed(log_a)
-    mean_b, var_b, kept_b, cut_b = _trimmed(log_b)
+    typical = _exp(float(np.median(np.subtract.outer(log_b, log_a))))
+    sides = [_trimmed(log_a, TRIM), _trimmed(log_b, TRIM)]
+    if any(not spread and np.ptp(raw) > 0 for (*_, spread), raw in zip(sides, (log_a, log_b),
+                                                                      strict=True)):
+        # Trimming set aside all that differed on a side (most processes tied): it would hide
+        # that side's spread, so nothing is trimmed.
+        sides = [_trimmed(log_a, 0.0), _trimmed(log_b, 0.0)]
+    (mean_a, var_a, kept_a, cut_a, spread_a), (mean_b, var_b, kept_b, cut_b, spread_b) = sides
     method = YUEN if cut_a or cut_b else WELCH
     diff = mean_b - mean_a
     ratio = _finite_positive_or_none(_exp(diff))
     if ratio is None:
         return _insufficient(n_a, n_b, "the ratio of medians is not representable")
-    se = math.sqrt(var_a + var_b)
-    if se == 0.0:
+    if not spread_a and not spread_b:
         # No spread between processes on either side: the t statistic is 0/0. Identical medians
         # mean no difference; different ones differ with certainty, as far as the data can say.
         return Comparison(ratio, ratio, ratio, 1.0 if diff == 0.0 else 0.0, method, n_a, n_b,
                           "every process median is identical within each side (zero variance); "
-                          "the p-value and interval are degenerate")
+                          "the p-value and interval are degenerate", typical_ratio=typical)
+    se = math.sqrt(var_a + var_b)
+    if se == 0.0:
+        return Comparison(ratio, ratio, ratio, 1.0 if diff == 0.0 else 0.0, method, n_a, n_b,
+                          "the spread of the process medians is too small to test",
+                          typical_ratio=typical)
     # Welch–Satterthwaite degrees of freedom on the kept values; with nothing trimmed the same
     # test and interval as scipy's `ttest_ind(..., equal_var=False)`, and with trimming as its
     # `trim=` (Yuen's test), computed here so the interval comes with it on older scipy.
@@ -222,7 +234,6 @@ def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
     p_value = float(2 * sps.t.sf(abs(diff) / se, df))
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     low, high = _exp(diff - half), _exp(diff + half)
-    typical = _exp(float(np.median(np.subtract.outer(log_b, log_a))))
     return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, method, n_a, n_b,
                       typical_ratio=typical)
 

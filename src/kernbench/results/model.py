@@ -314,8 +314,9 @@ class CaseResult:
     """The implementation's name (it is part of `case_id`); None for a single-function kernel."""
     machine: Mapping[str, Any] | None = None
     """What else the machine did while the samples were taken (kernbench.measure.machine): the cores
-    other processes kept busy and the stolen share, of the busiest worker process; None where
-    not measured (no /proc/stat, a fake clock, a case that did not run)."""
+    other processes kept busy and the stolen share, over every worker process's window
+    together (the busiest process's in records of older workers), and the processes' speed
+    probes; None where not measured (no /proc/stat, a fake clock, a case that did not run)."""
     compile: Mapping[str, Any] | None = None
     """torch.compile facts: mode, first_call_s (compilation included), graphs compiled and
     recompilations during timing; None for an eager implementation."""
