@@ -124,12 +124,12 @@ def steady_sides(base: CaseResult, cand: CaseResult, typical_us: float | None,
     for every process (a record stored before the probes were kept), or when fewer than
     `min_groups` processes would remain on a side (most of it ran slow: the speed check's
     business, see :func:`kernbench.analysis.compare.machine_caveats`)."""
-    groups = (by_process(base), by_process(cand))
-    whole = Steady([g for g in groups[0] if g], [g for g in groups[1] if g])
     pooled = one_session_note(base, cand)
     if pooled is not None:
         return Steady([list(base.samples_ms)] if base.samples_ms else [],
                       [list(cand.samples_ms)] if cand.samples_ms else [], pooled=pooled)
+    groups = (by_process(base), by_process(cand))
+    whole = Steady([g for g in groups[0] if g], [g for g in groups[1] if g])
     if typical_us is None:
         return whole
     probes = (process_probes(base), process_probes(cand))
@@ -169,16 +169,18 @@ def one_session_note(base: CaseResult, cand: CaseResult) -> str | None:
     several processes forked from one Python session (``worker.forked_from``) that the other
     side did not share. None when they can."""
     sessions = [(r.worker or {}).get("forked_from") for r in (base, cand)]
-    several = [r.process_sample_counts is not None and len(r.process_sample_counts) > 1
-               for r in (base, cand)]
-    if sessions[0] == sessions[1] or not any(s and n for s, n in zip(sessions, several,
-                                                                       strict=True)):
+    if sessions[0] == sessions[1]:
         return None
-    sides = [side for side, s, n in zip(("baseline", "candidate"), sessions, several,
-                                        strict=True) if s and n]
-    whose = ("each side's processes were forked from one Python session of its own"
-             if len(sides) == 2 else f"the {sides[0]}'s processes were forked from one Python "
-             f"session, which the {({'baseline', 'candidate'} - set(sides)).pop()} did not share")
+    forked = [bool(s) and len(r.process_sample_counts or ()) > 1
+              for s, r in zip(sessions, (base, cand), strict=True)]
+    if all(forked):
+        whose = "each side's processes were forked from one Python session of its own"
+    elif any(forked):
+        side, other = ("baseline", "candidate") if forked[0] else ("candidate", "baseline")
+        whose = (f"the {side}'s processes were forked from one Python session, which the "
+                 f"{other} did not share")
+    else:
+        return None
     return (f"{whose} (kernbench.bench, the pytest plugin): they share its address-space "
             "layout and hash seed, so their spread is not the spread between sessions, and "
             "each side's samples were compared pooled, as one group a side")

@@ -89,17 +89,19 @@ def activity(before: CpuTimes, after: CpuTimes, own_cpu_s: float,
     total = after.total_s - before.total_s
     if wall_s <= 0 or total <= 0:
         return None
-    window = {"window_s": wall_s, "other_cpu_s": (after.busy_s - before.busy_s) - own_cpu_s,
-              "steal_cpu_s": after.steal_s - before.steal_s, "all_cpu_s": total}
-    return {**_rates(window), **{k: round(v, 6) for k, v in window.items()}}
+    return _reading({"window_s": wall_s,
+                     "other_cpu_s": (after.busy_s - before.busy_s) - own_cpu_s,
+                     "steal_cpu_s": after.steal_s - before.steal_s, "all_cpu_s": total})
 
 
 WINDOW_KEYS = ("window_s", "other_cpu_s", "steal_cpu_s", "all_cpu_s")
 
 
-def _rates(window: dict[str, float]) -> dict[str, float]:
+def _reading(window: dict[str, float]) -> dict[str, float]:
+    """A window's rates (`other_cpu_cores`, `steal_share`) and its raw seconds."""
     return {"other_cpu_cores": round(max(0.0, window["other_cpu_s"]) / window["window_s"], 3),
-            "steal_share": round(max(0.0, window["steal_cpu_s"]) / window["all_cpu_s"], 4)}
+            "steal_share": round(max(0.0, window["steal_cpu_s"]) / window["all_cpu_s"], 4),
+            **{k: round(v, 6) for k, v in window.items()}}
 
 
 def summed_activity(states: list[dict[str, Any]]) -> dict[str, float] | None:
@@ -110,7 +112,7 @@ def summed_activity(states: list[dict[str, Any]]) -> dict[str, float] | None:
     window = {key: sum(float(s[key]) for s in states) for key in WINDOW_KEYS}
     if window["window_s"] <= 0 or window["all_cpu_s"] <= 0:
         return None
-    return {**_rates(window), **{k: round(v, 6) for k, v in window.items()}}
+    return _reading(window)
 
 
 def speed_probe_us(repeats: int = SPEED_PROBE_REPEATS) -> float:
