@@ -590,3 +590,45 @@ def test_parser_documents_every_run_flag() -> None:
                  "--timeout", "--seed", "--list", "--quiet", "--verbose", "--debug-fake-timer",
                  "--output-dir", "--root"):
         assert flag in run_help.stdout
+
+
+# -- output folder ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("below", ["", "sub/deeper"])
+def test_an_output_dir_that_is_a_file_is_refused_before_any_kernel_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], below: str) -> None:
+    marker = tmp_path / "ran"
+    write(tmp_path / "kernels" / "k" / "k.py", f"""
+def run_benchmark():
+    open({str(marker)!r}, "w").close()
+    return 1.0
+""")
+    blocker = tmp_path / "out"
+    blocker.write_text("not a folder")
+    out = blocker / below if below else blocker
+    code = main(["run", "--root", str(tmp_path), "--output-dir", str(out), *FAST])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--output-dir {out}" in err and "not a folder" in err
+    assert "Traceback" not in err
+    assert not marker.exists()
+    assert blocker.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "merge"])
+def test_the_other_writing_commands_refuse_a_file_as_output_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    write(tmp_path / "kernels" / "k" / "k.py", GOOD)
+    good = tmp_path / "good"
+    assert main(["run", "--root", str(tmp_path), "--output-dir", str(good), *FAST,
+                 "--debug-fake-timer", "1"]) == 0
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    argv = {"report": ["report", str(good), "--output-dir", str(blocker)],
+            "compare": ["compare", str(good / "summary.json"), str(good / "summary.json"),
+                        "--output-dir", str(blocker)],
+            "merge": ["merge", str(blocker), str(good)]}[command]
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "not a folder" in capsys.readouterr().err

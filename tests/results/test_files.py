@@ -27,6 +27,7 @@ from kernbench.execution.resume import load_previous
 from kernbench.reporting.bundle import load_report_inputs
 from kernbench.results.files import (
     atomic_writer,
+    check_output_dir,
     safe_filename,
     write_bytes_atomic,
     write_json_atomic,
@@ -399,3 +400,25 @@ def test_one_line_items_write_the_same_json_one_list_item_a_line(tmp_path: Path)
     assert text.endswith("}\n")
     assert json.loads(write_json_atomic(tmp_path / "e.json", {}, one_line_items=True)
                       .read_text(encoding="utf-8")) == {}
+
+
+def test_check_output_dir_accepts_a_folder_or_one_that_can_be_made_and_creates_nothing(
+        tmp_path: Path) -> None:
+    check_output_dir(tmp_path)
+    check_output_dir(tmp_path / "new" / "deeper")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("make", ["file", "under_file", "broken_link"])
+def test_check_output_dir_names_the_path_that_is_not_a_folder(tmp_path: Path,
+                                                              make: str) -> None:
+    blocker = tmp_path / "out"
+    if make == "broken_link":
+        blocker.symlink_to(tmp_path / "missing")
+    else:
+        blocker.write_text("x")
+    target = blocker / "a" if make == "under_file" else blocker
+    with pytest.raises(KernbenchError) as raised:
+        check_output_dir(target, "--output-dir")
+    assert raised.value.message.startswith(f"--output-dir {target} ")
+    assert f"{blocker} is not a folder" in raised.value.message or make != "under_file"

@@ -22,6 +22,7 @@ from kernbench.execution.runner import (
 from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
+from kernbench.results.files import check_output_dir
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.results.serialize import manifest_dict
 
@@ -71,6 +72,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     (:mod:`kernbench.execution.resume`)."""
     from kernbench.execution.interrupts import signals_handled
 
+    check_output_dir(output_dir)
     specs, manifest = discover(settings.root, paths, log)
     check_sweep_globs(settings, specs)
     selected = select_kernels(specs, settings.filters)

@@ -117,6 +117,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         from kernbench.reporting.formats import check_libraries
 
         check_libraries(args.format)  # before the run, not after it
+    if getattr(args, "output_dir", None) is not None and not getattr(args, "list", False):
+        from kernbench.results.files import check_output_dir
+
+        flag = ("output_dir" if args.command == "merge"
+                else "--resume" if getattr(args, "resume", None) else "--output-dir")
+        check_output_dir(args.output_dir, flag)
     return args
 
 

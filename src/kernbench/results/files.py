@@ -20,6 +20,7 @@ from typing import IO, Any
 
 __all__ = [
     "atomic_writer",
+    "check_output_dir",
     "default_cache_dir",
     "read_json_object",
     "safe_filename",
@@ -34,6 +35,21 @@ def default_cache_dir() -> Path:
     """kernbench's cache folder: ``$XDG_CACHE_HOME/kernbench``, else ``~/.cache/kernbench``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kernbench"
+
+
+def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
+    """Raise a KernbenchError (exit 2) unless `path` is a folder or can be created as one:
+    checked before any work, so that a run never measures its whole suite and then fails
+    to write. The folder itself is not created here."""
+    from kernbench.errors import KernbenchError
+
+    for folder in (path, *path.parents):
+        if folder.is_dir():
+            break
+        if folder.exists() or folder.is_symlink():
+            what = "is" if folder == path else f"cannot be created: {folder} is"
+            raise KernbenchError(f"{flag} {path} {what} not a folder; expected a folder "
+                                 "(created if missing)")
 
 
 @contextmanager
