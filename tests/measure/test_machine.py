@@ -57,7 +57,12 @@ def test_activity_subtracts_the_workers_own_cpu_time() -> None:
         "other_cpu_cores": 1.0, "steal_share": 0.05, "window_s": 2.0, "other_cpu_s": 2.0,
         "steal_cpu_s": 0.2, "all_cpu_s": 4.0}
     assert machine.activity(before, after, own_cpu_s=5.0, wall_s=2.0)["other_cpu_cores"] == 0.0
-    assert machine.activity(before, before, own_cpu_s=0.0, wall_s=2.0) is None
+    # A window that saw no /proc/stat tick read nothing busy; it is a reading (of zero),
+    # not a missing one, so that summed windows stay unbiased.
+    assert machine.activity(before, before, own_cpu_s=0.001, wall_s=0.002) == {
+        "other_cpu_cores": 0.0, "steal_share": 0.0, "window_s": 0.002, "other_cpu_s": -0.001,
+        "steal_cpu_s": 0.0, "all_cpu_s": 0.0}
+    assert machine.activity(before, after, own_cpu_s=0.0, wall_s=0.0) is None
 
 
 def _other_cores(work: str, seconds: float) -> float:
@@ -253,10 +258,27 @@ def test_speed_probe_times_a_fixed_loop_and_the_process_speed_is_the_probe_after
     readings = iter([130.0, 200.0])
     monkeypatch.setattr(machine, "speed_probe_us", lambda: next(readings))
     probe = machine.ActivityProbe()
-    time.sleep(0.05)  # /proc/stat advances in clock ticks: an empty window has no reading
     state = probe.stop()
-    assert state is not None
     assert (state["speed_probe_us"], state["speed_probe_before_us"]) == (200.0, 130.0)
+
+
+@pytest.mark.parametrize("stat", ["no_tick", "no_proc_stat"])
+def test_the_speed_probes_are_kept_whatever_proc_stat_read(
+        monkeypatch: pytest.MonkeyPatch, stat: str) -> None:
+    """A window of a few milliseconds often sees no /proc/stat tick, and macOS has no
+    /proc/stat: the process's speed probes are kept either way, since a comparison leaves out
+    slow processes only where every process has its probe."""
+    frozen = machine.CpuTimes(busy_s=100.0, steal_s=0.0, total_s=1000.0)
+    monkeypatch.setattr(machine, "read_cpu_times",
+                        lambda path=machine.PROC_STAT: frozen if stat == "no_tick" else None)
+    readings = iter([130.0, 200.0])
+    monkeypatch.setattr(machine, "speed_probe_us", lambda: next(readings))
+    state = machine.ActivityProbe().stop()
+    assert (state["speed_probe_us"], state["speed_probe_before_us"]) == (200.0, 130.0)
+    if stat == "no_tick":
+        assert (state["other_cpu_cores"], state["all_cpu_s"]) == (0.0, 0.0)
+    else:
+        assert "other_cpu_cores" not in state and "window_s" not in state
 
 
 def test_speed_change_is_none_within_the_tolerance_or_when_not_measured() -> None:

@@ -79,15 +79,18 @@ def activity(before: CpuTimes, after: CpuTimes, own_cpu_s: float,
     """What the rest of the machine did between two readings: `other_cpu_cores`, the cores
     other processes kept busy on average (busy time less `own_cpu_s`, per wall second), and
     `steal_share`, the share of all CPU time the hypervisor took; with the window's raw
-    seconds, so that windows can be summed (:func:`summed_activity`). None for an empty
-    window.
+    seconds, so that windows can be summed (:func:`summed_activity`). None for a window of no
+    wall time.
 
     /proc/stat counts in ticks (10 ms), while a case's window can be a few tens of
     milliseconds: one window's `other_cpu_cores` can be off by a tick over its wall time
-    (0.2-0.4 cores) on an idle machine. Summed over a case's processes, the ticks average out.
+    (0.2-0.4 cores) on an idle machine, and a window of a few milliseconds often sees no tick
+    at all (it reads 0 cores busy). Summed over a case's processes, the ticks average out, so
+    a window without a tick is kept as the zero it read: leaving it out would leave out the
+    windows that happened to read low.
     """
     total = after.total_s - before.total_s
-    if wall_s <= 0 or total <= 0:
+    if wall_s <= 0 or total < 0:
         return None
     return _reading({"window_s": wall_s,
                      "other_cpu_s": (after.busy_s - before.busy_s) - own_cpu_s,
@@ -100,7 +103,8 @@ WINDOW_KEYS = ("window_s", "other_cpu_s", "steal_cpu_s", "all_cpu_s")
 def _reading(window: dict[str, float]) -> dict[str, float]:
     """A window's rates (`other_cpu_cores`, `steal_share`) and its raw seconds."""
     return {"other_cpu_cores": round(max(0.0, window["other_cpu_s"]) / window["window_s"], 3),
-            "steal_share": round(max(0.0, window["steal_cpu_s"]) / window["all_cpu_s"], 4),
+            "steal_share": (round(max(0.0, window["steal_cpu_s"]) / window["all_cpu_s"], 4)
+                            if window["all_cpu_s"] > 0 else 0.0),
             **{k: round(v, 6) for k, v in window.items()}}
 
 
@@ -145,9 +149,11 @@ class ActivityProbe:
         self._own = time.process_time()
         self._wall = time.perf_counter()
 
-    def stop(self) -> dict[str, Any] | None:
-        """{other_cpu_cores, steal_share, loadavg_1m, cpus, speed_probe_us,
-        speed_probe_before_us}; None without /proc/stat.
+    def stop(self) -> dict[str, Any]:
+        """{other_cpu_cores, steal_share (and the window's raw seconds), loadavg_1m, cpus,
+        speed_probe_us, speed_probe_before_us}; without /proc/stat only the last four (the
+        speed probes need no /proc/stat, and a comparison needs every process's probe to
+        leave out the slow ones).
 
         `speed_probe_us` is the probe right after the samples. This VM's slow spells last
         tens of milliseconds, and the probe before the warm-up is that far from the samples:
@@ -156,13 +162,9 @@ class ActivityProbe:
         before, which also flagged 323 processes whose samples were not slow, against 184 for
         the one after (`benchmarks/bench_stored_aa.py`, 70 repetitions)."""
         after = read_cpu_times()
-        if self._cpu is None or after is None:
-            return None
-        found = activity(self._cpu, after, time.process_time() - self._own,
-                         time.perf_counter() - self._wall)
-        if found is None:
-            return None
-        return {**found, "loadavg_1m": _loadavg()[0], "cpus": os.cpu_count(),
+        found = None if self._cpu is None or after is None else activity(
+            self._cpu, after, time.process_time() - self._own, time.perf_counter() - self._wall)
+        return {**(found or {}), "loadavg_1m": _loadavg()[0], "cpus": os.cpu_count(),
                 "speed_probe_us": speed_probe_us(), "speed_probe_before_us": self._speed_us}
 
 

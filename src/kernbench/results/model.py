@@ -316,7 +316,8 @@ class CaseResult:
     """What else the machine did while the samples were taken (kernbench.measure.machine): the cores
     other processes kept busy and the stolen share, over every worker process's window
     together (the busiest process's in records of older workers), and the processes' speed
-    probes; None where not measured (no /proc/stat, a fake clock, a case that did not run)."""
+    probes; without /proc/stat only the probes; None where not measured (a fake clock, a case
+    that did not run)."""
     compile: Mapping[str, Any] | None = None
     """torch.compile facts: mode, first_call_s (compilation included), graphs compiled and
     recompilations during timing; None for an eager implementation."""
