@@ -59,6 +59,19 @@ def test_a_failing_process_fails_the_case_and_says_which() -> None:
     assert merged.reason == "process 2 of 2: worker killed by SIGSEGV"
 
 
+@pytest.mark.parametrize("later", [
+    {"rmse": None, "max_error": None, "passed": None, "reason": "the worker left no reply"},
+    {"rmse": None, "passed": None, "reason": "checked in the case's first process"},
+    {}])
+def test_a_later_failing_process_keeps_the_first_process_accuracy_check(
+        later: dict[str, object]) -> None:
+    # Only the first process checks accuracy; a later crash does not erase its check.
+    checked = {"passed": True, "relative_error": 1e-7}
+    merged = merge_replicates([_result((1.0,), accuracy=checked),
+                               _result((), status="failed", reason="SIGSEGV", accuracy=later)])
+    assert merged.status == "failed" and merged.accuracy == checked
+
+
 def test_nothing_to_merge_is_an_error() -> None:
     with pytest.raises(ValueError):
         merge_replicates([])

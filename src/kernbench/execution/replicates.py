@@ -30,10 +30,10 @@ def merge_replicates(results: Sequence[CaseResult]) -> CaseResult:
         raise ValueError("no results to merge")
     first = results[0]
     for index, result in enumerate(results, start=1):
-        if result.status != "ok":
+        if result.status != "ok":  # accuracy: the first process's check, whoever failed
             return dataclasses.replace(
                 result, reason=f"process {index} of {len(results)}: {result.reason}",
-                accuracy=first.accuracy if result.accuracy == {} else result.accuracy)
+                accuracy=first.accuracy)
     counts = tuple(c for r in results for c in (r.process_sample_counts or (len(r.samples_ms),)))
     return dataclasses.replace(
         first,
