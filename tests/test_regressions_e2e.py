@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from kernbench.analysis.compare import busy
+from kernbench.analysis.machine_caveats import busy
 from kernbench.cli.main import main
 from kernbench.execution.forkserver import fork_supported
 from kernbench.results.history import append_record

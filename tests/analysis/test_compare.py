@@ -19,12 +19,12 @@ from kernbench.analysis.compare import (
     case_dict,
     case_key,
     compare_results,
-    comparison_warnings,
     process_groups,
     regressions_found,
     skipped_on_both_sides,
     tally,
 )
+from kernbench.analysis.machine_caveats import comparison_warnings
 from kernbench.results.model import CaseResult
 
 PROCESSES = 5

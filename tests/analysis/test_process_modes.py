@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernbench.analysis.compare import compare_results, machine_caveats
+from kernbench.analysis.compare import compare_results
+from kernbench.analysis.machine_caveats import machine_caveats
 from kernbench.analysis.process_modes import (
     kept_machines,
     left_out_note,

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from kernbench.analysis.compare import (
+from kernbench.analysis.compare import compare_results, regressions_found
+from kernbench.analysis.machine_caveats import (
     busy,
     calibration_change,
-    compare_results,
     machine_caveats,
-    regressions_found,
     speed_change,
 )
 from kernbench.measure import machine

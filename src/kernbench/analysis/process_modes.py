@@ -14,7 +14,7 @@ quartile over every process of both runs compared) is left out of the comparison
 so: its samples measure the VM, not the kernel. Both sides are filtered or neither (a side
 filtered alone would bias the ratio). A side that ran mostly slow leaves too few processes to
 leave out, and is the business of the comparison's speed and calibration checks
-(:func:`kernbench.analysis.compare.machine_caveats`), which then compare the probes of the
+(:func:`kernbench.analysis.machine_caveats.machine_caveats`), which then compare the probes of the
 processes kept. A kernel cannot slow the probe of its own
 process down, other than by leaving work running after its samples.
 
@@ -123,7 +123,7 @@ def steady_sides(base: CaseResult, cand: CaseResult, typical_us: float | None,
     slow mode. Both sides are filtered or neither: nothing is left out when a side has no probe
     for every process (a record stored before the probes were kept), or when fewer than
     `min_groups` processes would remain on a side (most of it ran slow: the speed check's
-    business, see :func:`kernbench.analysis.compare.machine_caveats`)."""
+    business, see :func:`kernbench.analysis.machine_caveats.machine_caveats`)."""
     pooled = one_session_note(base, cand)
     if pooled is not None:
         return Steady([list(base.samples_ms)] if base.samples_ms else [],

@@ -11,11 +11,13 @@ from kernbench.analysis.compare import (
     DEFAULT_ALPHA,
     DEFAULT_THRESHOLD,
     Thresholds,
-    calibration_change,
     compare_results,
+    skipped_on_both_sides,
+)
+from kernbench.analysis.machine_caveats import (
+    calibration_change,
     comparison_warnings,
     machine_caveats,
-    skipped_on_both_sides,
 )
 from kernbench.results.inputs import LoadedRun, load_run
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.analysis.compare import (
-    CALIBRATIONS,
     CaseComparison,
     case_dict,
     regressions_found,
     tally,
 )
+from kernbench.analysis.machine_caveats import CALIBRATIONS
 from kernbench.reporting.markdown import md_escape, template_environment
 from kernbench.reporting.views import split_significant
 from kernbench.results.files import write_json_atomic, write_text_atomic
