@@ -216,6 +216,25 @@ def test_new_and_missing_cases() -> None:
     assert not regressions_found(list(cases.values()))
 
 
+def test_every_case_of_a_kernel_the_candidate_made_invalid_regressed() -> None:
+    # An invalid kernel has one record (backend and precision n/a): its baseline cases must
+    # not become "missing", which --fail-on-regression lets pass.
+    rng = np.random.default_rng(4)
+    baseline = [result("broken", precision=p, sample_data=samples(rng, 1.0))
+                for p in ("fp32", "fp64")]
+    baseline.append(result("other", sample_data=samples(rng, 1.0)))
+    candidate = [result("broken", status="invalid", reason="kernels/broken.py:3: syntax error",
+                        backend="n/a", precision="n/a"),
+                 result("other", sample_data=samples(rng, 1.0))]
+    cases = compare_results(baseline, candidate)
+    broken = [c for c in cases if c.kernel_name == "broken"]
+    assert [(c.precision, c.verdict) for c in broken] == [("fp32", "regressed"),
+                                                          ("fp64", "regressed")]
+    assert all("invalid: kernels/broken.py:3: syntax error" in (c.note or "") for c in broken)
+    assert regressions_found(cases)
+    assert tally(cases)["missing"] == 0
+
+
 def test_a_case_that_fails_in_the_candidate_is_a_regression_with_a_note() -> None:
     rng = np.random.default_rng(4)
     baseline = [result(sample_data=samples(rng, 1.0))]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kernbench.analysis import process_modes
@@ -188,10 +188,15 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
     for key in skipped_on_both_sides(baseline, candidate):
         del base_by_key[key], cand_by_key[key]
     typical = None if paired else process_modes.typical_probe_us(baseline, candidate)
+    invalid = {r.kernel_name: r for r in candidate if r.status == "invalid"}
     decided: list[CaseComparison] = []
     pending: list[tuple[str, CaseResult, CaseResult, Comparison, str | None]] = []
     for key in sorted(set(base_by_key) | set(cand_by_key)):
         base, cand = base_by_key.get(key), cand_by_key.get(key)
+        if cand is None and base is not None and base.kernel_name in invalid:
+            # the candidate broke the kernel itself (syntax error, bad bench.yaml): each of
+            # its cases stopped running, which is a regression, not a case gone missing
+            cand = replace(base, status="invalid", reason=invalid[base.kernel_name].reason)
         if base is None or cand is None:
             only = cand or base
             assert only is not None
