@@ -451,6 +451,19 @@ def test_figures_of_different_gpu_modes_are_never_compared() -> None:
     assert case.ratio is None and not regressions_found([case])
 
 
+def test_a_side_whose_processes_measured_in_different_modes_is_never_compared() -> None:
+    rng = np.random.default_rng(7)
+    data = samples(rng, 0.005)
+    mixed = replace(result(backend="cuda", sample_data=data), gpu_timing=gpu_mode("mixed"))
+    for base, cand, sides in ((mixed, mixed, "the baseline and the candidate's"),
+                              (replace(mixed, gpu_timing=gpu_mode("hot")), mixed,
+                               "the candidate's")):
+        case = only(compare_results([base], [cand]))
+        assert case.verdict == "inconclusive" and case.ratio is None
+        assert case.note is not None
+        assert case.note.startswith(f"not compared: {sides} processes measured in different")
+
+
 def test_a_fallback_counts_as_the_mode_it_measured() -> None:
     rng = np.random.default_rng(6)
     data = samples(rng, 0.005)

@@ -94,6 +94,26 @@ def test_processes_merge_samples_and_discards_before_anything_is_derived() -> No
     assert merge_gpu_timing([None, None]) is None
 
 
+def test_processes_with_their_own_calls_per_sample_count_every_call() -> None:
+    first = {"requested": "hot", "primary": "hot", "modes": {"hot": raw_mode("hot", [5.0] * 3)}}
+    second = {"requested": "hot", "primary": "hot",
+              "modes": {"hot": {**raw_mode("hot", [6.0] * 3), "calls_per_sample": 100}}}
+    for order in ([first, second], [second, first]):
+        merged = merge_gpu_timing(order)
+        assert merged is not None
+        assert gpu_timing_summary(merged)["n"] == 3 * 10 + 3 * 100
+
+
+def test_processes_that_measured_in_different_modes_merge_as_mixed_in_any_order() -> None:
+    graph = {"requested": "graph", "primary": "graph",
+             "modes": {"graph": raw_mode("graph", [10.0] * 3)}}
+    fell_back = {"requested": "graph", "primary": "graph", "modes": {"graph": raw_mode(
+        "hot", [25.0] * 3, requested="graph", reason="capture failed")}}
+    one, other = merge_gpu_timing([graph, fell_back]), merge_gpu_timing([fell_back, graph])
+    assert timing_mode(one) == timing_mode(other) == "mixed"
+    assert one is not None and "process 1: graph, process 2: hot" in one["modes"]["graph"]["reason"]
+
+
 def test_timing_mode_is_what_the_samples_hold() -> None:
     assert timing_mode(None) is None
     assert timing_mode(raw_all()) == "cold"

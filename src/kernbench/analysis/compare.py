@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kernbench.analysis import process_modes
-from kernbench.analysis.gpu_summary import timing_mode
+from kernbench.analysis.gpu_summary import MIXED_MODE, timing_mode
 from kernbench.analysis.stats import percentile
 from kernbench.analysis.stats_compare import (
     Comparison,
@@ -155,11 +155,15 @@ def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
     """Figures taken in different GPU timing modes measure different things (a per-call
     synchronise, a warm or a cold L2): they are never compared."""
     before, after = timing_mode(base.gpu_timing), timing_mode(cand.gpu_timing)
-    if before == after:
+    if before == after != MIXED_MODE:
         return None
-    return _unpaired(key, cand, "inconclusive", threshold,
-                     f"not compared: timed in different GPU modes (baseline {before}, "
-                     f"candidate {after}); run both with the same --gpu-timing")
+    mixed = [side for side, mode in (("baseline", before), ("candidate", after))
+             if mode == MIXED_MODE]
+    why = (f"the {' and the '.join(mixed)}'s processes measured in different GPU modes (a "
+           "fallback in some of them, see the mode's reason)" if mixed else
+           f"timed in different GPU modes (baseline {before}, candidate {after}); run both "
+           "with the same --gpu-timing")
+    return _unpaired(key, cand, "inconclusive", threshold, f"not compared: {why}")
 
 
 def check_one_machine(results: Sequence[CaseResult], side: str) -> None:

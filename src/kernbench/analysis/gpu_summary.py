@@ -18,7 +18,7 @@ from typing import Any
 from kernbench.analysis.stats import iqr, percentile
 from kernbench.results.vocabulary import KERNEL_SYNC_FLUSH
 
-__all__ = ["RAW_MODE_KEYS", "gpu_timing_summary", "merge_gpu_timing", "timing_mode"]
+__all__ = ["MIXED_MODE", "RAW_MODE_KEYS", "gpu_timing_summary", "merge_gpu_timing", "timing_mode"]
 
 RAW_MODE_KEYS = ("mode", "requested_mode", "reason", "flush", "calls_per_sample", "samples_us",
                  "discarded_blocks", "discard_reasons")
@@ -35,7 +35,8 @@ def mode_summary(raw: Mapping[str, Any]) -> dict[str, Any]:
                    "p10_us": percentile(samples, 10), "p90_us": percentile(samples, 90)}
     return {"mode": raw.get("mode"), "requested_mode": raw.get("requested_mode"),
             "reason": raw.get("reason"), "flush": raw.get("flush"),
-            "n": len(samples) * int(raw.get("calls_per_sample") or 0), **figures,
+            "n": (int(raw["calls"]) if raw.get("calls") is not None
+                  else len(samples) * int(raw.get("calls_per_sample") or 0)), **figures,
             **{k: raw.get(k) for k in RAW_MODE_KEYS[4:]}}
 
 
@@ -74,14 +75,33 @@ def gpu_timing_summary(raw: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
+MIXED_MODE = "mixed"
+"""What a merged mode's samples hold when its processes measured in different modes (one
+captured a graph, another fell back to hot): not one thing, so never compared."""
+
+
 def _merged_mode(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One mode of several processes. Each process calibrates its own calls per sample; where
+    they differ, the merged mode keeps the total `calls` instead. Where the processes measured
+    in different modes (a fallback in some of them), the mode is :data:`MIXED_MODE`, with
+    which process measured what in its reason, whatever the order of the processes."""
     reasons: Counter[str] = Counter()
     for part in parts:
         reasons.update(part.get("discard_reasons") or {})
-    return {**parts[0],
-            "samples_us": [s for part in parts for s in part.get("samples_us") or ()],
-            "discarded_blocks": sum(int(p.get("discarded_blocks") or 0) for p in parts),
-            "discard_reasons": dict(reasons)}
+    merged = {**parts[0],
+              "samples_us": [s for part in parts for s in part.get("samples_us") or ()],
+              "discarded_blocks": sum(int(p.get("discarded_blocks") or 0) for p in parts),
+              "discard_reasons": dict(reasons)}
+    if len({p.get("calls_per_sample") for p in parts}) > 1:
+        merged["calls_per_sample"] = None
+        merged["calls"] = sum(len(p.get("samples_us") or ()) * int(p.get("calls_per_sample") or 0)
+                              for p in parts)
+    measured = [str(p.get("mode")) for p in parts]
+    if len(set(measured)) > 1:
+        merged["mode"] = MIXED_MODE
+        merged["reason"] = ("the processes measured in different modes (" + ", ".join(
+            f"process {i}: {m}" for i, m in enumerate(measured, start=1)) + ")")
+    return merged
 
 
 def merge_gpu_timing(records: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
