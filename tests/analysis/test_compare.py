@@ -235,6 +235,25 @@ def test_every_case_of_a_kernel_the_candidate_made_invalid_regressed() -> None:
     assert tally(cases)["missing"] == 0
 
 
+def test_a_kernel_without_precisions_that_stops_running_is_a_regression() -> None:
+    # Its case is named after its output's precision; a failed run has no output and stays
+    # "native": it is still the same case, not one missing and one new.
+    rng = np.random.default_rng(8)
+    baseline = [result("seed", precision="fp64", sample_data=samples(rng, 1.0)),
+                result("kept", precision="fp64", sample_data=samples(rng, 1.0))]
+    candidate = [result("seed", precision="native", status="failed",
+                        reason="ValueError: boom"),
+                 result("kept", precision="fp64", sample_data=samples(rng, 1.0))]
+    cases = {c.kernel_name: c for c in compare_results(baseline, candidate)}
+    assert (cases["seed"].verdict, cases["seed"].precision) == ("regressed", "fp64")
+    assert "no longer runs: failed: ValueError: boom" in (cases["seed"].note or "")
+    assert len(cases) == 2 and regressions_found(list(cases.values()))
+    # The other way round: the baseline failed, the candidate runs: one new case.
+    back = compare_results(candidate, baseline)
+    assert [(c.kernel_name, c.verdict) for c in back] == [("kept", "unchanged"),
+                                                           ("seed", "new")]
+
+
 def test_a_case_that_fails_in_the_candidate_is_a_regression_with_a_note() -> None:
     rng = np.random.default_rng(4)
     baseline = [result(sample_data=samples(rng, 1.0))]

@@ -27,7 +27,7 @@ from kernbench.analysis.stats_compare import (
     verdict,
 )
 from kernbench.errors import KernbenchError
-from kernbench.results.model import IMPL_PREFIX, CaseResult, case_id_of
+from kernbench.results.model import IMPL_PREFIX, NATIVE, CaseResult, case_id_of
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
 DEFAULT_THRESHOLD = 0.10
@@ -166,6 +166,26 @@ def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
     return _unpaired(key, cand, "inconclusive", threshold, f"not compared: {why}")
 
 
+def _pair_native(base_by_key: dict[str, CaseResult], cand_by_key: dict[str, CaseResult]) -> None:
+    """Re-key, in place, a case of a kernel without precisions that did not run on one side.
+    Such a case is named after its output's precision (``k[cpu,fp64]``), and a run that
+    produced no output leaves it ``native``: it is the other side's case of the same kernel,
+    backend, point and size, where that case is the only one, under the other side's name."""
+    def anyprecision(result: CaseResult) -> str:
+        return case_key(replace(result, precision="*"))
+
+    for mine, other in ((base_by_key, cand_by_key), (cand_by_key, base_by_key)):
+        unmatched: dict[str, list[str]] = {}
+        for key, result in other.items():
+            if key not in mine:
+                unmatched.setdefault(anyprecision(result), []).append(key)
+        for key, result in list(mine.items()):
+            found = unmatched.get(anyprecision(result), [])
+            if result.precision == NATIVE and key not in other and len(found) == 1:
+                del mine[key]
+                mine[found[0]] = replace(result, precision=other[found[0]].precision)
+
+
 def check_one_machine(results: Sequence[CaseResult], side: str) -> None:
     """KernbenchError when `results` (one side of a comparison) came from more than one machine
     (a merge with --allow-mixed): cases are never compared across machines."""
@@ -191,6 +211,7 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
     cand_by_key = {case_key(r): r for r in candidate if r.status != "invalid"}
     for key in skipped_on_both_sides(baseline, candidate):
         del base_by_key[key], cand_by_key[key]
+    _pair_native(base_by_key, cand_by_key)
     typical = None if paired else process_modes.typical_probe_us(baseline, candidate)
     invalid = {r.kernel_name: r for r in candidate if r.status == "invalid"}
     decided: list[CaseComparison] = []
