@@ -903,6 +903,22 @@ def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> Non
     assert record["results"][0]["latency_ms_p50"] == 2.0
 
 
+def test_history_add_refuses_a_run_that_did_not_finish(tmp_path: Path) -> None:
+    # An interrupted run's record would become the baseline with its cases left out, and a
+    # later comparison would call every case "new" and pass.
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    out = tmp_path / "out"
+    assert run(repo, out, "--debug-fake-timer", "2")[0] == 0
+    summary = json.loads((out / "summary.json").read_text())
+    summary["complete"] = False
+    (out / "summary.json").write_text(json.dumps(summary))
+    code, _, err = cli("history", "--root", repo, "--add", out)
+    assert code == 2
+    assert "did not finish" in err and f"--resume {out}" in err
+    assert history_files(repo) == []
+
+
 def test_merged_shards_save_history_and_compare_to_a_ref(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {f"k{i}": GOOD for i in range(3)})

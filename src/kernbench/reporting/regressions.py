@@ -24,6 +24,9 @@ def headline(cases: Sequence[CaseComparison], baseline_note: str | None) -> str:
     if baseline_note is not None:
         return f"No comparison: {baseline_note}"
     counts = tally(cases)
+    if cases and counts["new"] + counts["missing"] == len(cases):
+        return (f"No comparison: no case ran in both runs ({counts['new']} only in the "
+                f"candidate, {counts['missing']} only in the baseline)")
     drifted = sum(1 for c in cases if (c.accuracy_drift or {}).get("flagged"))
     if regressions_found(cases):
         parts = []
