@@ -247,6 +247,21 @@ def test_junit_unchanged_ok_case_passes() -> None:
     assert [child.tag for child in case] == ["properties", "system-out"]
 
 
+def test_junit_of_a_run_that_did_not_finish_is_not_a_clean_pass() -> None:
+    unfinished = inputs_of([record("a"), record("b")])
+    unfinished.summary["complete"] = False
+    root = ET.fromstring(render_junit(unfinished))
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("3", "1", "0")
+    error = junit_cases(render_junit(unfinished))["run finished"].find("error")
+    assert error is not None and error.get("type") == "incomplete"
+    assert "only the 2 cases above ran" in (error.get("message") or "")
+    finished = inputs_of([record("a"), record("b")])
+    finished.summary["complete"] = True
+    assert "run finished" not in junit_cases(render_junit(finished))
+
+
 def test_junit_golden_failure() -> None:
     golden = {"passed": False, "golden_time_ms": 1.0, "limit_ms": 1.1, "measured_ms": 2.0,
               "reason": "median 2 ms is over the limit 1.1 ms"}

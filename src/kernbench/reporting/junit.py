@@ -136,6 +136,16 @@ def _testcase(record: Record, name: str, case: Record | None) -> tuple[ET.Elemen
     return element, None if outcome is None else outcome[0]
 
 
+def _unfinished(ran: int) -> tuple[ET.Element, str]:
+    """The testcase that fails a run that did not finish: its other cases never ran, and a
+    report of only the cases that did would read as a clean pass."""
+    element = ET.Element("testcase", classname="kernbench", name="run finished", time=_seconds(0))
+    message = (f"the run did not finish (interrupted or killed): only the {ran} cases above "
+               "ran; finish it with kernbench run --resume DIR")
+    ET.SubElement(element, "error", message=message, type="incomplete")
+    return element, "error"
+
+
 def _suite_attributes(inputs: ReportInputs, tags: Iterable[str | None],
                       tests: int) -> dict[str, str]:
     counts = Counter(tags)
@@ -156,13 +166,16 @@ def render_junit(inputs: ReportInputs) -> str:
     ``regressed`` -> ``<failure type="regression">`` with the ratio, its interval and q; an ok
     case over its golden limit -> ``<failure type="golden">``. Each testcase carries its
     median, interval and comparison verdict as ``<properties>`` (as pytest writes them) and in
-    ``<system-out>``. Suite ``time`` is the sum of the cases' durations; ``timestamp`` is the
-    run's ``started_at``.
+    ``<system-out>``. A run that did not finish (``complete: false``) gets one more testcase,
+    ``kernbench / run finished``, with ``<error type="incomplete">``. Suite ``time`` is the sum
+    of the cases' durations; ``timestamp`` is the run's ``started_at``.
     """
     results = mappings(inputs.results)
     cases = matched_cases(results, inputs.comparison)
     built = [_testcase(record, name, case) for record, name, case
              in zip(results, case_names(results), cases, strict=True)]
+    if inputs.summary.get("complete") is False:
+        built.append(_unfinished(len(results)))
     attributes = _suite_attributes(inputs, (tag for _, tag in built), len(built))
     root = ET.Element("testsuites", attributes)
     suite = ET.SubElement(root, "testsuite", attributes)
