@@ -100,6 +100,32 @@ def test_report_of_a_directory_without_a_run_is_a_clear_error(
     assert str(tmp_path / "summary.json") in err and "no such file" in err
 
 
+def test_report_of_a_killed_run_renders_the_cases_it_finished(tmp_path: Path) -> None:
+    # A run killed outright (SIGKILL) leaves summary.json as written at its start (no results,
+    # complete: false) and kernels/*.json of its finished cases, which --resume trusts.
+    out = tmp_path / "out"
+    run(tree(tmp_path / "repo"), out)
+    summary = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").write_text(json.dumps({**summary, "complete": False,
+                                                  "results": []}))
+    assert main(["report", str(out), "--output-dir", str(tmp_path / "again"),
+                 "--format", "md,junit", "-q"]) == 0
+    markdown = (tmp_path / "again" / "summary.md").read_text()
+    assert r"good\[cpu,fp32\]" in markdown and r"broken\[cpu,native\]" in markdown
+    suite = ET.parse(tmp_path / "again" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "4"  # 3 cases + "run finished"
+
+
+def test_report_of_a_truncated_summary_says_so(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    run(tree(tmp_path / "repo"), out)
+    text = (out / "summary.json").read_text()
+    (out / "summary.json").write_text(text[: len(text) // 2])
+    assert main(["report", str(out), "--output-dir", str(tmp_path / "again")]) == 2
+    assert "not valid JSON (truncated or corrupt?)" in capsys.readouterr().err
+
+
 def test_unknown_format_names_the_choices(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:

@@ -103,7 +103,8 @@ class ResultSink:
         return self._current[1]
 
     def _read_back(self, name: str) -> list[CaseResult]:
-        from kernbench.execution.resume import read_document, records_of
+        from kernbench.execution.resume import records_of
+        from kernbench.results.schema import read_document
 
         path = self.reports.kernel_path(name)
         return records_of(read_document(path), path)

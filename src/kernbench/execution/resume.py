@@ -25,7 +25,7 @@ from typing import Any
 
 from kernbench.errors import KernbenchError
 from kernbench.results.model import NATIVE, Case, CaseResult, KernelSpec, case_id_of
-from kernbench.results.schema import migrate
+from kernbench.results.schema import read_document
 
 COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes", "protocol",
                      "isolation", "backends",
@@ -91,19 +91,6 @@ class PreviousRun:
     @property
     def complete(self) -> bool:
         return self.summary.get("complete") is True
-
-
-def read_document(path: Path) -> dict[str, Any]:
-    """A kernbench JSON document, migrated; KernbenchError naming the file otherwise."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KernbenchError(f"{path}: cannot read: {exc}") from exc
-    except ValueError as exc:
-        raise KernbenchError(f"{path}: not valid JSON (truncated or corrupt?): {exc}") from exc
-    if not isinstance(document, dict):
-        raise KernbenchError(f"{path}: expected a JSON object, got {type(document).__name__}")
-    return migrate(document, str(path))
 
 
 def records_of(document: Mapping[str, Any], path: Path) -> list[CaseResult]:

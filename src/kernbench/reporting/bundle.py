@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
-from kernbench.results.schema import migrate
+from kernbench.results.schema import read_document
 
 __all__ = ["ReportInputs", "load_report_inputs", "machine_history"]
 
@@ -56,17 +56,28 @@ def load_report_inputs(run_dir: Path, history_root: Path | None = None,
     if not summary_path.is_file():
         raise KernbenchError(f"{summary_path}: no such file; is {run_dir} a kernbench output "
                              "directory?")
-    summary = _read(summary_path)
-    if summary is None or not isinstance(summary.get("results"), list):
+    summary = read_document(summary_path)
+    if not isinstance(summary.get("results"), list):
         raise KernbenchError(f"{summary_path}: not a kernbench summary (expected a JSON object "
                              "with a 'results' list)")
-    summary = migrate(summary, str(summary_path))
+    if summary.get("complete") is False:
+        summary = {**summary, "results": _finished_records(run_dir, summary["results"])}
     environment = _read(run_dir / "env.json") or dict(summary.get("environment") or {})
     comparison = _read(run_dir / "comparison.json")
     history: list[dict[str, Any]] = []
     if history_root is not None:
         history = machine_history(history_root, environment, history_limit)
     return ReportInputs(summary, environment, comparison, tuple(history))
+
+
+def _finished_records(run_dir: Path, listed: list[Any]) -> list[Any]:
+    """The records of a run that did not finish: its kernels/*.json, which it rewrites as cases
+    finish (summary.json of a killed run lists none of them), where they hold more cases."""
+    found: list[Any] = []
+    for path in sorted((run_dir / "kernels").glob("*.json")):
+        results = read_document(path).get("results")
+        found.extend(results if isinstance(results, list) else [])
+    return found if len(found) > len(listed) else listed
 
 
 def machine_history(root: Path, environment: Mapping[str, Any],

@@ -7,7 +7,9 @@ This module imports nothing else of the package but :mod:`kernbench.errors`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
@@ -105,3 +107,16 @@ def migrate(document: dict[str, Any], source: str) -> dict[str, Any]:
         version += 1
         document["schema_version"] = version
     return document
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """A kernbench JSON document, migrated; KernbenchError naming the file otherwise."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernbenchError(f"{path}: cannot read: {exc}") from exc
+    except ValueError as exc:
+        raise KernbenchError(f"{path}: not valid JSON (truncated or corrupt?): {exc}") from exc
+    if not isinstance(document, dict):
+        raise KernbenchError(f"{path}: expected a JSON object, got {type(document).__name__}")
+    return migrate(document, str(path))
