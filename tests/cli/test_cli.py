@@ -632,3 +632,27 @@ def test_the_other_writing_commands_refuse_a_file_as_output_folder(
     capsys.readouterr()
     assert main(argv) == 2
     assert "not a folder" in capsys.readouterr().err
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--since", "garbage"], "--since 'garbage': expected an ISO date"),
+    (["--since", "26-11-2026"], "--since '26-11-2026': expected an ISO date"),
+    (["--root", "{missing}"], "no such folder"),
+])
+def test_history_refuses_a_bad_date_or_root_instead_of_listing_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+        expected: str) -> None:
+    argv = [a.format(missing=tmp_path / "missing") for a in argv]
+    root = [] if "--root" in argv else ["--root", str(tmp_path)]
+    assert main(["history", *root, *argv]) == 2
+    assert expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("since", ["2026", "2026-11", "2026-11-26", "2026-11-26T12:00",
+                                   "2026-11-26T12:00:00Z"])
+def test_history_takes_an_iso_date_or_a_prefix_of_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], since: str) -> None:
+    assert main(["history", "--root", str(tmp_path), "--since", since]) == 0

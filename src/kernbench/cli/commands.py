@@ -5,6 +5,7 @@ calls :mod:`kernbench.api` or the room that does the work, prints through
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from kernbench.cli.console import (
     warnings,
 )
 from kernbench.cli.run import cmd_run, render
-from kernbench.errors import EXIT_FAILURES, EXIT_USAGE
+from kernbench.errors import EXIT_FAILURES, EXIT_USAGE, KernbenchError
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -63,7 +64,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return report_comparison(document, args.output_dir, args.fail_on_regression)
 
 
+ISO_PREFIX = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?)?)?Z?")
+"""What --since takes: an ISO date or time, or a prefix of one (2026, 2026-11, 2026-11-26T12)."""
+
+
 def cmd_history(args: argparse.Namespace) -> int:
+    if not args.root.is_dir():
+        raise KernbenchError(f"--root {args.root}: no such folder (expected the repository "
+                             "whose benchmarks/history to use)")
+    if args.since is not None and not ISO_PREFIX.fullmatch(args.since):
+        raise KernbenchError(f"--since {args.since!r}: expected an ISO date or time, or a "
+                             "prefix of one (2026-11, 2026-11-26, 2026-11-26T12:00)")
     if args.add is not None:
         from kernbench.api.baselines import save_history_of_dir
 
