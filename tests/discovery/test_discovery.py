@@ -239,6 +239,62 @@ def test_function_name_from_bench_yaml(tmp_path: Path) -> None:
     assert specs["plain"].function_name == "run_benchmark"
 
 
+def test_a_function_name_the_file_lacks_makes_the_kernel_invalid(tmp_path: Path) -> None:
+    write(tmp_path, "kernels/k/bench.yaml", "function_name: nope\n")
+    write(tmp_path, "kernels/k/k.py", "def setup(n=4):\n    return {}\n" + SIMPLE)
+    write(tmp_path, "kernels/fine.py", SIMPLE)
+    specs = by_name(tmp_path)
+    assert set(specs) == {"k", "fine"}
+    assert specs["fine"].status == "ok"
+    k = specs["k"]
+    assert (k.status, k.path, k.config_path) == ("invalid", "kernels/k/k.py",
+                                                 "kernels/k/bench.yaml")
+    assert k.error == ("kernels/k/bench.yaml: key 'function_name': expected a function defined "
+                       "at module level in kernels/k/k.py, which has no nope()")
+
+
+def test_a_function_name_only_mentioned_makes_the_kernel_invalid(tmp_path: Path) -> None:
+    write(tmp_path, "kernels/k/bench.yaml", "function_name: compute\n")
+    write(tmp_path, "kernels/k/k.py", "# compute() is coming\n" + SIMPLE)
+    (spec,) = discover(tmp_path)
+    assert spec.status == "invalid"
+    assert spec.error is not None and "which has no compute()" in spec.error
+
+
+def test_a_function_name_no_file_of_the_folder_defines_is_one_invalid_kernel(
+        tmp_path: Path) -> None:
+    write(tmp_path, "kernels/k/bench.yaml", "function_name: compute\n")
+    write(tmp_path, "kernels/k/helper.py", SIMPLE)
+    write(tmp_path, "kernels/k/k.py", SIMPLE)
+    (spec,) = discover(tmp_path)
+    assert (spec.name, spec.path, spec.status) == ("k", "kernels/k/k.py", "invalid")
+    assert spec.error == ("kernels/k/bench.yaml: key 'function_name': expected a function "
+                          "defined at module level in kernels/k/helper.py or kernels/k/k.py, "
+                          "none of which has compute()")
+
+
+def test_implementations_none_of_which_the_file_defines_make_it_invalid(
+        tmp_path: Path) -> None:
+    write(tmp_path, "kernels/k/bench.yaml",
+          "implementations: {a: {function: fa}, b: {function: fb}}\n")
+    write(tmp_path, "kernels/k/k.py", SIMPLE)
+    (spec,) = discover(tmp_path)
+    assert spec.status == "invalid"
+    assert spec.error == ("kernels/k/bench.yaml: key 'implementations.a.function': expected a "
+                          "function defined at module level in kernels/k/k.py, which has no "
+                          "fa() or fb()")
+
+
+def test_a_malformed_function_name_is_one_invalid_kernel(tmp_path: Path) -> None:
+    write(tmp_path, "kernels/k/bench.yaml", 'function_name: "a:b:c"\n')
+    write(tmp_path, "kernels/k/k.py", SIMPLE)
+    (spec,) = discover(tmp_path)
+    assert (spec.name, spec.status, spec.config_path) == ("k", "invalid", "kernels/k/bench.yaml")
+    assert spec.error is not None
+    assert spec.error.startswith("kernels/k/bench.yaml: key 'function_name': expected ")
+    assert spec.error.endswith("(got 'a:b:c')")
+
+
 # -- names -----------------------------------------------------------------------------------
 
 
@@ -635,4 +691,8 @@ def test_a_class_method_is_a_kernel_with_the_methods_parameters(tmp_path: Path) 
     assert specs["ops"].parameters == ("n", "precision")  # self is not one
     assert specs["ops"].takes_precision
     assert specs["fixed"].signature_known is False  # imported: its parameters are unseen
-    assert "missing" not in specs  # names Ops.run, but Ops has no run
+    missing = specs["missing"]  # names Ops.run, but Ops has no run
+    assert missing.status == "invalid"
+    assert missing.error == ("kernels/missing/bench.yaml: key 'function_name': expected a "
+                             "function defined at module level in kernels/missing/missing.py, "
+                             "which has no Ops.run()")

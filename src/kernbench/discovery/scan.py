@@ -61,6 +61,8 @@ class KernelDiscovery:
         self._log = log or (lambda message: None)
         self._configs: dict[Path, BenchConfig | ConfigError | None] = {}
         self._listings: dict[Path, frozenset[str]] = {}
+        self._misses: dict[Path, list[_Found]] = {}
+        """bench.yaml naming its functions -> the files it applies to that define none."""
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -77,8 +79,31 @@ class KernelDiscovery:
             spec = self._inspect(found)
             if spec is not None:
                 specs.append(spec)
+        specs.extend(self._unmatched_function_names(specs))
         specs.extend(self._orphaned_config_errors(specs))
         return sorted(_assign_names(specs), key=lambda s: s.name)
+
+    def _unmatched_function_names(self, specs: list[KernelSpec]) -> list[KernelSpec]:
+        """A bench.yaml that names its kernel's function (`function_name`, `implementations`)
+        where no file it applies to defines one is a configuration error: the kernel is
+        `invalid`, not silently missing."""
+        used = {s.config_path for s in specs}
+        unmatched = []
+        for config_file, misses in self._misses.items():
+            rel, config = self._relative(config_file), self._configs.get(config_file)
+            if rel in used or not isinstance(config, BenchConfig):
+                continue
+            found = next((f for f in misses if f.path.stem == config_file.parent.name),
+                         misses[0])
+            names = _function_names(config, found.path)
+            files = [self._relative(f.path) for f in misses]
+            self._log(f"discovery: {rel}: {' or '.join(names)}() defined in none of "
+                      f"{', '.join(files)}")
+            spec = _invalid(self._relative(found.path), names[0],
+                            _no_such_function(rel, config, names, files))
+            unmatched.append(replace(spec, config_path=rel, name=_base_name(
+                found.path.relative_to(found.base).as_posix())))
+        return unmatched
 
     def _orphaned_config_errors(self, specs: list[KernelSpec]) -> list[KernelSpec]:
         """A broken bench.yaml no kernel file was found for (its error may be what hides the
@@ -126,9 +151,18 @@ class KernelDiscovery:
     def _inspect(self, found: _Found) -> KernelSpec | None:
         spec = self._inspect_file(found.path)
         if spec is None:
+            self._note_miss(found)
             return None
         short = _base_name(found.path.relative_to(found.base).as_posix())
         return replace(spec, name=short)
+
+    def _note_miss(self, found: _Found) -> None:
+        """Remember a file that is no kernel although its bench.yaml names the function."""
+        config_file = self._config_file(found.path)
+        config = self._configs.get(config_file) if config_file is not None else None
+        if config_file is not None and isinstance(config, BenchConfig) and (
+                config.function_name is not None or config.implementations):
+            self._misses.setdefault(config_file, []).append(found)
 
     def _inspect_file(self, path: Path) -> KernelSpec | None:
         rel = self._relative(path)
@@ -176,13 +210,14 @@ class KernelDiscovery:
     def _inspect_elsewhere(self, path: Path, rel: str, name: str,
                            config: BenchConfig | ConfigError | None) -> KernelSpec:
         """A kernel whose function_name is ``module:attr``: the spec from that module."""
+        config_path = self._config_path_text(path)  # also when invalid: its bench.yaml's entry
         if isinstance(config, ConfigError):
-            return _invalid(rel, name, config.message)
+            return replace(_invalid(rel, name, config.message), config_path=config_path)
         extra = tuple(path.parent / entry for entry in config.sys_path) if config else ()
         found = spec_elsewhere(rel, name, (*extra, path.parent, self.root))
         if isinstance(found, str):
-            return _invalid(rel, name, found)
-        spec = replace(found, config_path=self._config_path_text(path))
+            return replace(_invalid(rel, name, found), config_path=config_path)
+        spec = replace(found, config_path=config_path)
         if config is not None:
             outside = _sys_path_outside(config, path, self.root)
             if outside is not None:
@@ -253,6 +288,18 @@ def _syntax_message(rel: str, exc: SyntaxError | ValueError) -> str:
 
 def _invalid(rel: str, function: str, error: str) -> KernelSpec:
     return KernelSpec(name=rel, path=rel, function_name=function, status="invalid", error=error)
+
+
+def _no_such_function(rel: str, config: BenchConfig, names: tuple[str, ...],
+                      files: list[str]) -> str:
+    """The error of a bench.yaml whose named function no file it applies to defines."""
+    key = ("function_name" if config.function_name is not None
+           else f"implementations.{config.implementations[0].name}.function")
+    where = " or ".join(files)
+    lacks = "which has no" if len(files) == 1 else "none of which has"
+    wanted = " or ".join(f"{name}()" for name in names)
+    return (f"{rel}: key '{key}': expected a function defined at module level in {where}, "
+            f"{lacks} {wanted}")
 
 
 def _sys_path_outside(config: BenchConfig, path: Path, root: Path) -> str | None:
