@@ -126,6 +126,20 @@ def test_errors_name_key_and_expectation(data: dict[str, Any], key: str, words: 
     assert error.message.startswith(f"{SOURCE}: key '{key}': expected")
 
 
+@pytest.mark.parametrize(("text", "key", "got"), [
+    ("tolerances: {relative_error: .nan}", "tolerances.relative_error", "nan"),
+    ("tolerances: {rmse: .inf}", "tolerances.rmse", "inf"),
+    ("tolerances: {fp16: {max_error: .NaN}}", "tolerances.fp16.max_error", "nan"),
+    ("tolerances: {fp32: {relative_error: .inf}}", "tolerances.fp32.relative_error", "inf"),
+    ("tolerances: {rmse: -1.0}", "tolerances.rmse", "-1.0"),
+])
+def test_a_tolerance_must_be_finite(text: str, key: str, got: str) -> None:
+    """NaN passes a `minimum` (every comparison with it is false) and .inf is >= 0: both would
+    reach the worker and fail the case there, instead of making the kernel invalid."""
+    error = error_for(yaml.safe_load(text))
+    assert error.message == f"{SOURCE}: key '{key}': expected a finite number >= 0 (got {got})"
+
+
 def test_first_error_reported_is_the_shallowest() -> None:
     error = error_for({"tolerances": {"rmse": "x"}, "precisions": "fp32"})
     assert error.key == "precisions"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
@@ -27,11 +28,11 @@ FUNCTION = ("^([A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:)?"
 """A kernel function: a module-level name, or `Class.method`, either one optionally in another
 module (`module:Class.method`)."""
 
-_TOLERANCE_VALUES = {
-    "rmse": {"type": "number", "minimum": 0},
-    "relative_error": {"type": "number", "minimum": 0},
-    "max_error": {"type": "number", "minimum": 0},
-}
+_TOLERANCE = {"type": "number", "minimum": 0, "finite": True,
+              "description": "a finite number >= 0"}
+"""NaN passes `minimum` (every comparison with it is false) and .inf is >= 0: the `finite`
+keyword (see :func:`_finite`) refuses both."""
+_TOLERANCE_VALUES = {"rmse": _TOLERANCE, "relative_error": _TOLERANCE, "max_error": _TOLERANCE}
 _TOLERANCES = {
     "type": "object",
     "additionalProperties": False,
@@ -286,11 +287,21 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "null": "null"}
 
 
+def _finite(validator: Any, wanted: bool, instance: object, schema: Any) -> Iterator[Any]:
+    """The `finite` keyword: a float must not be NaN or infinite (YAML's .nan and .inf)."""
+    from jsonschema import ValidationError
+
+    if wanted and isinstance(instance, float) and not math.isfinite(instance):
+        yield ValidationError(f"{instance!r} is not a finite number")
+
+
 @functools.cache
 def _bench_yaml_validator() -> Any:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(BENCH_YAML_SCHEMA)
+    checker = validators.extend(Draft202012Validator,  # type: ignore[no-untyped-call]
+                                {"finite": _finite})
+    return checker(BENCH_YAML_SCHEMA)
 
 
 def validate_bench_yaml(data: object, source: str) -> None:
