@@ -153,6 +153,44 @@ def test_precisions_in_bench_yaml_for_a_kernel_without_precision_is_invalid(
     assert "precision" in out
 
 
+SETUP_ONLY_N = """
+import numpy as np
+
+def setup(n=8):
+    return {"a": np.ones((n, n))}
+
+def run_benchmark(a):
+    return a @ a
+"""
+
+
+def test_configuration_errors_the_worker_finds_make_cases_invalid_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bench.yaml key only the worker can check (it needs the imported kernel) makes that
+    case `invalid` with the file and the key, the run exits 2, and the others still run; an
+    exception the kernel raises stays `failed`."""
+    for name, config in (("typo", "problem_size: {nn: 5}\n"), ("scalar", "problem_size: 64\n"),
+                         ("formula", 'work: {flops: "2*n**3"}\n')):
+        write(tmp_path / "kernels" / name / f"{name}.py", SETUP_ONLY_N)
+        write(tmp_path / "kernels" / name / "bench.yaml", config)
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    write(tmp_path / "kernels" / "raiser.py", "def run_benchmark():\n    raise ValueError('x')\n")
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1")
+    assert summary is not None
+    cases = by_case(summary)
+    assert {k: r["status"] for k, r in cases.items()} == {
+        "typo[cpu,native]": "invalid", "scalar[cpu,native]": "invalid",
+        "formula[cpu,native]": "invalid", "good[cpu,fp32]": "ok", "raiser[cpu,native]": "failed"}
+    assert cases["typo[cpu,native]"]["reason"].startswith(
+        "kernels/typo/bench.yaml: key 'problem_size.nn': expected a parameter of setup()")
+    assert cases["scalar[cpu,native]"]["reason"].startswith(
+        "kernels/scalar/bench.yaml: key 'problem_size': expected a mapping")
+    assert cases["formula[cpu,native]"]["reason"].startswith(
+        "kernels/formula/bench.yaml: key 'work.flops': expected formula '2*n**3'")
+    assert cases["raiser[cpu,native]"]["reason"] == "ValueError: x"
+    assert code == 2
+
+
 # -- backends -------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kernbench.cli.main import main
+from kernbench.errors import ConfigError
 from kernbench.execution.contract import (
     ContractError,
     bind_kernel,
@@ -62,9 +63,11 @@ def test_setup_with_kwargs_gets_every_key() -> None:
 
 def test_a_key_no_function_takes_is_an_error_unless_a_formula_reads_it() -> None:
     kernel_module = module("def setup(n):\n    return {}\ndef run_benchmark():\n    return 1\n")
-    with pytest.raises(ContractError, match=r"problem_size 'nn' is not a parameter of "
-                                            r"setup\(\), run_benchmark\(\) and no work"):
-        bind_kernel(kernel_module, kernel_module.run_benchmark, {"n": 3, "nn": 4}, {})
+    with pytest.raises(ConfigError, match=r"^k/bench.yaml: key 'problem_size.nn': expected a "
+                                          r"parameter of setup\(\) or run_benchmark\(\), or a "
+                                          r"variable a work formula reads \(got 'nn'\)$"):
+        bind_kernel(kernel_module, kernel_module.run_benchmark, {"n": 3, "nn": 4}, {},
+                    source="k/bench.yaml")
     bound = bind_kernel(kernel_module, kernel_module.run_benchmark, {"n": 3, "width": 4}, {},
                         formulas=["2*n*width"])
     assert bound.call() == 1

@@ -340,25 +340,80 @@ def test_setup_returning_a_non_dict_fails_clearly(tmp_path: Path) -> None:
                                 "arguments for run_benchmark(), got list")
 
 
-def test_problem_size_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:
-    result = run_kernel(tmp_path, "def run_benchmark(n):\n    return n\n",
-                        problem_size={"n": 4, "m": 5})
-    assert result.status == "failed"
-    assert result.reason == ("ContractError: bench.yaml problem_size 'm' is not a parameter "
-                             "of run_benchmark() and no work formula reads it")
+def test_problem_size_key_the_function_does_not_accept_is_invalid(tmp_path: Path) -> None:
+    """A configuration error only the worker can see (it needs the imported kernel) makes
+    the case `invalid`, naming the bench.yaml and the key, not `failed`."""
+    result = run_job(dataclasses.replace(
+        make_job(write_kernel(tmp_path, "kern", "def run_benchmark(n):\n    return n\n"),
+                 problem_size={"n": 4, "m": 5}), config_source="kernels/kern/bench.yaml"))
+    assert result.status == "invalid"
+    assert result.reason == ("kernels/kern/bench.yaml: key 'problem_size.m': expected a "
+                             "parameter of run_benchmark(), or a variable a work formula reads "
+                             "(got 'm')")
+    assert result.samples_ns is None
 
 
-def test_problem_size_key_neither_setup_nor_the_function_accepts_fails(tmp_path: Path) -> None:
+def test_problem_size_key_neither_setup_nor_the_function_accepts_is_invalid(
+        tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
+        CALLS = []
+
         def setup(n):
+            CALLS.append(n)
             return {"x": n}
 
         def run_benchmark(x):
             return x
     """, problem_size={"n": 4, "k": 2})
-    assert result.status == "failed"
-    assert ("problem_size 'k' is not a parameter of setup(), run_benchmark() and no work "
-            "formula reads it") in str(result.reason)
+    assert result.status == "invalid"
+    assert result.reason == ("bench.yaml: key 'problem_size.k': expected a parameter of setup() "
+                             "or run_benchmark(), or a variable a work formula reads (got 'k')")
+    assert kernel_calls("kern") == []  # refused before setup ran
+
+
+def test_a_scalar_problem_size_no_function_takes_is_invalid(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def setup(n=8):
+            return {"x": n}
+
+        def run_benchmark(x):
+            return x
+    """, problem_size=64)
+    assert result.status == "invalid"
+    assert result.reason == ("bench.yaml: key 'problem_size': expected a mapping of keyword "
+                             "arguments (a scalar is passed as problem_size=, which is not a "
+                             "parameter of setup() or run_benchmark(), and no work formula reads "
+                             "it) (got 64)")
+
+
+def test_a_work_formula_with_an_unknown_variable_is_invalid_before_setup(
+        tmp_path: Path) -> None:
+    job = dataclasses.replace(make_job(write_kernel(tmp_path, "kern", """
+        CALLS = []
+
+        def setup(n=8):
+            CALLS.append(n)
+            return {"x": n}
+
+        def run_benchmark(x):
+            return x
+    """)), work={"flops": "2*n**3"}, config_source="kernels/kern/bench.yaml")
+    result = run_job(job)
+    assert result.status == "invalid"
+    assert result.reason == ("kernels/kern/bench.yaml: key 'work.flops': expected formula "
+                             "'2*n**3' to use only the available variables: itemsize "
+                             "(got 'unknown variable(s) n')")
+    assert kernel_calls("kern") == []
+
+
+def test_a_work_formula_that_cannot_be_computed_is_invalid(tmp_path: Path) -> None:
+    job = dataclasses.replace(make_job(
+        write_kernel(tmp_path, "kern", "def run_benchmark(n):\n    return n\n"),
+        problem_size={"n": 8}), work={"flops": "n/(n-8)"}, config_source="b.yaml")
+    result = run_job(job)
+    assert result.status == "invalid"
+    assert result.reason is not None
+    assert result.reason.startswith("b.yaml: key 'work.flops': expected a formula 'n/(n-8)'")
 
 
 def test_setup_result_key_the_function_does_not_accept_fails(tmp_path: Path) -> None:

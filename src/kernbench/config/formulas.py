@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, TypeAlias
@@ -279,20 +279,19 @@ class Formula(Expression):
         """Names of the variables the formula reads (function names excluded)."""
         return self.tree.names()
 
-    def evaluate(self, variables: Mapping[str, VariableValue]) -> float:
-        """The formula's value for ``variables`` (numbers, or lists of numbers).
-
-        Only the variables the formula uses are read (others may hold anything).  Raises
-        :class:`~kernbench.errors.ConfigError` for an unknown variable (listing the available
-        ones) and for any failure while computing.
-        """
-        missing = sorted(self.variables() - set(variables))
-        if missing:
-            available = ", ".join(sorted(str(k) for k in variables)) or "(none)"
-            raise ConfigError(self.source, self.key,
-                              f"formula {self.text!r} to use only the available variables: "
-                              f"{available}",
+    def check_variables(self, available: Iterable[str]) -> None:
+        """ConfigError, listing `available`, when the formula reads a variable not in it."""
+        names = {str(name) for name in available}
+        if missing := sorted(self.variables() - names):
+            raise ConfigError(self.source, self.key, f"formula {self.text!r} to use only the "
+                              f"available variables: {', '.join(sorted(names)) or '(none)'}",
                               f"unknown variable(s) {', '.join(missing)}")
+
+    def evaluate(self, variables: Mapping[str, VariableValue]) -> float:
+        """The formula's value for ``variables`` (numbers, or lists of numbers; only those it
+        uses are read). Raises :class:`~kernbench.errors.ConfigError` for an unknown variable
+        (:meth:`check_variables`) and for any failure while computing."""
+        self.check_variables(variables)
         ctx = _FormulaContext(self, variables)
         return float(ctx.operand(self.tree.value(ctx), "the formula's result"))
 

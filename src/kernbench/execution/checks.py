@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernbench.execution.contract import BoundKernel
+from kernbench.execution.contract import BoundKernel, problem_kwargs
 from kernbench.execution.jobs import WorkerJob
 from kernbench.results.model import NATIVE
 
@@ -55,6 +55,18 @@ def accuracy_failure(checked: Mapping[str, Any]) -> str:
 
 def _num(value: object) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def check_formula_variables(job: WorkerJob) -> None:
+    """Before setup and timing: a bench.yaml `work` formula reading a variable the case does
+    not have (not a problem-size key, not `itemsize`) is a ConfigError naming the key."""
+    variables = [*problem_kwargs(job.problem_size), "itemsize"]
+    for key, formula in (job.work or {}).items():
+        if isinstance(formula, str):
+            from kernbench.config.formulas import parse_formula  # only kernels with formulas
+
+            parse_formula(formula, str(job.config_source), f"work.{key}").check_variables(
+                variables)
 
 
 def work_counts(job: WorkerJob, kernel: BoundKernel,

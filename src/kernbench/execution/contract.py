@@ -26,6 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernbench.errors import ConfigError
+
 REFERENCE_FUNCTIONS = ("reference", "reference_result")
 SETUP_FUNCTION = "setup"
 RESET_FUNCTION = "reset"
@@ -194,17 +196,20 @@ Convert = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 def bind_kernel(module: ModuleType, function: Callable[..., Any], problem_size: Any,
                 harness: Mapping[str, Any], setup_name: str = SETUP_FUNCTION,
-                convert: Convert | None = None, formulas: Iterable[str] = ()) -> BoundKernel:
+                convert: Convert | None = None, formulas: Iterable[str] = (),
+                source: str = "bench.yaml") -> BoundKernel:
     """Run the setup function (if any; `setup_name`) and bind the benchmark function's
     arguments; `convert` turns setup's result into the function's inputs (see
     :mod:`kernbench.measure.convert`). Each problem-size item goes where it is accepted; one
-    that no function takes and no `formulas` (bench.yaml work) names is an error."""
+    that no function takes and no `formulas` (bench.yaml work) names is a
+    :class:`~kernbench.errors.ConfigError` of `source` (the bench.yaml), raised before setup
+    runs."""
     sizes = problem_kwargs(problem_size)
     setup = getattr(module, setup_name, None)
-    taken = set(accepted(function, sizes))
+    _check_all_taken(problem_size, module, formulas, function,
+                     setup_name if callable(setup) else None, source)
     if callable(setup):
         given = accepted(setup, sizes)
-        taken |= set(given)
         prepared = setup(**bind_arguments(setup, given, harness, "bench.yaml problem_size"))
         if not isinstance(prepared, Mapping):
             raise ContractError(f"{setup_name}() must return a dict of keyword arguments for "
@@ -218,7 +223,6 @@ def bind_kernel(module: ModuleType, function: Callable[..., Any], problem_size: 
         prepared = None
         kwargs = bind_arguments(function, accepted(function, sizes), harness,
                                 "bench.yaml problem_size")
-    _check_all_taken(sizes, taken, module, formulas, function, setup_name if setup else None)
     return BoundKernel(function, kwargs, module, sizes, harness, prepared)
 
 
@@ -232,11 +236,15 @@ def _for_function(module: ModuleType, function: Callable[..., Any],
     return {k: v for k, v in prepared.items() if k in mine or k not in resets}
 
 
-def _check_all_taken(sizes: Mapping[str, Any], taken: set[str], module: ModuleType,
-                     formulas: Iterable[str], function: Callable[..., Any],
-                     setup: str | None) -> None:
-    """A problem-size item no function accepts and no work formula reads is a typo: refused."""
+def _check_all_taken(problem_size: Any, module: ModuleType, formulas: Iterable[str],
+                     function: Callable[..., Any], setup: str | None, source: str) -> None:
+    """A problem-size item no function accepts and no work formula reads is a typo (`nn: 512`
+    would silently run the default size): a configuration error, naming the bench.yaml key."""
+    sizes = problem_kwargs(problem_size)
     takers = [n for n in (setup, function.__name__) if n]
+    taken = set(accepted(function, sizes))
+    if setup is not None:
+        taken |= set(accepted(getattr(module, setup), sizes))
     for name in WORK_FUNCTIONS:
         counter = getattr(module, name, None)
         if callable(counter):
@@ -244,6 +252,12 @@ def _check_all_taken(sizes: Mapping[str, Any], taken: set[str], module: ModuleTy
             takers.append(name)
     taken |= {word for text in formulas for word in re.findall(r"[A-Za-z_]\w*", text)}
     unused = [key for key in sizes if key not in taken]
-    if unused:
-        raise ContractError(f"bench.yaml problem_size {unused[0]!r} is not a parameter of "
-                            f"{'(), '.join(takers)}() and no work formula reads it")
+    if not unused:
+        return
+    functions = " or ".join(f"{name}()" for name in takers)
+    if isinstance(problem_size, Mapping):
+        raise ConfigError(source, f"problem_size.{unused[0]}", f"a parameter of {functions}, or "
+                          "a variable a work formula reads", got=unused[0])
+    raise ConfigError(source, "problem_size", "a mapping of keyword arguments (a scalar is "
+                      f"passed as problem_size=, which is not a parameter of {functions}, and "
+                      "no work formula reads it)", got=problem_size)

@@ -31,7 +31,7 @@ JOB_VERSION = 2
 """Version of the job file; a worker refuses any other (parent and worker out of step)."""
 REPLY_VERSION = 2
 """Version of the reply file; the parent refuses any other."""
-REPLY_STATUSES = ("ok", "skipped", "failed")
+REPLY_STATUSES = ("ok", "skipped", "failed", "invalid")
 SCALARS: dict[Any, tuple[type, ...]] = {str: (str,), bool: (bool,), int: (int,),
                                         float: (int, float)}
 """JSON values each scalar annotation accepts (a bool is never taken for a number)."""
@@ -108,7 +108,8 @@ class WorkerReply:
     a failure before the samples, a reference-only job)."""
 
     status: str
-    """"ok", "skipped" or "failed" (a timeout or a crash leaves no reply at all)."""
+    """"ok", "skipped", "failed" or "invalid" (bench.yaml asks what the kernel cannot take);
+    a timeout or a crash leaves no reply at all."""
     reason: str | None = None
     traceback: str | None = None
     backend_unavailable: bool = False

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from kernbench.execution.checks import NO_ACCURACY, accuracy, accuracy_failure, work_counts
+from kernbench.execution.checks import (
+    NO_ACCURACY,
+    accuracy,
+    accuracy_failure,
+    check_formula_variables,
+    work_counts,
+)
 from kernbench.execution.contract import BoundKernel, bind_kernel
 from kernbench.execution.describe import describe_device, describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply
@@ -78,18 +84,21 @@ def bind(job: WorkerJob, module: ModuleType, function: Callable[..., Any],
     whose NumPy arrays an implementation gets converted to its framework and precision."""
     impl = job.implementation
     formulas = [f for f in (job.work or {}).values() if isinstance(f, str)]
+    source = job.config_source or "bench.yaml"
+    check_formula_variables(job)
     if impl is None:
-        return bind_kernel(module, function, job.problem_size, harness, formulas=formulas)
+        return bind_kernel(module, function, job.problem_size, harness, formulas=formulas,
+                           source=source)
     if impl.setup:
         return bind_kernel(module, function, job.problem_size, harness, impl.setup,
-                           formulas=formulas)
+                           formulas=formulas, source=source)
 
     def convert(prepared: Mapping[str, Any]) -> Mapping[str, Any]:
         from kernbench.measure.convert import to_framework
 
         return to_framework(prepared, job.framework, job.precision, job.backend)
     return bind_kernel(module, function, job.problem_size, harness, convert=convert,
-                       formulas=formulas)
+                       formulas=formulas, source=source)
 
 
 def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,

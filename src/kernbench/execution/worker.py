@@ -17,7 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from kernbench.errors import SkipCase, UnsupportedPrecision
+from kernbench.errors import ConfigError, SkipCase, UnsupportedPrecision
 from kernbench.execution.contract import BoundKernel, import_kernel, resolve_function
 from kernbench.execution.describe import describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply, dump_reply, load_job
@@ -52,7 +52,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run_job(job: WorkerJob) -> WorkerReply:
-    """Run one case; every outcome becomes a reply, never an exception."""
+    """Run one case; every outcome becomes a reply, never an exception. A configuration
+    error only the worker can find (a problem_size key no function of the imported kernel
+    takes, a work formula's unknown variable) makes the case `invalid`, as discovery makes a
+    kernel with a broken bench.yaml; an exception of the kernel's own makes it `failed`."""
     try:
         return _run_case(job)
     except BackendUnavailable as exc:
@@ -61,6 +64,8 @@ def run_job(job: WorkerJob) -> WorkerReply:
         return WorkerReply(status="skipped", reason=str(exc))
     except (SkipCase, UnsupportedPrecision) as exc:
         return WorkerReply(status="skipped", reason=f"{type(exc).__name__}: {exc}")
+    except ConfigError as exc:  # bench.yaml asks what the imported kernel cannot take
+        return WorkerReply(status="invalid", reason=exc.message[:2000])
     except ModuleNotFoundError as exc:
         root = (exc.name or "").split(".")[0]
         if root in OPTIONAL_MODULES and importlib.util.find_spec(root) is None:
