@@ -5,7 +5,9 @@ joins them into one document of the same shape as
 :func:`kernbench.analysis.summary.summary_dict`. A machine is its fingerprint: shards of
 different machines are refused unless ``allow_mixed``, and then kept apart as separate
 machines in one report (``machines``, records ordered by testbed), never under one machine's
-environment. Whether every case of the suite came back is :mod:`kernbench.execution.completeness`.
+environment. Whether every case of the suite came back is :mod:`kernbench.execution.completeness`;
+whether the shards are of one run (measured alike, one suite, one tree), so that the first
+shard's ``settings`` stand for every case, is :mod:`kernbench.execution.run_identity`.
 
 The merge works shard by shard, so that a merge of many shards need not hold every record:
 :func:`read_shard` takes one shard's summary (its records, each with a JSON text of it from
@@ -31,6 +33,7 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import ShardPlan, completeness_of, shard_plan
+from kernbench.execution.run_identity import OneRun, RunIdentity, run_identity
 from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
@@ -66,6 +69,13 @@ class ShardHead:
     @property
     def machine(self) -> str:
         return machine_key(self.environment)
+
+    @property
+    def identity(self) -> RunIdentity:
+        """What it shares with every other shard of its run
+        (:mod:`kernbench.execution.run_identity`)."""
+        return run_identity(self.source, self.document,
+                            self.plan.suite if self.plan else None, self.machine)
 
 
 def _order(record: Mapping[str, Any]) -> Key:
@@ -288,7 +298,10 @@ def merge_summaries(documents: Sequence[tuple[str, Document]],
     KernbenchError naming both sources. ``counts`` are recomputed, ``started_at`` is the
     earliest, ``finished_at`` the latest; ``completeness`` says which cases of the suite did
     not come back, and ``complete`` is true only if none is missing and every shard is
-    complete; ``settings`` are the first document's, with ``settings["shards"]`` listing each
+    complete; shards that are not of one run (measured otherwise, another suite or tree) are
+    a KernbenchError naming two of them and what differs, even with `allow_mixed`
+    (:class:`kernbench.execution.run_identity.OneRun`), so ``settings`` are the first
+    document's, and true of every case, with ``settings["shards"]`` listing each
     shard's identity (source, shard, host, testbed, fingerprint, scheduler ids) in the order
     given. Inputs are not modified, unless `owned` (documents read for this merge alone: their
     records then go into the result as they are, without a copy).
@@ -301,6 +314,9 @@ def merge_summaries(documents: Sequence[tuple[str, Document]],
         check_one_machine([(source, d.get("environment") or {}) for source, d in migrated])
     read = [read_shard(source, document) for source, document in migrated]
     heads = [head for head, _ in read]
+    one_run = OneRun()
+    for head in heads:
+        one_run.add(head.identity)
     found = machines(heads)
     merged = merged_header(heads, found)
     merged["results"] = list(merged_order([entries for _, entries in read], heads, found))
