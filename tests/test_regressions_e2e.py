@@ -836,6 +836,26 @@ def test_merging_a_cpu_and_a_gpu_machine_is_refused_then_grouped_with_allow_mixe
     assert cli("merge", tmp_path / "strict", shards[0], gpu, "--allow-mixed", "--strict")[0] == 0
 
 
+def test_merging_shards_with_a_run_measured_otherwise_exits_2_naming_both(
+        shards: tuple[Path, Path], tmp_path: Path) -> None:
+    """The reviewer's merge: the fake-clock shards of one tree and, between them, a whole
+    real-clock run of another tree with 3 iterations; once it said `complete: True` and
+    claimed the fake clock and 5 iterations for every case."""
+    root = tmp_path / "t4"
+    for name in ("a4", "b4", "c4"):
+        write(root / "kernels" / f"{name}.py", GOOD)
+    o4 = tmp_path / "o4"
+    assert run(root, o4, "--iters", "3")[0] == 0
+    for extra in ((), ("--allow-mixed",)):  # it keeps machines apart, not runs
+        code, _, err = cli("merge", tmp_path / "m", shards[0], o4, shards[1], *extra)
+        assert code == 2
+        assert f"{shards[0]} and {o4} are not shards of one run" in err
+        for detail in ("iterations (", "fake_call_ms (", "root (", "suite ("):
+            assert detail in err
+        assert not (tmp_path / "m").exists()
+    assert cli("merge", tmp_path / "m", *shards, "--strict")[0] == 0
+
+
 def test_a_missing_shard_is_named_and_fails_the_merge_under_strict(
         shards: tuple[Path, Path], tmp_path: Path) -> None:
     code, _, err = cli("merge", tmp_path / "half", shards[0])

@@ -113,6 +113,29 @@ def test_a_merge_that_fails_removes_the_output_directory_it_made(tmp_path: Path)
     assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_shard_of_another_run_is_refused_before_the_rest_is_read_or_anything_written(
+        tmp_path: Path, jobs: int) -> None:
+    """s1 and s2 are shards of one fake-clock run; o4 is a run of another tree, measured on
+    the real clock with fewer iterations: no merged report may say how all were measured."""
+    parts = shards()
+    s1, s2 = (shard_set(tmp_path / name, document) for name, document in parts)
+    other = summary(result("x"), result("y"), result("z"))
+    other["settings"].update(iterations=1, fake_call_ms=None,
+                             plan=plan_record(["x", "y", "z"], ["x", "y", "z"]))
+    o4 = shard_set(tmp_path / "o4", other)
+    (tmp_path / "broken").mkdir()
+    out = tmp_path / "out"
+    with pytest.raises(KernbenchError) as info:
+        merge_report_sets([s1, o4, s2, tmp_path / "broken"], out, jobs=jobs)
+    assert str(info.value).startswith(f"{s1} and {o4} are not shards of one run")
+    assert "iterations (" in str(info.value) and "suite (" in str(info.value)
+    assert not list(out.iterdir())
+    with pytest.raises(KernbenchError, match="not shards of one run"):
+        merge_shards([s1, o4, s2], tmp_path / "made", allow_mixed=True)
+    assert not (tmp_path / "made").exists()
+
+
 def large_shards(top: Path, mixed: bool, shards: int = 3) -> list[Path]:
     """The fixture's records as a large run split into `shards` shard sets (on two machines
     when `mixed`), past the bound of the whole index.html together; every 25th case fails."""

@@ -36,6 +36,7 @@ from kernbench.execution.merging import (
     merged_header,
     merged_order,
 )
+from kernbench.execution.run_identity import OneRun
 from kernbench.reporting.summary_view import SummaryView
 from kernbench.results.files import read_json_object, write_json_atomic, write_json_items_atomic
 
@@ -54,7 +55,8 @@ def merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed:
     caller (:func:`html_written` tells). The shards are read by `jobs` worker processes
     (default: one per core; :mod:`kernbench.api.merge_reads`), the output the same however
     many. See
-    :func:`kernbench.execution.merging.merge_summaries` for what the merge checks."""
+    :func:`kernbench.execution.merging.merge_summaries` for what the merge checks (shards of
+    other machines, of another run), before anything is written."""
     if not shard_dirs:
         raise KernbenchError("no shard summaries to merge")
     collecting = gc.isenabled()
@@ -113,11 +115,13 @@ def _gather(shard_dirs: Sequence[Path], spool: Spool, views: dict[str, SummaryVi
     machine's of `views` (none without summary.md or index.html to write): one view per
     machine, so nothing is ranked across machines."""
     heads: list[ShardHead] = []
+    one_run = OneRun()
     with contextlib.closing(read_shards(shard_dirs, spool, views, jobs)) as reads:
         for head in reads:
             heads.append(head)
             if not allow_mixed:  # the first shard of another machine stops the merge
                 check_one_machine([(h.source, h.environment) for h in (heads[0], heads[-1])])
+            one_run.add(head.identity)  # so does the first shard of another run
     return heads
 
 
