@@ -235,6 +235,30 @@ def test_wrong_values_name_file_key_and_expectation(
     assert expected in message
 
 
+@pytest.mark.parametrize(("text", "key"), [
+    ("timeout_s: .nan\n", "timeout_s"),
+    ("timeout_s: .inf\n", "timeout_s"),
+    ("timeout_s: 1e400\n", "timeout_s"),
+    ("tolerances: {rmse: .nan}\n", "tolerances.rmse"),
+    ("tolerances: {fp16: {relative_error: .inf}}\n", "tolerances.fp16.relative_error"),
+    ("regression: {latency: .nan}\n", "regression.latency"),
+    ("regression: {accuracy_drift: .inf}\n", "regression.accuracy_drift"),
+    ("work: {flops: .inf}\n", "work.flops"),
+    ("golden: {H100: {time_ms: .nan}}\n", "golden.H100.time_ms"),
+])
+def test_non_finite_numbers_are_refused(tmp_path: Path, text: str, key: str) -> None:
+    """`.nan` passed `exclusiveMinimum: 0` (every case then "timed out after nan s") and
+    `.inf` crashed the run; no numeric key of a bench.yaml means anything by them."""
+    message = load_error(tmp_path, text)
+    assert f"key '{key}': expected " in message
+    assert "a finite number" in message
+
+
+def test_an_integer_key_is_not_a_float(tmp_path: Path) -> None:
+    message = load_error(tmp_path, "sweep: {matrix_shapes: [{name: pow2, min_power: 6.0}]}\n")
+    assert "key 'sweep.matrix_shapes[0].min_power': expected an integer (got 6.0)" in message
+
+
 @pytest.mark.parametrize("text", ["- fp32\n- fp16\n", "just a string\n", "42\n"])
 def test_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> None:
     assert "a mapping" in load_error(tmp_path, text)

@@ -137,7 +137,8 @@ def test_a_tolerance_must_be_finite(text: str, key: str, got: str) -> None:
     """NaN passes a `minimum` (every comparison with it is false) and .inf is >= 0: both would
     reach the worker and fail the case there, instead of making the kernel invalid."""
     error = error_for(yaml.safe_load(text))
-    assert error.message == f"{SOURCE}: key '{key}': expected a finite number >= 0 (got {got})"
+    assert error.message.startswith(f"{SOURCE}: key '{key}': expected a finite number")
+    assert error.message.endswith(f"(got {got})")
 
 
 def test_first_error_reported_is_the_shallowest() -> None:

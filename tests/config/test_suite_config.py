@@ -222,6 +222,24 @@ def test_wrong_type(tmp_path: Path) -> None:
                                                                        "iterations: 0\n")
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("iterations: 5.0\n", "key 'iterations': expected an integer (got 5.0)"),
+    ("warmup: 1.0\n", "key 'warmup': expected an integer (got 1.0)"),
+    ("processes: 2.0\n", "key 'processes': expected an integer (got 2.0)"),
+    ("profile_iters: 3.0\n", "key 'profile_iters': expected an integer (got 3.0)"),
+    ("threshold: .nan\n", "key 'threshold': expected a finite number (got nan)"),
+    ("warmup_time_s: .inf\n", "key 'warmup_time_s': expected a finite number (got inf)"),
+    ("timeout_s: .nan\n", "key 'timeout_s': expected a finite number (got nan)"),
+    ("gpus_per_shard: .inf\n", "key 'gpus_per_shard': expected a finite number (got inf)"),
+])
+def test_numbers_are_read_as_their_flags_read_them(tmp_path: Path, text: str,
+                                                    expected: str) -> None:
+    """`--iters 5.0` is refused and `--threshold nan` too; the file's keys were looser: 5.0
+    failed later naming an internal job.json, NaN and inf went through."""
+    message = config_error(tmp_path, text)
+    assert message.startswith(f"suite.yml: {expected}")
+
+
 def test_bad_precision_backend_and_format(tmp_path: Path) -> None:
     message = config_error(tmp_path, "precisions: [fp32, fp33]\n")
     assert "suite.yml: key 'precisions[1]': expected one of fp64, fp32" in message

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
@@ -28,10 +28,9 @@ FUNCTION = ("^([A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:)?"
 """A kernel function: a module-level name, or `Class.method`, either one optionally in another
 module (`module:Class.method`)."""
 
-_TOLERANCE = {"type": "number", "minimum": 0, "finite": True,
-              "description": "a finite number >= 0"}
-"""NaN passes `minimum` (every comparison with it is false) and .inf is >= 0: the `finite`
-keyword (see :func:`_finite`) refuses both."""
+_TOLERANCE = {"type": "number", "minimum": 0, "description": "a finite number >= 0"}
+"""NaN passes `minimum` (every comparison with it is false) and .inf is >= 0: a `number` is
+finite (see :func:`_validator_class`), which refuses both."""
 _TOLERANCE_VALUES = {"rmse": _TOLERANCE, "relative_error": _TOLERANCE, "max_error": _TOLERANCE}
 _TOLERANCES = {
     "type": "object",
@@ -274,11 +273,33 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
     }
 
 
+def _is_integer(checker: object, instance: object) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_finite_number(checker: object, instance: object) -> bool:
+    if isinstance(instance, bool) or not isinstance(instance, (int, float)):
+        return False
+    return isinstance(instance, int) or math.isfinite(instance)
+
+
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12, with the types the command-line flags have: an ``integer`` is written
+    without a decimal point (JSON Schema would take ``5.0``, which then fails deep in the
+    run), and a ``number`` is finite (``.nan``, ``.inf`` and ``1e400`` are no limit, size or
+    threshold; ``exclusiveMinimum: 0`` lets NaN through)."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_finite_number})
+    extend: Callable[..., Any] = validators.extend  # untyped in types-jsonschema
+    return extend(Draft202012Validator, type_checker=checker)
+
+
 def validate_suite_config(data: object, source: str, format_names: Iterable[str]) -> None:
     """Raise ConfigError for the first problem in a parsed suite file, as for bench.yaml."""
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(suite_schema(tuple(format_names)))
+    validator = _validator_class()(suite_schema(tuple(format_names)))
     _raise_first(validator.iter_errors(data), source)
 
 
@@ -287,21 +308,9 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "null": "null"}
 
 
-def _finite(validator: Any, wanted: bool, instance: object, schema: Any) -> Iterator[Any]:
-    """The `finite` keyword: a float must not be NaN or infinite (YAML's .nan and .inf)."""
-    from jsonschema import ValidationError
-
-    if wanted and isinstance(instance, float) and not math.isfinite(instance):
-        yield ValidationError(f"{instance!r} is not a finite number")
-
-
 @functools.cache
 def _bench_yaml_validator() -> Any:
-    from jsonschema import Draft202012Validator, validators
-
-    checker = validators.extend(Draft202012Validator,  # type: ignore[no-untyped-call]
-                                {"finite": _finite})
-    return checker(BENCH_YAML_SCHEMA)
+    return _validator_class()(BENCH_YAML_SCHEMA)
 
 
 def validate_bench_yaml(data: object, source: str) -> None:
@@ -334,7 +343,10 @@ def _config_error(error: Any, source: str) -> ConfigError:
                            "this key to be present", got="missing")
     if kind == "type":
         types = [value] if isinstance(value, str) else value
-        expected = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+        words = dict(_TYPE_WORDS)
+        if isinstance(instance, float) and not math.isfinite(instance):
+            words["number"] = "a finite number"
+        expected = " or ".join(words.get(t, t) for t in types)
         return ConfigError(source, key, expected, got=instance)
     if "description" in error.schema:  # the fragment says in words what it wants
         return ConfigError(source, key, error.schema["description"], got=instance)
