@@ -93,6 +93,9 @@ def test_an_exception_in_process_propagates() -> None:
     ({"isolation": "spawn"}, "isolation must be one of none, fork"),
     ({"processes": 2}, "processes=2 needs isolation='fork'"),
     ({"iters": 3, "speed": 1}, "unknown option\\(s\\) 'iters', 'speed'"),
+    ({"isolation": "fork", "timeout_s": float("inf")},
+     "test.py: timeout_s: expected a finite number of seconds > 0 and at most 604800"),
+    ({"isolation": "fork", "timeout_s": 1e10}, "at most 604800 \\(one week\\), got 10000000000.0"),
 ])
 def test_bad_options_are_named(values: dict[str, object], message: str) -> None:
     with pytest.raises(KernbenchError, match=message):

@@ -472,6 +472,27 @@ def test_a_bad_sweep_makes_only_its_kernel_invalid(tmp_path: Path,
     assert "INVALID" not in lines["fft"]
 
 
+@pytest.mark.parametrize(("value", "expected"), [
+    (".inf", "expected a finite number (got inf)"),
+    ("1e10", "expected seconds, a number > 0 and at most 604800 (one week)"),
+])
+def test_an_unbounded_bench_yaml_timeout_makes_only_its_kernel_invalid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, expected: str) -> None:
+    """`timeout_s: .inf` or `1e10` crashed the whole run (OverflowError in the wait for the
+    worker): later kernels never ran and the summary was left incomplete."""
+    write(tmp_path / "kernels" / "a" / "a.py", GOOD)
+    write(tmp_path / "kernels" / "a" / "bench.yaml", f"timeout_s: {value}\n")
+    write(tmp_path / "kernels" / "b" / "b.py", GOOD)
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--processes", "1",
+                                 "--debug-fake-timer", "1")
+    assert code == 2
+    assert "Traceback" not in err
+    assert summary is not None and summary["complete"] is True
+    status = {r["kernel_name"]: r["status"] for r in summary["results"]}
+    assert status == {"a": "invalid", "b": "ok"}
+    assert f"kernels/a/bench.yaml: key 'timeout_s': {expected}" in err
+
+
 def test_list_exits_2_when_a_kernel_is_invalid(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path / "kernels" / "good.py", GOOD)
@@ -524,6 +545,11 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
     ("--precision", "fp33", "fp33"),
     ("--backends", "gpu", "gpu"),
     ("--timeout", "0", "> 0"),
+    ("--timeout", "inf", "expected a finite number > 0 and at most 604800, got inf"),
+    ("--timeout", "1e400", "expected a finite number > 0 and at most 604800, got 1e400"),
+    ("--timeout", "1e10", "at most 604800, got 1e10"),
+    ("--timeout", "nan", "expected a finite number > 0"),
+    ("--threshold", "inf", "expected a finite number > 0, got inf"),
     ("--debug-fake-timer", "-1", "> 0"),
 ])
 def test_bad_flag_values_exit_2_with_a_message(

@@ -219,6 +219,8 @@ def test_unknown_nested_key_names_its_path(tmp_path: Path) -> None:
     ("framework: keras\n", "framework", "pytorch"),
     ("timeout_s: 0\n", "timeout_s", "expected"),
     ("timeout_s: fast\n", "timeout_s", "a number"),
+    ("timeout_s: 1e10\n", "timeout_s", "seconds, a number > 0 and at most 604800 (one week)"),
+    ("timeout_s: 604801\n", "timeout_s", "at most 604800"),
     ("gpu_timing: warm\n", "gpu_timing", "one of cold, hot, graph, kernel, sync, all"),
     ("description: [a]\n", "description", "a string"),
     ("problem_size: {grid-size: 4}\n", "problem_size", "identifier"),

@@ -25,6 +25,7 @@ from typing import Any
 
 from kernbench.api.display import BenchComparison, BenchResult
 from kernbench.errors import KernbenchError
+from kernbench.execution.settings import check_timeout
 from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings
 
 __all__ = ["ISOLATIONS", "BenchOptions", "bench", "compare", "measure_function"]
@@ -93,6 +94,8 @@ class BenchOptions:
             if value is not None and (not isinstance(value, str) or not value):
                 raise KernbenchError(f"{source}: {key} must be a non-empty string, not "
                                      f"{value!r}")
+        if self.timeout_s is not None:
+            check_timeout(self.timeout_s, f"{source}: timeout_s")
         return self
 
     @property

@@ -4,6 +4,7 @@ becomes its value, with the error argparse prints (exit 2) when it cannot."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,24 +42,43 @@ def positive_int(minimum: int) -> Parse:
     return parse
 
 
-def non_negative_float(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
-    return value
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
-    return value
+def _in_range(value: float, low_ok: bool, maximum: float | None) -> bool:
+    """Finite, above 0 (or at 0 when `low_ok`), and at most `maximum`."""
+    above = value >= 0 if low_ok else value > 0
+    return math.isfinite(value) and above and (maximum is None or value <= maximum)
+
+
+def _expected(relation: str, maximum: float | None) -> str:
+    bound = "" if maximum is None else f" and at most {maximum:g}"
+    return f"expected a finite number {relation}{bound}"
+
+
+def non_negative_float(maximum: float | None = None) -> Parse:
+    """argparse type for a finite number >= 0 (and <= `maximum`)."""
+    def parse(text: str) -> float:
+        value = _number(text)
+        if not _in_range(value, True, maximum):
+            raise argparse.ArgumentTypeError(f"{_expected('>= 0', maximum)}, got {text}")
+        return value
+    return parse
+
+
+def positive_float(maximum: float | None = None) -> Parse:
+    """argparse type for a finite number > 0 (and <= `maximum`): `--timeout inf` or `1e400`
+    (float infinity) would overflow the waits for the worker."""
+    def parse(text: str) -> float:
+        value = _number(text)
+        if not _in_range(value, False, maximum):
+            raise argparse.ArgumentTypeError(f"{_expected('> 0', maximum)}, got {text}")
+        return value
+    return parse
 
 
 def slowdowns(text: str) -> tuple[tuple[str, float], ...]:
@@ -105,9 +125,9 @@ def memory_size(text: str) -> int:
 
 _FIXED: dict[str, Parse | None] = {
     "text": None, "choice": None, "int": int, "path": Path,
-    "positive_float": positive_float, "non_negative_float": non_negative_float,
     "size": memory_size, "formats": formats, "shard": shard, "slowdowns": slowdowns,
 }
+_BOUNDED = {"positive_float": positive_float, "non_negative_float": non_negative_float}
 
 
 def value_type(option: Option) -> Parse | None:
@@ -116,4 +136,6 @@ def value_type(option: Option) -> Parse | None:
         return positive_int(option.minimum)
     if option.kind == "list":
         return comma_list(option.choices or None)
+    if option.kind in _BOUNDED:
+        return _BOUNDED[option.kind](option.maximum)
     return _FIXED[option.kind]

@@ -32,6 +32,9 @@ their own (:mod:`kernbench.cli.arguments`)."""
 DEFAULT_PROCESSES = 3
 """Worker processes per case: the fewest with which a comparison of two stored runs can
 estimate between-process noise (Welch's test on process medians needs 3 a side)."""
+MAX_TIMEOUT_S = 604_800
+"""The longest per-case limit (``--timeout``, bench.yaml and suite-file ``timeout_s``): one
+week. Longer is no limit at all, and past ~24 days the waits of the worker's pipes overflow."""
 DEFAULT_PROFILE_ITERS = 5
 """Kernel calls made under ``--profile``."""
 PROFILERS = ("cprofile", "torch", "jax")
@@ -62,6 +65,8 @@ class Option:
     metavar: str | None = None
     choices: tuple[str, ...] = ()
     minimum: int = 0
+    maximum: float | None = None
+    """The largest value a `count` or a float kind takes (None: no bound but finiteness)."""
     suite_key: str | None = None
     nargs: str | None = None
 
@@ -163,9 +168,10 @@ RUN = (
     Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "
            "torch's global RNGs",
            "int", 1337, "1337", suite_key="seed"),
-    Option(("--timeout",), "per-case limit; the worker and its children are killed after it",
+    Option(("--timeout",), "per-case limit; the worker and its children are killed after it "
+           f"(at most {MAX_TIMEOUT_S}: one week)",
            "positive_float", 300.0, "300; bench.yaml timeout_s overrides per kernel",
-           "SECONDS", suite_key="timeout_s"),
+           "SECONDS", maximum=MAX_TIMEOUT_S, suite_key="timeout_s"),
     Option(("--max-memory",), "address-space limit of each worker (RLIMIT_AS), e.g. 512M or "
            "2G (by default none); an allocation past it fails the case, naming the limit. "
            "NumPy kernels fit in 512M, torch and jax kernels want 2G-4G (see README, "

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kernbench.config.options import MAX_TIMEOUT_S
 from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
 from kernbench.errors import ConfigError
 from kernbench.results.vocabulary import (
@@ -27,6 +28,11 @@ FUNCTION = ("^([A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:)?"
             "[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)?$")
 """A kernel function: a module-level name, or `Class.method`, either one optionally in another
 module (`module:Class.method`)."""
+
+TIMEOUT_SCHEMA: dict[str, Any] = {
+    "type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S,
+    "description": f"seconds, a number > 0 and at most {MAX_TIMEOUT_S} (one week)"}
+"""bench.yaml's and the suite file's ``timeout_s``, bounded as ``--timeout`` is."""
 
 _TOLERANCE = {"type": "number", "minimum": 0, "description": "a finite number >= 0"}
 """NaN passes `minimum` (every comparison with it is false) and .inf is >= 0: a `number` is
@@ -189,7 +195,7 @@ BENCH_YAML_SCHEMA: dict[str, Any] = {
                      "items": {"type": "string", "minLength": 1}},
         "framework": {"enum": list(FRAMEWORK_NAMES)},
         "description": {"type": "string"},
-        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "timeout_s": TIMEOUT_SCHEMA,
         "gpu_timing": {"enum": list(GPU_TIMING_CHOICES)},
         "reference": {
             "type": "object", "additionalProperties": False, "minProperties": 1,
@@ -240,7 +246,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "warmup_time_s": {"type": "number", "minimum": 0},
             "isolation": {"enum": ["fork", "spawn"]},
             "seed": {"type": "integer"},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+            "timeout_s": TIMEOUT_SCHEMA,
             "gpu_timing": {"enum": list(GPU_TIMING_CHOICES)},
             "processes": {"type": "integer", "minimum": 1},
             "backends": names(BACKEND_NAMES),

@@ -6,12 +6,15 @@ read it. It lives apart from the runner so the planner can read it without impor
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernbench.config.options import MAX_TIMEOUT_S
+from kernbench.errors import KernbenchError
 from kernbench.results.model import ProtocolSettings, SweepPoint
 
-__all__ = ["RunSettings"]
+__all__ = ["RunSettings", "check_timeout"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +74,17 @@ class RunSettings:
     isolation: str = "fork"
     """How workers start: "fork" (from a preloaded server per framework, spawned where fork
     is unsafe) or "spawn" (a fresh interpreter per worker); see kernbench.execution.launcher."""
+
+    def __post_init__(self) -> None:
+        check_timeout(self.timeout_s, "timeout_s")
+
+
+def check_timeout(value: object, where: str) -> None:
+    """KernbenchError unless `value` is a per-case limit the waits for a worker can take: a
+    finite number of seconds > 0, at most :data:`~kernbench.config.options.MAX_TIMEOUT_S`
+    (the CLI and the config schemas check this first; the library API and a resumed run's
+    recorded settings reach here unchecked)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise KernbenchError(f"{where}: expected a finite number of seconds > 0 and at most "
+                             f"{MAX_TIMEOUT_S} (one week), got {value!r}")
