@@ -542,6 +542,8 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
 @pytest.mark.parametrize(("flag", "value", "message"), [
     ("--iters", "0", ">= 1"),
     ("--iters", "many", "expected an integer"),
+    ("--iters", "99999999999999999999", "expected an integer from 1 to 100000, got 9999"),
+    ("--iters", "100001", "expected an integer from 1 to 100000, got 100001"),
     ("--precision", "fp33", "fp33"),
     ("--backends", "gpu", "gpu"),
     ("--timeout", "0", "> 0"),

@@ -151,7 +151,18 @@ def test_suite_keys_come_from_the_table_and_match_the_schema() -> None:
     assert set(suite_schema(())["properties"]) == set(SUITE_KEYS)
 
 
-def test_vocabularies_equal_the_registries_above_config() -> None:
+def test_a_bounded_flag_and_its_suite_key_share_the_bound() -> None:
+    """`--iters` and `--timeout` have upper bounds; the suite file's keys must not be looser."""
+    from kernbench.config.schema import suite_schema
+
+    properties = suite_schema(())["properties"]
+    bounded = {o.suite_key: o.maximum for o in RUN.options
+               if o.maximum is not None and o.suite_key is not None}
+    assert set(bounded) == {"iterations", "timeout_s"}
+    assert {key: properties[key]["maximum"] for key in bounded} == bounded
+
+
+
     from kernbench.reporting import formats
     from kernbench.results.vocabulary import COMPILE_MODE_NAMES as COMPILE_MODES
 

@@ -29,8 +29,8 @@ def comma_list(choices: Sequence[str] | None = None) -> Parse:
     return parse
 
 
-def positive_int(minimum: int) -> Parse:
-    """argparse type for an integer >= `minimum`."""
+def positive_int(minimum: int, maximum: float | None = None) -> Parse:
+    """argparse type for an integer >= `minimum` (and <= `maximum`)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -38,6 +38,9 @@ def positive_int(minimum: int) -> Parse:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer from {minimum} to {maximum:g}, got {value}")
         return value
     return parse
 
@@ -133,7 +136,7 @@ _BOUNDED = {"positive_float": positive_float, "non_negative_float": non_negative
 def value_type(option: Option) -> Parse | None:
     """The argparse `type` of a valued option (None: the text as it is)."""
     if option.kind == "count":
-        return positive_int(option.minimum)
+        return positive_int(option.minimum, option.maximum)
     if option.kind == "list":
         return comma_list(option.choices or None)
     if option.kind in _BOUNDED:

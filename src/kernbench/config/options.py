@@ -32,6 +32,10 @@ their own (:mod:`kernbench.cli.arguments`)."""
 DEFAULT_PROCESSES = 3
 """Worker processes per case: the fewest with which a comparison of two stored runs can
 estimate between-process noise (Welch's test on process medians needs 3 a side)."""
+MAX_ITERATIONS = 100_000
+"""The most timed samples per case and process (``--iters``, suite-file ``iterations``): ample
+for any percentile, and every raw sample is kept in the reports; more only runs into the
+timeout."""
 MAX_TIMEOUT_S = 604_800
 """The longest per-case limit (``--timeout``, bench.yaml and suite-file ``timeout_s``): one
 week. Longer is no limit at all, and past ~24 days the waits of the worker's pipes overflow."""
@@ -144,8 +148,8 @@ DISCOVERY = (
 RUN = (
     Option(("--config",), "suite file of run options (see README, Suite files); flags given "
            "here win over it", "path", metavar="SUITE.yml"),
-    Option(("--iters",), "timed samples per case", "count", 30, "30", "N", minimum=1,
-           suite_key="iterations"),
+    Option(("--iters",), f"timed samples per case (at most {MAX_ITERATIONS})", "count", 30,
+           "30", "N", minimum=1, maximum=MAX_ITERATIONS, suite_key="iterations"),
     Option(("--warmup",), "untimed calls before calibration", "count", 3, "3", "N",
            suite_key="warmup"),
     Option(("--warmup-time",), "least time the kernel runs before its first sample: the warmup "

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kernbench.config.options import MAX_TIMEOUT_S
+from kernbench.config.options import MAX_ITERATIONS, MAX_TIMEOUT_S
 from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
 from kernbench.errors import ConfigError
 from kernbench.results.vocabulary import (
@@ -241,7 +241,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "paths": texts,
             "kernels": texts,
             "output_dir": {"type": "string"},
-            "iterations": {"type": "integer", "minimum": 1},
+            "iterations": {"type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS},
             "warmup": {"type": "integer", "minimum": 0},
             "warmup_time_s": {"type": "number", "minimum": 0},
             "isolation": {"enum": ["fork", "spawn"]},
