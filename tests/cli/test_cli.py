@@ -552,6 +552,9 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
     ("--timeout", "1e10", "at most 604800, got 1e10"),
     ("--timeout", "nan", "expected a finite number > 0"),
     ("--threshold", "inf", "expected a finite number > 0, got inf"),
+    ("--alpha", "2", "expected a number > 0 and < 1, got 2"),
+    ("--alpha", "1", "expected a number > 0 and < 1, got 1"),
+    ("--alpha", "nan", "expected a number > 0 and < 1, got nan"),
     ("--debug-fake-timer", "-1", "> 0"),
 ])
 def test_bad_flag_values_exit_2_with_a_message(
@@ -564,6 +567,16 @@ def test_bad_flag_values_exit_2_with_a_message(
     assert flag in err
     assert message in err
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("command", [["compare", "a", "b"], ["merge", "out", "shard"]])
+def test_every_command_refuses_an_alpha_outside_0_1(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A false discovery rate of 2 made every change significant, silently."""
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--alpha", "2"])
+    assert exc.value.code == 2
+    assert "argument --alpha: expected a number > 0 and < 1, got 2" in capsys.readouterr().err
 
 
 def test_bad_usage_exit_code_through_a_subprocess(tmp_path: Path) -> None:

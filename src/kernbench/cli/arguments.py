@@ -84,6 +84,15 @@ def positive_float(maximum: float | None = None) -> Parse:
     return parse
 
 
+def probability(text: str) -> float:
+    """argparse type for a number strictly between 0 and 1 (`--alpha`: a false discovery rate;
+    at 1 or above every change would be significant)."""
+    value = _number(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 and < 1, got {text}")
+    return value
+
+
 def slowdowns(text: str) -> tuple[tuple[str, float], ...]:
     """`GLOB=FACTOR[,...]` for --debug-inject-slowdown."""
     rules = []
@@ -128,7 +137,8 @@ def memory_size(text: str) -> int:
 
 _FIXED: dict[str, Parse | None] = {
     "text": None, "choice": None, "int": int, "path": Path,
-    "size": memory_size, "formats": formats, "shard": shard, "slowdowns": slowdowns,
+    "probability": probability, "size": memory_size, "formats": formats, "shard": shard,
+    "slowdowns": slowdowns,
 }
 _BOUNDED = {"positive_float": positive_float, "non_negative_float": non_negative_float}
 

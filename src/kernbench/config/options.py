@@ -23,11 +23,12 @@ from kernbench.results.vocabulary import (
     PRECISION_NAMES,
 )
 
-Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative_float", "path",
-               "list", "choice", "size", "formats", "shard", "slowdowns"]
+Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative_float",
+               "probability", "path", "list", "choice", "size", "formats", "shard", "slowdowns"]
 """How an option's text is read: `switch` takes no value; `count` is an integer >= `minimum`;
-`list` is a comma list (checked against `choices` when given); the last four have parsers of
-their own (:mod:`kernbench.cli.arguments`)."""
+`probability` is a number strictly between 0 and 1; `list` is a comma list (checked against
+`choices` when given); the last four have parsers of their own
+(:mod:`kernbench.cli.arguments`)."""
 
 DEFAULT_PROCESSES = 3
 """Worker processes per case: the fewest with which a comparison of two stored runs can
@@ -130,8 +131,8 @@ COMPARISON = (
            metavar="FRACTION", suite_key="threshold"),
     Option(("--accuracy-drift",), "flag a change of relative error larger than this",
            "positive_float", 1e-3, "1e-3", metavar="X"),
-    Option(("--alpha",), "false discovery rate across all cases", "positive_float", 0.05,
-           "0.05"),
+    Option(("--alpha",), "false discovery rate across all cases, between 0 and 1",
+           "probability", 0.05, "0.05"),
 )
 
 DISCOVERY = (
