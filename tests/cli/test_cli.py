@@ -493,6 +493,17 @@ def test_an_unbounded_bench_yaml_timeout_makes_only_its_kernel_invalid(
     assert f"kernels/a/bench.yaml: key 'timeout_s': {expected}" in err
 
 
+def test_a_repeated_bench_yaml_key_makes_only_its_kernel_invalid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _named_tree(tmp_path)
+    write(tmp_path / "kernels" / "gemm" / "bench.yaml", "timeout_s: 5\ntimeout_s: 6\n")
+    code = main(["list", "--root", str(tmp_path)])
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert code == 2
+    assert "INVALID  kernels/gemm/bench.yaml:2:1: key 'timeout_s'" in lines["gemm"]
+    assert "INVALID" not in lines["fft"]
+
+
 def test_list_exits_2_when_a_kernel_is_invalid(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path / "kernels" / "good.py", GOOD)

@@ -166,6 +166,27 @@ def test_unterminated_flow_sequence_names_line(tmp_path: Path) -> None:
     assert message.startswith(f"{SOURCE}:3:"), message
 
 
+@pytest.mark.parametrize(("text", "where", "key", "first"), [
+    ("timeout_s: 5\ntimeout_s: 6\n", "2:1", "timeout_s", 1),
+    ("timeout_s: 5\n'timeout_s': 6\n", "2:1", "timeout_s", 1),
+    ("tolerances: {rmse: 1.0e-3, rmse: 1.0e-2}\n", "1:28", "tolerances.rmse", 1),
+    ("skip_conditions:\n  - reason: a\n  - reason: b\n    reason: c\n", "4:5",
+     "skip_conditions[1].reason", 3),
+])
+def test_a_key_written_twice_names_file_line_and_key(tmp_path: Path, text: str, where: str,
+                                                     key: str, first: int) -> None:
+    """YAML keeps the last of two equal keys silently: `timeout_s: 5` then `timeout_s: 6`
+    ran with 6."""
+    message = load_error(tmp_path, text)
+    assert message.startswith(f"{SOURCE}:{where}: key '{key}': expected each key once in its "
+                              f"mapping (it is already on line {first}"), message
+
+
+def test_a_merged_key_may_be_overridden(tmp_path: Path) -> None:
+    config = load(tmp_path, "problem_size:\n  <<: {n: 1, m: 2}\n  n: 3\n")
+    assert config.problem_size == {"n": 3, "m": 2}
+
+
 def test_python_tags_are_not_constructed(tmp_path: Path) -> None:
     message = load_error(tmp_path, "description: !!python/object/apply:os.getcwd []\n")
     assert "valid YAML" in message

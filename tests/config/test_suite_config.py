@@ -265,6 +265,12 @@ def test_not_a_mapping_and_empty_file(tmp_path: Path) -> None:
     assert "expected a mapping of run options (the file is empty)" in config_error(tmp_path, "")
 
 
+def test_a_key_written_twice_names_file_line_and_key(tmp_path: Path) -> None:
+    message = config_error(tmp_path, "iterations: 5\nwarmup: 1\niterations: 6\n")
+    assert message.startswith("suite.yml:3:1: key 'iterations': expected each key once in its "
+                              "mapping (it is already on line 1"), message
+
+
 def test_yaml_tags_are_refused_and_nothing_is_evaluated(tmp_path: Path) -> None:
     marker = tmp_path / "evaluated"
     text = f"seed: !!python/object/apply:os.system ['touch {marker}']\n"

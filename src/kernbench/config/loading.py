@@ -48,9 +48,18 @@ DataLoader.add_implicit_resolver(
 
 
 def parse_yaml(text: str, source: str) -> object:
-    """Parse YAML text safely; a syntax error names the file, line and column."""
+    """Parse YAML text safely; a syntax error or a repeated key names the file, line and
+    column."""
     try:
-        return yaml.load(text, Loader=DataLoader)  # a SafeLoader subclass: still safe
+        loader = DataLoader(text)  # a SafeLoader subclass: still safe
+        try:  # what yaml.load does, with a look at the nodes before they become values
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _refuse_duplicate_keys(node, source)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
@@ -61,6 +70,47 @@ def parse_yaml(text: str, source: str) -> object:
     except (ValueError, TypeError, LookupError, AttributeError) as exc:
         # PyYAML's constructors raise plain exceptions for values such as `!!int x`.
         raise ConfigError(source, "", f"valid YAML values ({type(exc).__name__}: {exc})") from exc
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _refuse_duplicate_keys(root: yaml.Node, source: str) -> None:
+    """ConfigError for a key written twice in one mapping: YAML keeps the last silently, so
+    `timeout_s: 5` then `timeout_s: 6` ran with 6. Keys a merge (`<<: *base`) brings in may be
+    overridden; only keys written out count. Each node is walked once (aliases share nodes)."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[object, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in reversed(list(enumerate(node.value))))
+        elif isinstance(node, yaml.MappingNode):
+            _check_mapping_keys(node, path, source)
+            stack.extend((value, path if key.tag == _MERGE_TAG else (*path, _key_text(key)))
+                         for key, value in reversed(node.value))
+
+
+def _key_text(key: yaml.Node) -> str:
+    """A key's text for error paths (a list or mapping as a key is refused later)."""
+    return str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
+
+
+def _check_mapping_keys(node: yaml.MappingNode, path: tuple[object, ...], source: str) -> None:
+    first_line: dict[tuple[str, str], int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE_TAG:
+            continue
+        line = first_line.get((key.tag, key.value))
+        if line is not None:
+            where = f"{source}:{key.start_mark.line + 1}:{key.start_mark.column + 1}"
+            raise ConfigError(where, key_path((*path, key.value)),
+                              f"each key once in its mapping (it is already on line {line}; "
+                              "YAML would keep only the last)")
+        first_line[(key.tag, key.value)] = key.start_mark.line + 1
 
 
 def _check_keys(value: object, source: str, path: tuple[object, ...] = ()) -> None:
