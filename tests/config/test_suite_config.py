@@ -233,6 +233,7 @@ def test_wrong_type(tmp_path: Path) -> None:
     ("gpus_per_shard: .inf\n", "key 'gpus_per_shard': expected a finite number (got inf)"),
     ("timeout_s: .inf\n", "key 'timeout_s': expected a finite number (got inf)"),
     ("iterations: 100001\n", "key 'iterations': expected a number <= 100000 (got 100001)"),
+    ("processes: 3000000\n", "key 'processes': expected a number <= 1000 (got 3000000)"),
     ("timeout_s: 1e10\n", "key 'timeout_s': expected seconds, a number > 0 and at most 604800"),
 ])
 def test_numbers_are_read_as_their_flags_read_them(tmp_path: Path, text: str,

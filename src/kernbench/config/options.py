@@ -37,6 +37,10 @@ MAX_ITERATIONS = 100_000
 """The most timed samples per case and process (``--iters``, suite-file ``iterations``): ample
 for any percentile, and every raw sample is kept in the reports; more only runs into the
 timeout."""
+MAX_PROCESSES = 1_000
+"""The most worker processes per case (``--processes``, suite-file ``processes``) and --ab rounds
+(``--rounds``): each process has its own timeout, but nothing bounds their number, so a typo
+(``--processes 3000000``) would run for ever."""
 MAX_TIMEOUT_S = 604_800
 """The longest per-case limit (``--timeout``, bench.yaml and suite-file ``timeout_s``): one
 week. Longer is no limit at all, and past ~24 days the waits of the worker's pipes overflow."""
@@ -166,8 +170,8 @@ RUN = (
            "each kernel's declared backends", "B[,B]", BACKEND_NAMES, suite_key="backends"),
     Option(("--processes",), "worker processes per case, each taking --iters samples; the "
            "process is the unit of replication, and comparisons need 3 a side to measure the "
-           "noise between processes", "count", DEFAULT_PROCESSES, str(DEFAULT_PROCESSES), "N",
-           minimum=1, suite_key="processes"),
+           f"noise between processes (at most {MAX_PROCESSES})", "count", DEFAULT_PROCESSES,
+           str(DEFAULT_PROCESSES), "N", minimum=1, maximum=MAX_PROCESSES, suite_key="processes"),
     Option(("--output-dir",), "where reports are written", "path", Path("reports"), "reports",
            "DIR", suite_key="output_dir"),
     Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "
@@ -222,9 +226,9 @@ RUN = (
     Option(("--ab",), "interleaved A/B on this machine: REF (in a temporary worktree) against "
            "this tree, in alternating rounds; writes regressions.md", metavar="REF"),
     Option(("--rounds",), "--ab rounds: processes per case and side (30 caught 100% of +10% "
-           "and 90% of +5% slowdowns here, with no false alarm)", "count", 30,
-           "30; the sign test over rounds cannot reach p < 0.05 with fewer than 6", "N",
-           minimum=2),
+           f"and 90% of +5% slowdowns here, with no false alarm; at most {MAX_PROCESSES})",
+           "count", 30, "30; the sign test over rounds cannot reach p < 0.05 with fewer than 6",
+           "N", minimum=2, maximum=MAX_PROCESSES),
     Option(("--debug-inject-slowdown",), "testing aid: matching kernels' calls take FACTOR "
            "times as long (with --ab: on this tree's side only)", "slowdowns", (),
            metavar="GLOB=FACTOR[,...]"),

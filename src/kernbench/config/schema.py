@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kernbench.config.options import MAX_ITERATIONS, MAX_TIMEOUT_S
+from kernbench.config.options import MAX_ITERATIONS, MAX_PROCESSES, MAX_TIMEOUT_S
 from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
 from kernbench.errors import ConfigError
 from kernbench.results.vocabulary import (
@@ -248,7 +248,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "seed": {"type": "integer"},
             "timeout_s": TIMEOUT_SCHEMA,
             "gpu_timing": {"enum": list(GPU_TIMING_CHOICES)},
-            "processes": {"type": "integer", "minimum": 1},
+            "processes": {"type": "integer", "minimum": 1, "maximum": MAX_PROCESSES},
             "backends": names(BACKEND_NAMES),
             "precisions": names(PRECISION_NAMES),
             "formats": names(format_names),
