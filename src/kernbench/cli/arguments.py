@@ -52,36 +52,30 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
-def _in_range(value: float, low_ok: bool, maximum: float | None) -> bool:
-    """Finite, above 0 (or at 0 when `low_ok`), and at most `maximum`."""
-    above = value >= 0 if low_ok else value > 0
-    return math.isfinite(value) and above and (maximum is None or value <= maximum)
-
-
-def _expected(relation: str, maximum: float | None) -> str:
+def _finite(low_ok: bool, maximum: float | None) -> Parse:
+    """argparse type for a finite number above 0 (or at 0 when `low_ok`), at most `maximum`:
+    `--timeout inf` or `1e400` (float infinity) would overflow the waits for the worker."""
+    relation = ">= 0" if low_ok else "> 0"
     bound = "" if maximum is None else f" and at most {maximum:g}"
-    return f"expected a finite number {relation}{bound}"
+
+    def parse(text: str) -> float:
+        value = _number(text)
+        above = value >= 0 if low_ok else value > 0
+        if not (math.isfinite(value) and above and (maximum is None or value <= maximum)):
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number {relation}{bound}, got {text}")
+        return value
+    return parse
 
 
 def non_negative_float(maximum: float | None = None) -> Parse:
     """argparse type for a finite number >= 0 (and <= `maximum`)."""
-    def parse(text: str) -> float:
-        value = _number(text)
-        if not _in_range(value, True, maximum):
-            raise argparse.ArgumentTypeError(f"{_expected('>= 0', maximum)}, got {text}")
-        return value
-    return parse
+    return _finite(True, maximum)
 
 
 def positive_float(maximum: float | None = None) -> Parse:
-    """argparse type for a finite number > 0 (and <= `maximum`): `--timeout inf` or `1e400`
-    (float infinity) would overflow the waits for the worker."""
-    def parse(text: str) -> float:
-        value = _number(text)
-        if not _in_range(value, False, maximum):
-            raise argparse.ArgumentTypeError(f"{_expected('> 0', maximum)}, got {text}")
-        return value
-    return parse
+    """argparse type for a finite number > 0 (and <= `maximum`)."""
+    return _finite(False, maximum)
 
 
 def probability(text: str) -> float:
