@@ -126,3 +126,21 @@ def test_the_timed_call_is_the_function_itself_or_a_partial_not_a_python_wrapper
     kernbench.bench(max, 1, 2, iterations=2, warmup=0)
     assert seen[0] is empty
     assert isinstance(seen[1], functools.partial) and seen[1]() == 2
+
+
+def test_timeout_s_without_fork_is_refused_not_silently_ignored() -> None:
+    with pytest.raises(KernbenchError, match="timeout_s needs isolation='fork'"):
+        kernbench.bench(len, "abc", timeout_s=0.5, iterations=2, warmup=0)
+
+
+@pytest.mark.parametrize(("keywords", "message"), [
+    ({"alpha": 5}, "alpha must be a number > 0 and < 1"),
+    ({"alpha": float("nan")}, "alpha must be a number > 0 and < 1"),
+    ({"threshold": float("nan")}, "threshold must be a finite number > 0"),
+    ({"threshold": -1}, "threshold must be a finite number > 0"),
+])
+def test_compare_refuses_an_alpha_or_threshold_that_makes_no_verdict(
+        keywords: dict[str, float], message: str) -> None:
+    one = kernbench.bench(len, "abc", iterations=3, warmup=0)
+    with pytest.raises(KernbenchError, match=message):
+        kernbench.compare(one, one, **keywords)  # type: ignore[arg-type]

@@ -167,3 +167,41 @@ def test_the_entry_point_is_registered() -> None:
 
     found = {e.name: e.value for e in entry_points(group="pytest11")}
     assert found.get("kernbench") == "kernbench.pytest_plugin"
+
+
+def test_tests_of_the_same_name_in_two_folders_are_two_cases(pytester: pytest.Pytester) -> None:
+    """cpu/test_ops.py and gpu/test_ops.py: one name for both gave the unchanged one the
+    changed one's verdict, and exports kept one of the two."""
+    for folder, size in (("cpu", 10), ("gpu", 20)):
+        pytester.mkpydir(folder)
+        (pytester.path / folder / "test_ops.py").write_text(
+            f"def test_x(kernbench):\n    kernbench(sum, range({size}))\n", encoding="utf-8")
+    outcome = pytester.runpytest_subprocess(*FAST, "--kernbench-save", "base")
+    outcome.assert_outcomes(passed=2)
+    names = sorted(r["case_id"] for r in _summary(pytester, "base")["results"])
+    assert names == ["cpu.test_ops.test_x[cpu,native]", "gpu.test_ops.test_x[cpu,native]"]
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--kernbench-threshold", "nan", "expected a finite number > 0"),
+    ("--kernbench-threshold", "-1", "expected a finite number > 0"),
+    ("--kernbench-warmup", "-1", "expected an integer >= 0"),
+    ("--kernbench-save", "../base", "must be a plain directory name"),
+    ("--kernbench-format", "bogus", "--kernbench-format: unknown format 'bogus'"),
+])
+def test_bad_options_are_usage_errors_before_any_test_runs(
+        pytester: pytest.Pytester, option: str, value: str, message: str) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    outcome = pytester.runpytest_subprocess(*FAST, option, value)
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in outcome.stderr.str()
+    outcome.stdout.no_fnmatch_line("*passed*")
+
+
+def test_a_save_that_fails_fails_the_session(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    (pytester.path / "blocked").write_text("a file where the storage folder should be")
+    outcome = pytester.runpytest_subprocess(*FAST, "--kernbench-storage", "blocked",
+                                            "--kernbench-save", "base")
+    assert outcome.ret != 0
+    outcome.stdout.fnmatch_lines(["*error:*"])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -96,6 +97,9 @@ class BenchOptions:
                                      f"{value!r}")
         if self.timeout_s is not None:
             check_timeout(self.timeout_s, f"{source}: timeout_s")
+            if self.isolation != "fork":
+                raise KernbenchError(f"{source}: timeout_s needs isolation='fork' (a call in "
+                                     "this process cannot be stopped; a forked child is killed)")
         return self
 
     @property
@@ -130,6 +134,12 @@ def compare(baseline: BenchResult, candidate: BenchResult, threshold: float = 0.
     (``isolation="fork"``) compares process medians (Welch), as a run does."""
     from kernbench.analysis.compare import Thresholds, compare_results
 
+    if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 0):
+        raise KernbenchError(f"kernbench.compare: threshold must be a finite number > 0, not "
+                             f"{threshold!r}")
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise KernbenchError(f"kernbench.compare: alpha must be a number > 0 and < 1, not "
+                             f"{alpha!r}")
     for side, value in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(value, BenchResult):
             raise KernbenchError(f"kernbench.compare: {side} must be what kernbench.bench "

@@ -22,7 +22,9 @@ on first use).
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -39,10 +41,30 @@ MARKER = ("kernbench(**options): kernbench protocol settings and labels for the 
 _SESSION: pytest.StashKey[PluginSession] = pytest.StashKey()
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+def _int_from(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
+        return value
+    return parse
+
+
+_positive_int = _int_from(1)
+
+
+def _threshold(text: str) -> float:
+    """A relative change > 0, finite: NaN made every comparison inconclusive (the gate passed
+    a 2.7x slowdown), a negative one crashed the verdict."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 
@@ -59,14 +81,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compare every case with the saved report set NAME (default: the newest one)")
     add("--kernbench-compare-fail", action="store_true",
         help="fail the session when the comparison finds a regression")
-    add("--kernbench-threshold", metavar="R", type=float, default=0.10,
+    add("--kernbench-threshold", metavar="R", type=_threshold, default=0.10,
         help="practical threshold of a comparison: the relative change of the median that "
              "counts (default 0.10 = 10%%)")
     add("--kernbench-format", metavar="F[,F]", default=None,
         help="also render these report formats into the saved set (e.g. md,html,bmf)")
     add("--kernbench-iterations", metavar="N", type=_positive_int, default=None,
         help="timed samples per case (default 30; a marker's iterations wins)")
-    add("--kernbench-warmup", metavar="N", type=int, default=None,
+    add("--kernbench-warmup", metavar="N", type=_int_from(0), default=None,
         help="warmup calls per case (default 3; a marker's warmup wins)")
     add("--kernbench-isolation", choices=("none", "fork"), default=None,
         help="measure in this process (none, the default) or in a forked child (fork)")
@@ -76,7 +98,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    _check_save_options(config)
     config.stash[_SESSION] = _new_session(config)
+
+
+def _check_save_options(config: pytest.Config) -> None:
+    """A usage error before any test runs, not a note after the whole session."""
+    from kernbench.errors import KernbenchError
+
+    name = config.getoption("kernbench_save", None)
+    if name is not None and (not name or Path(name).name != name or name.startswith(".")):
+        raise pytest.UsageError(f"--kernbench-save: {name!r} must be a plain directory name")
+    formats = config.getoption("kernbench_format", None)
+    if formats:
+        from kernbench.reporting.formats import check_libraries, parse_formats
+
+        try:
+            check_libraries(parse_formats(formats))
+        except KernbenchError as exc:
+            raise pytest.UsageError(exc.message.replace("--format", "--kernbench-format",
+                                                        1)) from None
 
 
 def _new_session(config: pytest.Config) -> PluginSession:

@@ -30,12 +30,19 @@ def _now() -> str:
 
 
 def case_name(node: pytest.Item) -> str:
-    """A test's kernel name: ``test_ops.TestMatmul.test_small`` (module stem, class, function
-    without its parameters): file-name safe, and the same in every session."""
-    parts = [node.path.stem]
+    """A test's kernel name: ``cpu.test_ops.TestMatmul.test_small`` (the module's path from the
+    root directory, dotted, then its class and function without the parameters): file-name
+    safe, the same in every session, and one per test, so ``cpu/test_ops.py`` and
+    ``gpu/test_ops.py`` with the same test do not share a name (and verdict)."""
+    try:
+        module = node.path.relative_to(node.config.rootpath).with_suffix("").parts
+    except ValueError:  # a test file outside the root directory
+        module = (node.path.stem,)
+    parts = list(module)
     cls = getattr(node, "cls", None)
     if cls is not None:
-        parts.append(cls.__name__)
+        qualified = getattr(cls, "__qualname__", cls.__name__)
+        parts.append(cls.__name__ if "<" in qualified else qualified)
     parts.append(getattr(node, "originalname", None) or node.name)
     return ".".join(parts)
 
@@ -135,9 +142,9 @@ class PluginSession:
                 self.notes.append("nothing measured: no report set saved")
             if baseline is not None:
                 self._compare(baseline, saved)
-        except KernbenchError as exc:
+        except (KernbenchError, OSError) as exc:  # a save that failed fails the session
             self.notes.append(f"error: {exc}")
-            return bool(self.option("compare_fail"))
+            return bool(self.option("compare_fail")) or save is not None
         regressed = any(c.get("verdict") == "regressed" for c in self.cases)
         return regressed and bool(self.option("compare_fail"))
 
