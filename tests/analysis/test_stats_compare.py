@@ -474,11 +474,14 @@ def check_comparison(c: Comparison) -> None:
         assert (c.ci_low, c.ci_high, c.p_value) == (None, None, None)
         return
     assert c.method in (WELCH, YUEN, MW)
-    assert c.ci_low is not None and c.ci_high is not None and c.p_value is not None
+    assert c.p_value is not None and 0.0 <= c.p_value <= 1.0
     assert math.isfinite(c.ratio) and c.ratio > 0
-    assert c.ci_low <= c.ratio <= c.ci_high
-    assert 0.0 <= c.p_value <= 1.0
     assert verdict(c, c.p_value, 0.05) in ("regressed", "improved", "unchanged", "inconclusive")
+    if c.ci_low is None:  # too few samples for an interval: said, and no verdict follows
+        assert c.ci_high is None and c.method == MW and "fewer than 3 samples" in (c.note or "")
+        assert verdict(c, c.p_value, 0.05) == "inconclusive"
+        return
+    assert c.ci_high is not None and c.ci_low <= c.ratio <= c.ci_high
 
 
 @settings(max_examples=300, deadline=None)
@@ -546,3 +549,15 @@ def test_one_wild_round_does_not_hide_a_clear_change() -> None:
     assert paired.ratio == pytest.approx(1.10, rel=0.03)
     assert paired.p_value is not None and paired.p_value < 0.05
     assert paired.ci_low is not None and paired.ci_low > 1.05
+
+
+def test_one_or_two_samples_a_side_give_no_interval_and_no_verdict() -> None:
+    """A bootstrap of one value is that value: a zero-width interval called one sample against
+    one "unchanged" (and a 3x slowdown "inconclusive" with an interval 2.918-2.918)."""
+    for base, cand in (([1.0], [1.01]), ([1.0, 1.02], [3.0, 3.1])):
+        found = compare_groups([base], [cand])
+        assert found.ci_low is None and found.ci_high is None
+        assert found.note is not None and "fewer than 3 samples" in found.note
+        assert verdict(found, found.p_value, 0.1) == "inconclusive"
+    three = compare_groups([[1.0, 1.01, 0.99]], [[1.0, 1.02, 0.98]])
+    assert three.ci_low is not None and three.ci_high is not None

@@ -238,6 +238,10 @@ def _welch(groups_a: list[FloatArray], groups_b: list[FloatArray],
                       typical_ratio=typical)
 
 
+MIN_POOLED_SAMPLES = 3
+"""The fewest samples a side needs for a bootstrap interval of its median."""
+
+
 def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confidence: float,
                   needed: int) -> Comparison:
     from scipy import stats as sps
@@ -250,6 +254,12 @@ def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confid
     if ratio is None:
         return _insufficient(n_a, n_b, "the ratio of medians is not representable")
     p_value = float(sps.mannwhitneyu(pooled_b, pooled_a, alternative="two-sided").pvalue)
+    if min(pooled_a.size, pooled_b.size) < MIN_POOLED_SAMPLES:
+        # A resample of one or two values is those values: a zero-width interval that would
+        # call one sample against one "unchanged".
+        return Comparison(ratio, None, None, p_value, MANN_WHITNEY, n_a, n_b,
+                          f"fewer than {MIN_POOLED_SAMPLES} samples on a side: no interval, "
+                          "and so no verdict")
     low, high = _bootstrap_ci(groups_a, groups_b, confidence, resamples=2000, seed=0)
     # A percentile interval need not contain the point estimate in tiny or lopsided samples.
     return Comparison(ratio, min(low, ratio), max(high, ratio), p_value, MANN_WHITNEY, n_a, n_b,
