@@ -408,3 +408,33 @@ def test_resume_alone_keeps_the_suite_file_sku_and_formats(tmp_path: Path,
     assert (out / "results.csv").is_file()
     assert after["settings"]["config"]["path"] == str(suite.resolve())
     assert main(["run", "--resume", str(out), "--sku", "other", "-q"]) == 0  # complete now
+
+
+def test_an_earlier_run_in_the_same_folder_is_never_resumed_or_reported(tmp_path: Path) -> None:
+    """A finished run into `out`, then another run into `out` killed outright: the earlier
+    run's kernels/*.json must not come back as this run's (resume kept them all and ran
+    nothing; the report listed them under a 'complete' resumed run)."""
+    from kernbench.reporting.bundle import load_report_inputs
+
+    root, out = tree(tmp_path / "repo"), tmp_path / "out"
+    first = start(root, out)
+    assert first.wait(timeout=120) == 0
+    earlier = {r["worker"]["pid"] for r in load(out / "summary.json")["results"]}
+    began = load(out / "summary.json")["started_at"]
+    time.sleep(1.1)  # started_at has whole seconds
+    second = start(root, out)
+    deadline = time.monotonic() + 90
+    while not (load(out / "summary.json")["started_at"] != began
+               and any(load(p)["results"][0]["worker"]["pid"] not in earlier
+                       for p in (out / "kernels").glob("*.json"))):
+        assert second.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    second.kill()
+    assert second.wait() == -signal.SIGKILL
+    shown = {r["worker"]["pid"] for r in load_report_inputs(out).results}
+    assert shown and not shown & earlier
+    proc = resume(root, out)
+    assert proc.returncode == 0, proc.stderr
+    after = load(out / "summary.json")
+    assert len(after["results"]) == len(NAMES)
+    assert not {r["worker"]["pid"] for r in after["results"]} & earlier

@@ -92,7 +92,8 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
         if len(found) > 1:
             _machine_environments(found)
         header = merged_header(heads, found)
-        clear_previous_reports(output_dir)
+        into_a_shard = output_dir.resolve() in {d.resolve() for d in shard_dirs}
+        clear_previous_reports(output_dir, kernels=not into_a_shard)
         runs = [spool.read(index) for index in range(len(heads))]
         write_json_items_atomic(output_dir / "summary.json", header,
                                 {"results": merged_order(runs, heads, found)})

@@ -28,13 +28,16 @@ OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
 OWNED_DIRS = ("plots", "profiles", "machines")
 
 
-def clear_previous_reports(output_dir: Path) -> None:
-    """Remove report files an earlier run left in `output_dir` (only kernbench's own names)."""
+def clear_previous_reports(output_dir: Path, kernels: bool = True) -> None:
+    """Remove report files an earlier run left in `output_dir` (only kernbench's own names),
+    and with `kernels` its kernels/*.json: a run or merge writes its own, and an earlier run's
+    left there would be read back as this one's (by --resume, and by the report of a run that
+    did not finish). A resumed run has read the records it keeps before this."""
     import shutil
 
     for name in OWNED_FILES:
         (output_dir / name).unlink(missing_ok=True)
-    for name in OWNED_DIRS:
+    for name in (*OWNED_DIRS, *(("kernels",) if kernels else ())):
         shutil.rmtree(output_dir / name, ignore_errors=True)
 
 

@@ -61,7 +61,7 @@ def load_report_inputs(run_dir: Path, history_root: Path | None = None,
         raise KernbenchError(f"{summary_path}: not a kernbench summary (expected a JSON object "
                              "with a 'results' list)")
     if summary.get("complete") is False:
-        summary = {**summary, "results": _finished_records(run_dir, summary["results"])}
+        summary = {**summary, "results": _finished_records(run_dir, summary)}
     environment = _read(run_dir / "env.json") or dict(summary.get("environment") or {})
     comparison = _read(run_dir / "comparison.json")
     history: list[dict[str, Any]] = []
@@ -70,13 +70,16 @@ def load_report_inputs(run_dir: Path, history_root: Path | None = None,
     return ReportInputs(summary, environment, comparison, tuple(history))
 
 
-def _finished_records(run_dir: Path, listed: list[Any]) -> list[Any]:
+def _finished_records(run_dir: Path, summary: Mapping[str, Any]) -> list[Any]:
     """The records of a run that did not finish: its kernels/*.json, which it rewrites as cases
-    finish (summary.json of a killed run lists none of them), where they hold more cases."""
+    finish (summary.json of a killed run lists none of them), where they hold more cases;
+    never a record that started before the run did (an earlier run's, left in the folder)."""
+    listed, began = list(summary["results"]), str(summary.get("started_at") or "")
     found: list[Any] = []
     for path in sorted((run_dir / "kernels").glob("*.json")):
         results = read_document(path).get("results")
-        found.extend(results if isinstance(results, list) else [])
+        found.extend(r for r in (results if isinstance(results, list) else [])
+                     if not (isinstance(r, Mapping) and str(r.get("started_at") or began) < began))
     return found if len(found) > len(listed) else listed
 
 
