@@ -128,3 +128,40 @@ def test_debug_slurm_cluster_runs_the_job_array_here_and_says_so(tmp_path: Path)
     assert code == 1, err  # the broken kernel
     assert "Merged 2 of 2 shards (slurm on submitit's local executor): 5 cases" in err
     assert load(tmp_path / "out" / "summary.json")["completeness"]["complete"] is True
+
+
+def test_ctrl_c_on_a_sharded_run_says_how_to_go_on_without_tracebacks(tmp_path: Path) -> None:
+    """The hint said `--resume OUT`, which a sharded run's folder cannot take, and each shard
+    printed the interrupt's traceback."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support.kernel_tree import kernel, subprocess_env
+
+    root = tmp_path / "tree"
+    for name in ("a", "b", "c", "d"):
+        kernel(root, name, "import time\n\ndef setup():\n    time.sleep(1.5)\n    return {}\n\n"
+                           "def run_benchmark():\n    return 1.0\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
+         str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((out / "shards").glob("*/summary.json")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"kernbench run --resume {out}/shards/K-of-N, then kernbench merge {out}" in err

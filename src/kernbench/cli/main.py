@@ -35,8 +35,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kernbench.execution.interrupts import exit_code_for_interrupt
 
         what = exc.args[0] if exc.args else "SIGINT"
-        resumable = args is not None and args.command == "run" and not args.ab
-        saved = ("; finished cases are saved: continue with --resume "
-                 f"{args.output_dir}" if resumable and args is not None else "")
-        error(f"kernbench: interrupted ({what}){saved}")
+        error(f"kernbench: interrupted ({what}){_how_to_continue(args)}")
         return exit_code_for_interrupt(exc)
+
+
+def _how_to_continue(args: argparse.Namespace | None) -> str:
+    """What an interrupted command kept and how to go on from it ("" for nothing)."""
+    if args is None or args.command != "run" or args.ab:
+        return ""
+    if getattr(args, "shards", None):
+        out = args.output_dir
+        return (f"; finished cases are saved in each shard's folder: continue each with "
+                f"kernbench run --resume {out}/shards/K-of-N, then kernbench merge {out} "
+                f"{out}/shards/*")
+    return f"; finished cases are saved: continue with --resume {args.output_dir}"

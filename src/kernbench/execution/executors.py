@@ -97,6 +97,8 @@ def _run_in_process(fn: TaskFn, task: Any, label: str) -> Attempt:
     code = process.exitcode
     if code is None or code < 0:
         return Attempt(label, None, f"the shard's process ended by signal {-(code or 0)}")
+    if code in (130, 143):  # 128 + SIGINT or SIGTERM
+        return Attempt(label, None, f"the shard's run was interrupted (exit {code})")
     if code >= 100:
         return Attempt(label, None, f"the shard's run raised an error (exit {code}); see above")
     return Attempt(label, code)
@@ -107,8 +109,16 @@ def _exit_with(fn: TaskFn, task: Any) -> None:
     import sys
     import traceback
 
+    from kernbench.errors import KernbenchError
+    from kernbench.execution.interrupts import exit_code_for_interrupt
+
     try:
         code = fn(task)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the parent says it, once
+        sys.exit(exit_code_for_interrupt(exc))
+    except KernbenchError as exc:  # a usage error: its message, not a traceback
+        print(f"kernbench: error: {exc.message}", file=sys.stderr)
+        sys.exit(102)
     except BaseException:  # the parent reports the shard as not finished
         traceback.print_exc()
         sys.exit(102)
