@@ -425,6 +425,36 @@ def test_compare_to_a_ref_missing_from_a_shallow_clone_says_how_to_fetch_it(
     assert "shallow clone" in err and "git fetch" in err
 
 
+@pytest.mark.parametrize(("ref", "then"), [("feature", "origin/feature"),
+                                           ("origin/feature", "origin/feature"),
+                                           ("HEAD~1", "HEAD~1")])
+def test_the_shallow_clone_hint_is_a_git_command_that_works(tmp_path: Path, ref: str,
+                                                             then: str) -> None:
+    """`git fetch --depth=1 origin main` only set FETCH_HEAD, and `origin origin/main` and
+    `origin HEAD~1` are refused by git: the hint's own command must bring the ref in."""
+    import shlex
+
+    from kernbench.analysis.gitref import check_ref
+    from kernbench.errors import KernbenchError
+
+    origin = tmp_path / "origin"
+    init_repo(origin, {"alpha": GOOD})
+    write(origin / "kernels" / "beta.py", GOOD)
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "second")
+    git(origin, "branch", "feature", "HEAD~1")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "--single-branch", "--branch",
+                    "main", f"file://{origin}", str(clone)], check=True)
+    with pytest.raises(KernbenchError) as raised:
+        check_ref(clone, ref)
+    command = next(part for part in raised.value.message.split("`")
+                   if part.startswith("git fetch"))
+    words = [w.replace("--deepen=N", "--deepen=1") for w in shlex.split(command)]
+    subprocess.run(words, cwd=clone, check=True, capture_output=True)
+    assert check_ref(clone, then)
+
+
 def test_run_baseline_file_is_read_first_and_compared(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     write(root / "kernels" / "alpha.py", GOOD)

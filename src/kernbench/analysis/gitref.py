@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -85,11 +86,23 @@ def check_ref(root: Path, ref: str, option: str = "--compare-to") -> str:
     commit = resolve_ref(root, ref)
     if commit is not None:
         return commit
-    hint = ""
-    if is_shallow(root):
-        hint = (f"; this is a shallow clone, fetch the ref first (`git fetch --depth=1 origin "
-                f"{ref}`, or check out with `fetch-depth: 0`)")
+    hint = f"; this is a shallow clone, {shallow_fetch_hint(ref)}" if is_shallow(root) else ""
     raise KernbenchError(f"{option} {ref}: no such commit, branch or tag in {root}{hint}")
+
+
+def shallow_fetch_hint(ref: str) -> str:
+    """The git command that brings `ref` into a shallow clone, as a command that works for it:
+    a plain `git fetch origin main` only sets FETCH_HEAD (the ref still does not resolve),
+    and neither `origin/main` nor `HEAD~1` is a name the remote knows."""
+    if "~" in ref or "^" in ref:
+        return ("deepen it first (`git fetch --deepen=N` with N the commits you go back), or "
+                "check out with `fetch-depth: 0`")
+    if re.fullmatch(r"[0-9a-f]{7,40}", ref):
+        return f"fetch the commit first (`git fetch --depth=1 origin {ref}`), or check out " \
+               "with `fetch-depth: 0`"
+    branch = ref.removeprefix("origin/")
+    return (f"fetch the ref first (`git fetch --depth=1 origin {branch}:refs/remotes/origin/"
+            f"{branch}`, then use origin/{branch}), or check out with `fetch-depth: 0`")
 
 
 @dataclass(frozen=True)
