@@ -438,3 +438,29 @@ def test_an_earlier_run_in_the_same_folder_is_never_resumed_or_reported(tmp_path
     after = load(out / "summary.json")
     assert len(after["results"]) == len(NAMES)
     assert not {r["worker"]["pid"] for r in after["results"]} & earlier
+
+
+def test_a_resumed_shard_runs_the_cases_its_run_was_given_not_a_new_split(
+        tmp_path: Path) -> None:
+    """A history measured since the shard started splits the suite otherwise: the resumed
+    shard took a case another shard of its run held (merge: 'in two shard summaries')."""
+    root = tmp_path / "repo"
+    for name in NAMES:
+        kernel(root, name, "def run_benchmark():\n    return 1.0\n")
+    out, other = tmp_path / "out", tmp_path / "other"
+    for target, shard in ((out, "2/2"), (other, "1/2")):
+        assert main(["run", "--root", str(root), "--output-dir", str(target), *FLAGS,
+                     "--processes", "1", "--shard", shard]) == 0
+    given = load(other / "summary.json")["settings"]["plan"]["case_ids"]  # shard 1's cases
+    summary = load(out / "summary.json")
+    summary["settings"]["plan"]["case_ids"] = given  # as if split otherwise when it began
+    summary["complete"], summary["results"] = False, []
+    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    for path in (out / "kernels").glob("*.json"):
+        path.unlink()
+    assert main(["run", "--root", str(root), *FLAGS, "--processes", "1", "--shard", "2/2",
+                 "--resume", str(out)]) == 0
+    after = load(out / "summary.json")
+    assert sorted(r["kernel_name"] for r in after["results"]) == sorted(
+        case_id.split("[")[0] for case_id in given)
+    assert after["settings"]["plan"]["case_ids"] == given

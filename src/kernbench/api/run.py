@@ -76,7 +76,8 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     specs, manifest = discover(settings.root, paths, log)
     check_sweep_globs(settings, specs)
     selected = select_kernels(specs, settings.filters)
-    planned, plan = _plan_run(settings, manifest, selected)
+    planned, plan = _plan_run(settings, manifest, selected,
+                              _recorded_plan(output_dir) if resume else None)
     environment = run_environment(settings)
     run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
                     **identity_record(environment, settings), "plan": plan,
@@ -121,10 +122,22 @@ def identity_record(environment: Mapping[str, Any], settings: RunSettings) -> di
     return {"shards": [shard_identity(environment, settings.shard)]}
 
 
-def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list[KernelSpec]
+def _recorded_plan(output_dir: Path) -> Mapping[str, Any] | None:
+    """``settings.plan`` of the interrupted run in `output_dir` (None where it has none)."""
+    from kernbench.results.schema import read_document
+
+    path = output_dir / "summary.json"
+    plan = (read_document(path).get("settings") or {}).get("plan") if path.is_file() else None
+    return plan if isinstance(plan, Mapping) and isinstance(plan.get("case_ids"), list) else None
+
+
+def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list[KernelSpec],
+              recorded: Mapping[str, Any] | None = None
               ) -> tuple[list[Case | KernelSpec], dict[str, Any]]:
     """The planned cases and the plan summary.json keeps (the whole suite's size and digest,
-    this shard's case ids); KernbenchError when there are no kernels or no cases to run."""
+    this shard's case ids); KernbenchError when there are no kernels or no cases to run. A
+    resumed shard keeps the cases it was given (`recorded`, its run's plan): split again, by
+    a history that has grown since, it would take cases another shard of its run holds."""
     from kernbench.execution.completeness import plan_record
     from kernbench.execution.resume import plan_id
     if not selected:
@@ -133,7 +146,13 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list
         raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
     suite = BenchmarkRunner(replace(settings, shard=None)).plan(selected)
-    planned, balance = (suite, None) if settings.shard is None else _shard_items(settings, suite)
+    if settings.shard is not None and recorded is not None:
+        ids = set(recorded["case_ids"])
+        planned: list[Case | KernelSpec] = [i for i in suite if plan_id(i) in ids]
+        balance = recorded.get("balance")
+    else:
+        planned, balance = ((suite, None) if settings.shard is None
+                            else _shard_items(settings, suite))
     # A shard of a small suite may hold no case: in a CI matrix that is normal, not an error;
     # it writes an empty report set that `kernbench merge` joins like any other.
     if not planned and settings.shard is None:
