@@ -165,3 +165,42 @@ def test_ctrl_c_on_a_sharded_run_says_how_to_go_on_without_tracebacks(tmp_path: 
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert f"kernbench run --resume {out}/shards/K-of-N, then kernbench merge {out}" in err
+
+
+def test_sigterm_to_a_sharded_run_stops_its_shards_instead_of_waiting_for_them(
+        tmp_path: Path) -> None:
+    """`kill PID` (a CI cancel) reached the parent alone, which then waited for every shard to
+    run to its end: hours for a real suite."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support.kernel_tree import kernel, subprocess_env
+
+    root = tmp_path / "tree"
+    for name in ("a", "b", "c", "d", "e", "f"):
+        kernel(root, name, "import time\n\ndef setup():\n    time.sleep(3)\n    return {}\n\n"
+                           "def run_benchmark():\n    return 1.0\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
+         str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list((out / "shards").glob("*/summary.json"))) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)  # the parent alone
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert waited < 6, f"{waited:.1f} s: the shards ran on (9 s each)"
+    for summary in (out / "shards").glob("*/summary.json"):
+        assert load(summary)["complete"] is False

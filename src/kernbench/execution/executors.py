@@ -86,14 +86,21 @@ def parse_key_values(items: Sequence[str], flag: str) -> tuple[tuple[str, str], 
     return tuple(pairs)
 
 
-def _run_in_process(fn: TaskFn, task: Any, label: str) -> Attempt:
-    """`fn(task)` in a fresh spawned interpreter: a crash or kill is this shard's alone."""
+def _run_in_process(fn: TaskFn, task: Any, label: str, live: set[Any] | None = None) -> Attempt:
+    """`fn(task)` in a fresh spawned interpreter: a crash or kill is this shard's alone. The
+    process is in `live` while it runs, for the parent to stop it."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     process = context.Process(target=_exit_with, args=(fn, task), name=f"kernbench {label}")
     process.start()
-    process.join()
+    if live is not None:
+        live.add(process)
+    try:
+        process.join()
+    finally:
+        if live is not None:
+            live.discard(process)
     code = process.exitcode
     if code is None or code < 0:
         return Attempt(label, None, f"the shard's process ended by signal {-(code or 0)}")
@@ -133,16 +140,26 @@ class LocalShards:
 
     def run(self, fn: TaskFn, tasks: Sequence[Any], labels: Sequence[str],
             log: Log | None) -> list[Attempt]:
+        live: set[Any] = set()
+
         def one(pair: tuple[Any, str]) -> Attempt:
             if log is not None:
                 log(f"{pair[1]}: running on this machine")
-            attempt = _run_in_process(fn, *pair)
+            attempt = _run_in_process(fn, *pair, live=live)
             if log is not None:
                 log(f"{pair[1]}: {_ended(attempt)}")
             return attempt
 
-        with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, self.jobs))
+        try:
             return list(pool.map(one, zip(tasks, labels, strict=True)))
+        except BaseException:  # SIGTERM or Ctrl-C: stop the shards, which save what finished
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in list(live):
+                process.terminate()
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
 
 def _ended(attempt: Attempt) -> str:
