@@ -69,3 +69,15 @@ def test_a_job_array_of_two_shards_gives_the_unsharded_cases_and_statuses(
     if cluster == "local":
         assert list((tmp_path / "out" / "slurm-logs").glob("*_log.out"))
 
+
+
+def test_a_job_that_left_no_result_is_told_by_its_state_not_its_last_log_line() -> None:
+    from kernbench.execution.slurm import _short
+
+    text = ("Job 31939 (task: 0) with path /x/31939_0_result.pkl\n"
+            "has not produced any output (state: NO PROCESS AND NO RESULT)\n"
+            "Error stream produced:\n----------------------------------------\n"
+            "submitit INFO (2026-11-26 13:00:00,000) - Loading pickle: /x/31939_submitted.pkl\n")
+    assert _short(RuntimeError(text)) == ("has not produced any output (state: NO PROCESS AND "
+                                          "NO RESULT)")
+    assert _short(RuntimeError("Traceback ...\nValueError: boom\n")) == "ValueError: boom"

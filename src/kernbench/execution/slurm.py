@@ -142,5 +142,8 @@ def _attempt(label: str, job: Any) -> Attempt:
 
 
 def _short(exc: BaseException) -> str:
+    """The line that says why: submitit's own (a job that left no result names its state in
+    its first line, before the job's log) or else the last (a job's traceback ends in it)."""
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
+    stated = [line for line in lines if "(state:" in line]
+    return stated[0] if stated else lines[-1] if lines else type(exc).__name__
