@@ -374,3 +374,17 @@ def test_pytorch_oss_is_the_v3_export() -> None:
     assert parse_formats("pytorch-oss,bmf,pytest-benchmark") == (
         "pytorch_v3", "bmf", "pytest-benchmark")
     assert parse_formats("pytorch_v3,pytorch-oss") == ("pytorch_v3",)
+
+
+def test_every_export_counts_one_process_for_samples_of_one_process() -> None:
+    """A record without process_sample_counts holds one process's samples: the csv said
+    nothing and github '?', where pytest_benchmark.json said 1."""
+    from kernbench.reporting.pytestbench import render_pytest_benchmark
+
+    single = inputs_of([record()])
+    (row,) = csv.DictReader(io.StringIO(render_csv(single)))
+    assert row["processes"] == "1"
+    (entry,) = json.loads(render_github_benchmark(single))
+    assert "processes: 1" in entry["extra"]
+    bench = json.loads(render_pytest_benchmark(single))["benchmarks"][0]
+    assert bench["extra_info"]["processes"] == 1

@@ -64,7 +64,10 @@ def _processes(record: Record) -> Any:
     if found is not None:
         return found
     counts = dig(record, "timing", "process_sample_counts")
-    return len(counts) if isinstance(counts, Sequence) and counts else None
+    if isinstance(counts, Sequence) and counts:
+        return len(counts)
+    samples = dig(record, "timing", "samples_ms")  # no counts: every sample from one process
+    return 1 if isinstance(samples, Sequence) and samples else None
 
 
 # --------------------------------------------------------------------------- results.csv
