@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from kernbench.analysis.compare import CaseComparison
 from kernbench.reporting.regressions import headline
+from kernbench.results.schema import SCHEMA_VERSION
 
 
 def case(name: str, verdict: str) -> CaseComparison:
@@ -24,3 +28,24 @@ def test_one_compared_case_makes_a_verdict() -> None:
     assert headline([], None) == "No regression"
     assert headline([case("a", "missing")], "no record at main") == \
         "No comparison: no record at main"
+
+
+def test_regressions_md_says_which_side_had_uncommitted_changes(tmp_path: Path) -> None:
+    """summary.md said it; regressions.md showed the bare commit, as if committed."""
+    import json
+
+    from kernbench.reporting.regressions import comparison_document, render_regressions
+    from kernbench.results.inputs import load_run
+
+    def side(name: str, dirty: bool) -> dict[str, Any]:
+        document = {"schema_version": SCHEMA_VERSION, "results": [],
+                    "environment": {"git": {"commit": name * 40, "short_commit": name * 12,
+                                            "dirty": dirty}}}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        return load_run(path).meta
+
+    document = comparison_document([case("a", "unchanged")], side("a", False), side("b", True),
+                                   {"threshold": 0.1, "alpha": 0.05})
+    line = next(x for x in render_regressions(document).splitlines() if x.startswith("| Commit"))
+    assert line == f"| Commit | {'a' * 12} | {'b' * 12} (uncommitted changes) |"

@@ -124,7 +124,7 @@ def _meta(document: Mapping[str, Any], source: str) -> dict[str, Any]:
     thresholds = document.get("regression_thresholds")
     return {"source": source, "commit": _text(git.get("short_commit") or git.get("commit")),
             "regression_thresholds": thresholds if isinstance(thresholds, dict) else {},
-            "branch": _text(git.get("branch")),
+            "branch": _text(git.get("branch")), "dirty": git.get("dirty") is True,
             "fingerprint": _text(document.get("fingerprint") or env.get("fingerprint")),
             "machine": described,
             "started_at": _text(document.get("started_at") or document.get("created_at")),
