@@ -144,3 +144,8 @@ def test_compare_refuses_an_alpha_or_threshold_that_makes_no_verdict(
     one = kernbench.bench(len, "abc", iterations=3, warmup=0)
     with pytest.raises(KernbenchError, match=message):
         kernbench.compare(one, one, **keywords)  # type: ignore[arg-type]
+
+
+def test_a_first_argument_that_is_not_callable_is_a_clear_error() -> None:
+    with pytest.raises(KernbenchError, match="must be the function to time, not int 42"):
+        kernbench.bench(42)  # type: ignore[arg-type]

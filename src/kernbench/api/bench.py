@@ -117,6 +117,9 @@ def bench(fn: Callable[..., object], *args: Any, backend: str = "cpu",
     whose own parameters share those names through ``functools.partial``). An exception
     raised by `fn` propagates (in-process) or becomes a KernbenchError with the child's
     traceback (``isolation="fork"``)."""
+    if not callable(fn):
+        raise KernbenchError(f"kernbench.bench: the first argument must be the function to "
+                             f"time, not {type(fn).__name__} {fn!r:.60}")
     options = BenchOptions(iterations=iterations, warmup=warmup, backend=backend,
                            precision=precision, isolation=isolation, processes=processes,
                            timeout_s=timeout_s, name=name).checked()
