@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -204,3 +205,54 @@ def test_sigterm_to_a_sharded_run_stops_its_shards_instead_of_waiting_for_them(
     assert waited < 6, f"{waited:.1f} s: the shards ran on (9 s each)"
     for summary in (out / "shards").glob("*/summary.json"):
         assert load(summary)["complete"] is False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux: PR_SET_PDEATHSIG")
+def test_a_sharded_run_killed_outright_takes_its_shards_with_it(tmp_path: Path) -> None:
+    """SIGKILL runs no cleanup in the parent: its local shards ran on, orphaned."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support.kernel_tree import kernel, subprocess_env
+
+    root = tmp_path / "tree"
+    for name in ("a", "b", "c", "d", "e", "f"):
+        kernel(root, name, "import time\n\ndef setup():\n    time.sleep(3)\n    return {}\n\n"
+                           "def run_benchmark():\n    return 1.0\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
+         str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list((out / "shards").glob("*/summary.json"))) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        shards = {int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
+                  for pid in (task / "children").read_text().split()}
+        assert len(shards) >= 2
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 6
+        while any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in shards):
+            assert time.monotonic() < deadline, "the shards outlived their run"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    for summary in (out / "shards").glob("*/summary.json"):
+        assert load(summary)["complete"] is False  # stopped and saved, not run to the end
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"

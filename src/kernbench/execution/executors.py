@@ -10,6 +10,7 @@ job array; ``ray`` (:mod:`kernbench.execution.ray_shards`) one Ray task per shar
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -92,7 +93,8 @@ def _run_in_process(fn: TaskFn, task: Any, label: str, live: set[Any] | None = N
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    process = context.Process(target=_exit_with, args=(fn, task), name=f"kernbench {label}")
+    process = context.Process(target=_exit_with, args=(fn, task, os.getpid()),
+                              name=f"kernbench {label}")
     process.start()
     if live is not None:
         live.add(process)
@@ -111,14 +113,23 @@ def _run_in_process(fn: TaskFn, task: Any, label: str, live: set[Any] | None = N
     return Attempt(label, code)
 
 
-def _exit_with(fn: TaskFn, task: Any) -> None:
-    """The child's body: the task's exit code, or 100 + 2 when it raised."""
+def _exit_with(fn: TaskFn, task: Any, parent: int | None = None) -> None:
+    """The child's body: the task's exit code, or 100 + 2 when it raised. With the `parent`'s
+    pid it asks for SIGTERM when the parent dies (Linux), even by SIGKILL: the shard then
+    saves what finished and stops, instead of running on with nobody to merge it."""
+    import signal
     import sys
     import traceback
 
     from kernbench.errors import KernbenchError
     from kernbench.execution.interrupts import exit_code_for_interrupt
+    from kernbench.execution.reaping import prctl
 
+    function = prctl() if parent is not None else None
+    if function is not None:
+        function(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the line above
+            sys.exit(128 + signal.SIGTERM)
     try:
         code = fn(task)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the parent says it, once
