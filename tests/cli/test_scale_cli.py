@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import signal
+import subprocess
+import sys
+import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -11,7 +16,7 @@ import pytest
 
 from kernbench.cli.main import main
 from kernbench.cli.parser import parse_args
-from support.kernel_tree import load, write
+from support.kernel_tree import kernel, load, subprocess_env, write
 from support.sharded import statuses, tree
 
 FAST = ("--iters", "3", "--warmup", "1", "--processes", "1", "--no-cpu-peak",
@@ -131,38 +136,47 @@ def test_debug_slurm_cluster_runs_the_job_array_here_and_says_so(tmp_path: Path)
     assert load(tmp_path / "out" / "summary.json")["completeness"]["complete"] is True
 
 
-def test_ctrl_c_on_a_sharded_run_says_how_to_go_on_without_tracebacks(tmp_path: Path) -> None:
-    """The hint said `--resume OUT`, which a sharded run's folder cannot take, and each shard
-    printed the interrupt's traceback."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from support.kernel_tree import kernel, subprocess_env
-
+def _sharded_run_under_way(tmp_path: Path, setup_s: float,
+                           names: str = "abcdef") -> tuple[subprocess.Popen[str], Path]:
+    """`kernbench run --shards 2 --jobs 2` of kernels whose setup sleeps `setup_s`, in a
+    session of its own, returned once both shards have begun (written their summary.json)."""
     root = tmp_path / "tree"
-    for name in ("a", "b", "c", "d"):
-        kernel(root, name, "import time\n\ndef setup():\n    time.sleep(1.5)\n    return {}\n\n"
-                           "def run_benchmark():\n    return 1.0\n")
+    for name in names:
+        kernel(root, name, f"import time\n\ndef setup():\n    time.sleep({setup_s})\n"
+                           "    return {}\n\ndef run_benchmark():\n    return 1.0\n")
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
          str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list((out / "shards").glob("*/summary.json"))) < 2:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(proc.communicate())
+        time.sleep(0.05)
+    return proc, out
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Whatever is left of the run's session, killed."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.communicate()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_ctrl_c_on_a_sharded_run_says_how_to_go_on_without_tracebacks(tmp_path: Path) -> None:
+    """The hint said `--resume OUT`, which a sharded run's folder cannot take, and each shard
+    printed the interrupt's traceback."""
+    proc, out = _sharded_run_under_way(tmp_path, 1.5, "abcd")
     try:
-        deadline = time.monotonic() + 60
-        while not list((out / "shards").glob("*/summary.json")):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
         time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         _, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert f"kernbench run --resume {out}/shards/K-of-N, then kernbench merge {out}" in err
@@ -172,35 +186,14 @@ def test_sigterm_to_a_sharded_run_stops_its_shards_instead_of_waiting_for_them(
         tmp_path: Path) -> None:
     """`kill PID` (a CI cancel) reached the parent alone, which then waited for every shard to
     run to its end: hours for a real suite."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from support.kernel_tree import kernel, subprocess_env
-
-    root = tmp_path / "tree"
-    for name in ("a", "b", "c", "d", "e", "f"):
-        kernel(root, name, "import time\n\ndef setup():\n    time.sleep(3)\n    return {}\n\n"
-                           "def run_benchmark():\n    return 1.0\n")
-    out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
-         str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc, out = _sharded_run_under_way(tmp_path, 3)
     try:
-        deadline = time.monotonic() + 60
-        while len(list((out / "shards").glob("*/summary.json"))) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)  # the parent alone
         sent = time.monotonic()
         _, err = proc.communicate(timeout=60)
         waited = time.monotonic() - sent
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
     assert proc.returncode == 143, err
     assert waited < 6, f"{waited:.1f} s: the shards ran on (9 s each)"
     for summary in (out / "shards").glob("*/summary.json"):
@@ -210,43 +203,19 @@ def test_sigterm_to_a_sharded_run_stops_its_shards_instead_of_waiting_for_them(
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux: PR_SET_PDEATHSIG")
 def test_a_sharded_run_killed_outright_takes_its_shards_with_it(tmp_path: Path) -> None:
     """SIGKILL runs no cleanup in the parent: its local shards ran on, orphaned."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from support.kernel_tree import kernel, subprocess_env
-
-    root = tmp_path / "tree"
-    for name in ("a", "b", "c", "d", "e", "f"):
-        kernel(root, name, "import time\n\ndef setup():\n    time.sleep(3)\n    return {}\n\n"
-                           "def run_benchmark():\n    return 1.0\n")
-    out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
-         str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc, out = _sharded_run_under_way(tmp_path, 3)
     try:
-        deadline = time.monotonic() + 60
-        while len(list((out / "shards").glob("*/summary.json"))) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
         shards = {int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
                   for pid in (task / "children").read_text().split()}
         assert len(shards) >= 2
         proc.kill()
         proc.wait()
         deadline = time.monotonic() + 6
-        while any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in shards):
+        while any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in shards):
             assert time.monotonic() < deadline, "the shards outlived their run"
             time.sleep(0.05)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop(proc)
     for summary in (out / "shards").glob("*/summary.json"):
         assert load(summary)["complete"] is False  # stopped and saved, not run to the end
 
