@@ -988,6 +988,26 @@ def test_merged_shards_save_history_and_compare_to_a_ref(tmp_path: Path) -> None
     assert "No regression" in err
 
 
+def test_a_merge_missing_a_shard_still_compares_what_it_holds(tmp_path: Path) -> None:
+    """bench.yml's push path: a shard that never came back leaves the merge incomplete, and
+    --compare-to still judges the cases that are there (refusing is history --add's business,
+    where the incomplete run would become the baseline)."""
+    repo = tmp_path / "repo"
+    init_repo(repo, dict.fromkeys(SHARD_KERNELS, GOOD))  # both shards hold cases
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for k, out in enumerate(shards, start=1):
+        assert run(repo, out, "--shard", f"{k}/2", "--debug-fake-timer", "2")[0] == 0
+    code, _, err = cli("merge", tmp_path / "merged", *shards, "--root", repo, "--save-history")
+    assert code == 0, err
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "history")
+    part = tmp_path / "part"
+    code, _, err = cli("merge", part, shards[0], "--root", repo, "--compare-to", "HEAD")
+    assert code == 0, err
+    assert load(part / "summary.json")["complete"] is False
+    assert set(verdicts(part).values()) == {"unchanged", "missing"}
+
+
 def test_a_merge_of_two_machines_compares_each_with_its_own_history(tmp_path: Path) -> None:
     """The push path of bench.yml: --save-history keeps one record per machine, and
     --compare-to judges each machine's cases against its own record, never another's."""

@@ -83,10 +83,6 @@ def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Threshol
     from kernbench.results.machines import split_summary
 
     summary, environment = _documents(run_dir)
-    if summary.get("complete") is False:
-        raise KernbenchError(f"{run_dir / 'summary.json'}: the run did not finish (complete: "
-                             f"false), so its record would be a baseline with cases left out; "
-                             f"finish it first (kernbench run --resume {run_dir})")
     parts = split_summary(summary)
     if not parts:
         return compare_document_to_ref(root, ref, summary, environment, run_dir, thresholds,
