@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernbench.api.reports import clear_previous_reports
 from kernbench.api.sink import OnResult, ResultSink
@@ -25,6 +25,9 @@ from kernbench.measure.machine import RunState
 from kernbench.results.files import check_output_dir
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.results.serialize import manifest_dict
+
+if TYPE_CHECKING:
+    from kernbench.execution.resume import PreviousRun
 
 Log = Callable[[str], None]
 OnStart = Callable[[str, int, int], None]
@@ -71,21 +74,23 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     interrupted run: its finished cases are kept and only the others run
     (:mod:`kernbench.execution.resume`)."""
     from kernbench.execution.interrupts import signals_handled
+    from kernbench.execution.resume import load_previous
 
     check_output_dir(output_dir)
     specs, manifest = discover(settings.root, paths, log)
     check_sweep_globs(settings, specs)
     selected = select_kernels(specs, settings.filters)
+    previous = load_previous(output_dir) if resume else None
     planned, plan = _plan_run(settings, manifest, selected,
-                              _recorded_plan(output_dir) if resume else None)
+                              None if previous is None else _recorded_plan(previous.summary))
     environment = run_environment(settings)
     run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
                     **identity_record(environment, settings), "plan": plan,
                     **(extra_settings or {})}
     started, kept = now_iso(), list[CaseResult]()
-    if resume:
+    if previous is not None:
         started, kept, planned, run_settings = _resume_state(
-            output_dir, planned, run_settings, environment, log)
+            previous, planned, run_settings, environment, log)
     with signals_handled() as guard:
         sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
         with guard.critical():
@@ -122,12 +127,9 @@ def identity_record(environment: Mapping[str, Any], settings: RunSettings) -> di
     return {"shards": [shard_identity(environment, settings.shard)]}
 
 
-def _recorded_plan(output_dir: Path) -> Mapping[str, Any] | None:
-    """``settings.plan`` of the interrupted run in `output_dir` (None where it has none)."""
-    from kernbench.results.schema import read_document
-
-    path = output_dir / "summary.json"
-    plan = (read_document(path).get("settings") or {}).get("plan") if path.is_file() else None
+def _recorded_plan(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``settings.plan`` of an interrupted run's summary (None where it has none)."""
+    plan = (summary.get("settings") or {}).get("plan")
     return plan if isinstance(plan, Mapping) and isinstance(plan.get("case_ids"), list) else None
 
 
@@ -209,18 +211,18 @@ def shard_split(settings: RunSettings, shards: int,
             "cases": [where.count(k) for k in range(1, shards + 1)]}
 
 
-def _resume_state(output_dir: Path, planned: list[Case | KernelSpec],
+def _resume_state(previous: PreviousRun, planned: list[Case | KernelSpec],
                   run_settings: dict[str, Any], environment: Mapping[str, Any],
                   log: Log | None) -> tuple[str, list[CaseResult], list[Case | KernelSpec],
                                             dict[str, Any]]:
     """(started_at, kept records, cases still to run, settings) of a resumed run."""
-    from kernbench.execution.resume import check_compatible, load_previous, split_plan
+    from kernbench.execution.resume import check_compatible, split_plan
 
-    previous = load_previous(output_dir)
     check_compatible(previous, run_settings, environment.get("fingerprint"))
     kept, todo = split_plan(planned, previous.records)
     if log is not None:
-        log(f"resuming {output_dir}: {len(kept)} finished cases kept, {len(todo)} to run")
+        log(f"resuming {previous.directory}: {len(kept)} finished cases kept, {len(todo)} "
+            "to run")
     resumed = [*(previous.summary.get("settings") or {}).get("resumed", []),
                {"at": now_iso(), "kept_cases": len(kept), "remaining_cases": len(todo)}]
     started = str(previous.summary.get("started_at") or now_iso())
