@@ -25,7 +25,7 @@ from typing import Any
 
 from kernbench.errors import KernbenchError
 from kernbench.results.model import NATIVE, Case, CaseResult, KernelSpec, case_id_of
-from kernbench.results.schema import read_document
+from kernbench.results.schema import read_document, started_before_run
 
 COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes", "protocol",
                      "isolation", "backends",
@@ -110,16 +110,9 @@ def load_previous(directory: Path) -> PreviousRun:
     found: dict[str, CaseResult] = {r.case_id: r for r in records_of(summary, summary_path)}
     for path in sorted((directory / "kernels").glob("*.json")):
         for record in records_of(read_document(path), path):
-            if _of_this_run(record, summary):
+            if not started_before_run(record.started_at, summary.get("started_at")):
                 found.setdefault(record.case_id, record)
     return PreviousRun(directory, summary, tuple(found.values()))
-
-
-def _of_this_run(record: CaseResult, summary: Mapping[str, Any]) -> bool:
-    """Whether a kernels/*.json record was measured by the run `summary` describes: not one
-    an earlier run into the same folder left (it started before this run did)."""
-    started, began = record.started_at, summary.get("started_at")
-    return not (isinstance(started, str) and isinstance(began, str) and started < began)
 
 
 def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],

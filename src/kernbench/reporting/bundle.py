@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
-from kernbench.results.schema import read_document
+from kernbench.results.schema import read_document, started_before_run
 
 __all__ = ["ReportInputs", "load_report_inputs", "machine_history"]
 
@@ -74,12 +74,13 @@ def _finished_records(run_dir: Path, summary: Mapping[str, Any]) -> list[Any]:
     """The records of a run that did not finish: its kernels/*.json, which it rewrites as cases
     finish (summary.json of a killed run lists none of them), where they hold more cases;
     never a record that started before the run did (an earlier run's, left in the folder)."""
-    listed, began = list(summary["results"]), str(summary.get("started_at") or "")
+    listed, began = list(summary["results"]), summary.get("started_at")
     found: list[Any] = []
     for path in sorted((run_dir / "kernels").glob("*.json")):
         results = read_document(path).get("results")
         found.extend(r for r in (results if isinstance(results, list) else [])
-                     if not (isinstance(r, Mapping) and str(r.get("started_at") or began) < began))
+                     if not (isinstance(r, Mapping)
+                             and started_before_run(r.get("started_at"), began)))
     return found if len(found) > len(listed) else listed
 
 

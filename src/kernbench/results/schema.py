@@ -120,3 +120,12 @@ def read_document(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise KernbenchError(f"{path}: expected a JSON object, got {type(document).__name__}")
     return migrate(document, str(path))
+
+
+def started_before_run(started_at: object, run_started_at: object) -> bool:
+    """Whether a record in a run's folder started before that run did: an earlier run's, left
+    in the folder, that must never be read back as this run's (by --resume, or by the report
+    of a run that did not finish). Both are ISO times in UTC, so their text orders them; False
+    where either is missing."""
+    return (isinstance(started_at, str) and isinstance(run_started_at, str)
+            and started_at < run_started_at)
