@@ -94,13 +94,14 @@ class CaseComparison:
         return abs(math.log(self.ratio)) if self.ratio and self.ratio > 0 else 0.0
 
 
-def case_key(result: CaseResult) -> str:
+def case_key(result: CaseResult, precision: str | None = None) -> str:
     """kernel[backend,precision] (with `,impl=NAME` for one of several implementations) and
-    the problem size as JSON: the same case in two runs has the same key."""
+    the problem size as JSON: the same case in two runs has the same key. `precision` stands
+    in for the record's own (``*``: any)."""
     size = "" if result.problem_size is None else json.dumps(result.problem_size,
                                                              sort_keys=True)
     impl = f",{IMPL_PREFIX}{result.implementation}" if result.implementation else ""
-    return f"{result.kernel_name}[{result.backend},{result.precision}{impl}]{size}"
+    return f"{result.kernel_name}[{result.backend},{precision or result.precision}{impl}]{size}"
 
 
 def process_groups(result: CaseResult) -> list[list[float]]:
@@ -171,19 +172,19 @@ def _pair_native(base_by_key: dict[str, CaseResult], cand_by_key: dict[str, Case
     Such a case is named after its output's precision (``k[cpu,fp64]``), and a run that
     produced no output leaves it ``native``: it is the other side's case of the same kernel,
     backend, point and size, where that case is the only one, under the other side's name."""
-    def anyprecision(result: CaseResult) -> str:
-        return case_key(replace(result, precision="*"))
-
     for mine, other in ((base_by_key, cand_by_key), (cand_by_key, base_by_key)):
+        native = [key for key, result in mine.items()
+                  if result.precision == NATIVE and key not in other]
+        if not native:  # the common case: nothing to index
+            continue
         unmatched: dict[str, list[str]] = {}
         for key, result in other.items():
             if key not in mine:
-                unmatched.setdefault(anyprecision(result), []).append(key)
-        for key, result in list(mine.items()):
-            found = unmatched.get(anyprecision(result), [])
-            if result.precision == NATIVE and key not in other and len(found) == 1:
-                del mine[key]
-                mine[found[0]] = replace(result, precision=other[found[0]].precision)
+                unmatched.setdefault(case_key(result, "*"), []).append(key)
+        for key in native:
+            found = unmatched.get(case_key(mine[key], "*"), [])
+            if len(found) == 1:
+                mine[found[0]] = replace(mine.pop(key), precision=other[found[0]].precision)
 
 
 def check_one_machine(results: Sequence[CaseResult], side: str) -> None:
