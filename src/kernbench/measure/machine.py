@@ -15,7 +15,7 @@ samples were taken (:class:`ActivityProbe`, inside the worker):
   speeds 1.6x apart on a quiet machine, so it would call every comparison inconclusive.
 
 Reading these costs a few hundred microseconds (the activity) and 15-300 ms (a calibration);
-:mod:`kernbench.analysis.compare` turns them into "inconclusive" verdicts.
+:mod:`kernbench.analysis.machine_caveats` turns them into "inconclusive" verdicts.
 """
 
 from __future__ import annotations
