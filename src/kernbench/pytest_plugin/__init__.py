@@ -21,6 +21,8 @@ on first use).
 
 from __future__ import annotations
 
+import argparse
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,23 +41,32 @@ MARKER = ("kernbench(**options): kernbench protocol settings and labels for the 
 _SESSION: pytest.StashKey[PluginSession] = pytest.StashKey()
 
 
-def _integer_from(minimum: int) -> Callable[[str], int]:
-    """The CLI's integer type (kernbench.cli.arguments), imported only when the option is
-    given: loading the plugin stays light."""
+# The CLI's own parsers (kernbench.cli.arguments) are a room this plugin may not import
+# (tests/test_architecture.py): these two say the same, in the same words.
+def _int_from(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        from kernbench.cli.arguments import positive_int
-
-        value: int = positive_int(minimum)(text)
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
         return value
     return parse
 
 
-def _threshold(text: str) -> float:
-    """The CLI's finite number > 0: NaN made every comparison inconclusive (the gate passed a
-    2.7x slowdown), a negative one crashed the verdict."""
-    from kernbench.cli.arguments import positive_float
+_positive_int = _int_from(1)
 
-    value: float = positive_float()(text)
+
+def _threshold(text: str) -> float:
+    """A relative change > 0, finite: NaN made every comparison inconclusive (the gate passed
+    a 2.7x slowdown), a negative one crashed the verdict."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 
@@ -77,9 +88,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "counts (default 0.10 = 10%%)")
     add("--kernbench-format", metavar="F[,F]", default=None,
         help="also render these report formats into the saved set (e.g. md,html,bmf)")
-    add("--kernbench-iterations", metavar="N", type=_integer_from(1), default=None,
+    add("--kernbench-iterations", metavar="N", type=_positive_int, default=None,
         help="timed samples per case (default 30; a marker's iterations wins)")
-    add("--kernbench-warmup", metavar="N", type=_integer_from(0), default=None,
+    add("--kernbench-warmup", metavar="N", type=_int_from(0), default=None,
         help="warmup calls per case (default 3; a marker's warmup wins)")
     add("--kernbench-isolation", choices=("none", "fork"), default=None,
         help="measure in this process (none, the default) or in a forked child (fork)")
