@@ -8,9 +8,12 @@ run). The outcome is a frozen :class:`~kernbench.results.model.CaseResult` with 
 samples, wrapped in a :class:`BenchResult` that notebooks display.
 
 ``backend`` and ``precision`` are labels of the record (what the case id says), not
-conversions: the function runs on what it is given. Asynchronous results (CUDA tensors, JAX
-arrays) are waited for, chosen from the first result as for a kernel of unknown framework. A
-precision left out is read off the dtype of the result (float64 -> fp64), else ``native``.
+conversions: the function runs on what it is given. A function whose result or inputs live on
+a GPU (PyTorch CUDA/ROCm tensors, CuPy arrays, JAX arrays on a GPU), or one given
+``backend="cuda"``, is timed as ``kernbench run`` times a GPU case, in a GPU timing mode
+(``gpu_timing``, ``cold`` by default: :mod:`kernbench.api.gpu`); other asynchronous results are
+waited for, chosen from the first result as for a kernel of unknown framework. A precision
+left out is read off the dtype of the result (float64 -> fp64), else ``native``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from kernbench.api.display import BenchComparison, BenchResult
 from kernbench.errors import KernbenchError
 from kernbench.execution.settings import check_timeout
 from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings
+from kernbench.results.vocabulary import GPU_TIMING_CHOICES
+
+GPU_BACKENDS = ("cuda", "rocm")
 
 __all__ = ["ISOLATIONS", "BenchOptions", "bench", "compare", "measure_function"]
 
@@ -53,7 +59,13 @@ class BenchOptions:
     iterations: int = 30
     """Timed samples per process."""
     warmup: int = 3
-    backend: str = "cpu"
+    backend: str | None = None
+    """The record's device kind; None: read off the arrays (``cuda``/``rocm`` where the result
+    or the inputs live on a GPU, else ``cpu``). ``cuda``/``rocm`` time the function in GPU
+    timing mode `gpu_timing` even when no array says so (a function that returns None)."""
+    gpu_timing: str = "cold"
+    """How a GPU function is timed: cold, hot, graph, kernel, sync or all (README, GPU timing
+    modes); ignored on the CPU."""
     precision: str | None = None
     isolation: str = "none"
     processes: int = 1
@@ -90,6 +102,9 @@ class BenchOptions:
         if self.processes > 1 and self.isolation != "fork":
             raise KernbenchError(f"{source}: processes={self.processes} needs isolation='fork' "
                                  "(replicates are separate processes)")
+        if self.gpu_timing not in GPU_TIMING_CHOICES:
+            raise KernbenchError(f"{source}: gpu_timing must be one of "
+                                 f"{', '.join(GPU_TIMING_CHOICES)}, not {self.gpu_timing!r}")
         for key in ("backend", "precision", "name"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value):
@@ -107,10 +122,11 @@ class BenchOptions:
         return ProtocolSettings(warmup=self.warmup, iterations=self.iterations)
 
 
-def bench(fn: Callable[..., object], *args: Any, backend: str = "cpu",
+def bench(fn: Callable[..., object], *args: Any, backend: str | None = None,
           precision: str | None = None, name: str | None = None, iterations: int = 30,
           warmup: int = 3, isolation: str = "none", processes: int = 1,
-          timeout_s: float | None = None, **kwargs: Any) -> BenchResult:
+          timeout_s: float | None = None, gpu_timing: str = "cold",
+          **kwargs: Any) -> BenchResult:
     """Time ``fn(*args, **kwargs)`` under kernbench's protocol; the result keeps the samples.
 
     The keywords above are kernbench's; every other keyword goes to `fn` (pass a function
@@ -121,8 +137,8 @@ def bench(fn: Callable[..., object], *args: Any, backend: str = "cpu",
         raise KernbenchError(f"kernbench.bench: the first argument must be the function to "
                              f"time, not {type(fn).__name__} {fn!r:.60}")
     options = BenchOptions(iterations=iterations, warmup=warmup, backend=backend,
-                           precision=precision, isolation=isolation, processes=processes,
-                           timeout_s=timeout_s, name=name).checked()
+                           gpu_timing=gpu_timing, precision=precision, isolation=isolation,
+                           processes=processes, timeout_s=timeout_s, name=name).checked()
     return measure_function(fn, args, kwargs, options)[0]
 
 
@@ -172,10 +188,11 @@ def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
     if options.isolation == "fork":
         from kernbench.execution.forked import run_forked
 
-        parts = [run_forked(lambda: _measure_once(call, options.protocol)[0],
+        _refuse_forked_gpu(args, kwargs)
+        parts = [run_forked(lambda: _measure_once(call, options, (args, kwargs))[0],
                             options.timeout_s) for _ in range(options.processes)]
     else:
-        part, value = _measure_once(call, options.protocol)
+        part, value = _measure_once(call, options, (args, kwargs))
         parts = [part]
     name = options.name or getattr(fn, "__qualname__", None) or type(fn).__name__
     path = kernel_path if kernel_path is not None else _source_of(fn)
@@ -188,15 +205,62 @@ def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
     return BenchResult(merge_replicates(results)), value
 
 
-def _measure_once(call: Callable[[], object],
-                  protocol: ProtocolSettings) -> tuple[dict[str, Any], object]:
+def _refuse_forked_gpu(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    """A forked child cannot use a GPU its parent has initialised (CUDA forbids it), and a
+    process holding GPU arrays has: refuse before forking, saying what to do instead."""
+    from kernbench.api.gpu import gpu_target
+
+    found = gpu_target(args, kwargs)
+    if found is not None:
+        raise KernbenchError(f"kernbench.bench: isolation='fork' cannot time a function of "
+                             f"{found[0]} arrays on a GPU: this process has initialised the "
+                             "device, and a forked child cannot use it; use isolation='none'")
+
+
+def _measure_once(call: Callable[[], object], options: BenchOptions,
+                  inputs: tuple[object, ...] = ()) -> tuple[dict[str, Any], object]:
     """One process's measurement as JSON-able facts (a forked child sends them back), and the
-    last timed call's result."""
+    last timed call's result. One untimed call first says where the function runs: on a GPU
+    (its result or `inputs` hold GPU arrays, or `options.backend` names a GPU) it is timed in
+    a GPU timing mode (:mod:`kernbench.api.gpu`), else by the CPU protocol."""
     from kernbench.execution.describe import describe_output
+
+    target = _target(call(), inputs, options.backend)
+    began = time.monotonic()
+    if target is not None:
+        from kernbench.api.gpu import measure_on_gpu
+
+        part, last = measure_on_gpu(call, options.protocol, target, options.gpu_timing)
+    else:
+        part, last = _measure_cpu(call, options.protocol)
+    return {**part, "output": describe_output(last), "framework": _framework_of(last),
+            "backend": target[1] if target is not None else "cpu",
+            "duration_s": time.monotonic() - began, "pid": os.getpid()}, last
+
+
+def _target(first: object, inputs: tuple[object, ...],
+            backend: str | None) -> tuple[str, str] | None:
+    """Where the function runs, ``(framework, backend)`` on a GPU, or None for the CPU; a
+    `backend` given that contradicts its arrays is refused."""
+    from kernbench.api.gpu import gpu_target, guess_gpu_framework
+
+    found = gpu_target(first, *inputs)
+    if found is not None and backend == "cpu":
+        raise KernbenchError(f"kernbench.bench: backend='cpu', but the function works on "
+                             f"{found[0]} arrays on a GPU; leave backend out (it is read off "
+                             f"the arrays) or pass backend={found[1]!r}")
+    if found is None and backend in GPU_BACKENDS:
+        found = (guess_gpu_framework(backend), backend)
+    if found is not None and backend in GPU_BACKENDS:
+        found = (found[0], backend)  # the label asked for: "rocm" for a HIP device, say
+    return found
+
+
+def _measure_cpu(call: Callable[[], object],
+                 protocol: ProtocolSettings) -> tuple[dict[str, Any], object]:
     from kernbench.measure.metrics import MetricsCollector
 
     collector = MetricsCollector(protocol)
-    began = time.monotonic()
     with collector.measure_memory() as memory:
         outcome = collector.time_execution(call)
     measurement = outcome.measurement
@@ -204,10 +268,8 @@ def _measure_once(call: Callable[[], object],
             "inner_loops": measurement.inner_loops,
             "warmup_ms": [s / 1e6 for s in measurement.warmup_ns],
             "warmup_s": measurement.warmup_s, "timer": measurement.timer,
-            "timer_overhead_ns": measurement.timer_overhead_ns, "memory": dict(memory),
-            "output": describe_output(outcome.last_result),
-            "framework": _framework_of(outcome.last_result),
-            "duration_s": time.monotonic() - began, "pid": os.getpid()}, outcome.last_result
+            "timer_overhead_ns": measurement.timer_overhead_ns,
+            "memory": dict(memory)}, outcome.last_result
 
 
 def _case_result(part: Mapping[str, Any], name: str, path: str, options: BenchOptions,
@@ -215,13 +277,14 @@ def _case_result(part: Mapping[str, Any], name: str, path: str, options: BenchOp
     output = part["output"]
     return CaseResult(
         kernel_name=name, kernel_path=path, framework=part["framework"],
-        backend=options.backend, precision=options.precision or output.get("precision") or NATIVE,
+        backend=part["backend"], precision=options.precision or output.get("precision") or NATIVE,
         problem_size=problem_size, status="ok", samples_ms=tuple(part["samples_ms"]),
         inner_loops=part["inner_loops"], warmup_iterations=options.warmup,
         warmup_ms=tuple(part["warmup_ms"]), warmup_s=part["warmup_s"], timer=part["timer"],
         timer_overhead_ns=part["timer_overhead_ns"], memory=part["memory"], output=output,
-        energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY,
-        started_at=started, duration_s=part["duration_s"], point=point,
+        energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY, device=part.get("device"),
+        l2_flush=part.get("l2_flush"), gpu_timing=part.get("gpu_timing"), started_at=started,
+        duration_s=part["duration_s"], point=point,
         worker={"pid": part["pid"], "isolation": options.isolation,
                 **({"forked_from": session_id()} if options.isolation == "fork" else {})})
 

@@ -4,8 +4,8 @@
   **kwargs)`` under kernbench's protocol (warmup, calibrated inner loop, samples; in this
   process unless isolation ``fork`` is asked) and returns what `fn` returned, as
   pytest-benchmark's ``benchmark`` fixture does; the measurement is ``kernbench.result``;
-* ``@pytest.mark.kernbench(iterations=, warmup=, backend=, precision=, isolation=, processes=,
-  timeout_s=, name=)``: a test's own protocol settings and labels;
+* ``@pytest.mark.kernbench(iterations=, warmup=, backend=, gpu_timing=, precision=,
+  isolation=, processes=, timeout_s=, name=)``: a test's own protocol settings and labels;
 * ``--kernbench-save NAME`` writes the session's results as a kernbench report set
   (summary.json, env.json, kernels/*.json: the versioned JSON of ``kernbench run``) under
   ``--kernbench-storage`` (default ``.kernbench``); ``--kernbench-compare [NAME]`` judges each
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["KernbenchFixture"]
 
 MARKER = ("kernbench(**options): kernbench protocol settings and labels for the kernbench "
-          "fixture: iterations, warmup, backend, precision, isolation ('none' or 'fork'), "
-          "processes, timeout_s, name")
+          "fixture: iterations, warmup, backend, gpu_timing, precision, isolation ('none' or "
+          "'fork'), processes, timeout_s, name")
 _SESSION: pytest.StashKey[PluginSession] = pytest.StashKey()
 
 
