@@ -43,3 +43,14 @@ def test_the_checks_apply_the_issues_limits() -> None:
     assert checks("copy_8m", {"cold": 12.0, "hot": 11.0}, "A100") == [
         "FAIL copy_8m: cold / hot = 1.09 (>= 1.2: the L2 flush shows)"]
     assert checks("add_1k", {"cold": 3.0}, "A100") == []
+
+
+def test_the_api_is_held_to_do_bench_as_cold_is() -> None:
+    assert script().checks("matmul_4k", {"api": 223.0, "do_bench": 190.0}, "H100") == [
+        "FAIL matmul_4k: api 223.0 us vs do_bench 190.0 us (17.4% apart, limit 5%)"]
+
+
+def test_rounds_give_each_figure_its_median_and_range() -> None:
+    merged = script().over_rounds([{"cold": 3.0, "graph_reason": "x"}, {"cold": 9.0},
+                                   {"cold": 4.0}])
+    assert merged == {"cold": 4.0, "cold_range": [3.0, 9.0], "graph_reason": "x"}
