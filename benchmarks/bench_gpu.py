@@ -166,8 +166,18 @@ def over_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 def measure_round(torch: Any, calls: dict[str, Callable[[], object]],
                   iters: int) -> dict[str, dict[str, Any]]:
     """One round: every kernel by every tool, one after another, so all see the GPU alike."""
-    return {name: {**kernbench_us(torch, call, iters), **api_us(call, iters),
-                   **reference_us(torch, call)} for name, call in calls.items()}
+    return {name: {**guarded("kernbench", kernbench_us, torch, call, iters),
+                   **guarded("api", api_us, call, iters), **reference_us(torch, call)}
+            for name, call in calls.items()}
+
+
+def guarded(tool: str, measure: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """`measure(*args)`, or the reason it raised as `<tool>_reason`: one tool that cannot
+    measure a kernel leaves the others' figures standing."""
+    try:
+        return measure(*args)
+    except Exception as exc:
+        return {f"{tool}_reason": f"{type(exc).__name__}: {exc}"}
 
 
 def main(argv: list[str] | None = None) -> int:

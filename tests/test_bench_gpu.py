@@ -54,3 +54,11 @@ def test_rounds_give_each_figure_its_median_and_range() -> None:
     merged = script().over_rounds([{"cold": 3.0, "graph_reason": "x"}, {"cold": 9.0},
                                    {"cold": 4.0}])
     assert merged == {"cold": 4.0, "cold_range": [3.0, 9.0], "graph_reason": "x"}
+
+
+def test_a_tool_that_raises_leaves_its_reason_not_a_crash() -> None:
+    def broken() -> dict[str, float]:
+        raise RuntimeError("every block was discarded")
+
+    assert script().guarded("api", broken) == {
+        "api_reason": "RuntimeError: every block was discarded"}

@@ -84,5 +84,6 @@ def test_arrays_on_the_cpu_are_no_gpu_target() -> None:
     np = pytest.importorskip("numpy")
     assert gpu_target(np.zeros(3), [1.0, 2.0], {"a": None}) is None
     assert gpu_target([np.zeros(1), CudaTensor()]) == ("pytorch", "cuda")
-    jnp = pytest.importorskip("jax.numpy")
-    assert gpu_target(jnp.zeros(3)) is None  # a JAX array on the CPU
+    jax = pytest.importorskip("jax")
+    on_cpu = jax.device_put(jax.numpy.zeros(3), jax.devices("cpu")[0])
+    assert gpu_target(on_cpu) is None
