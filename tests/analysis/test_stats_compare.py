@@ -561,3 +561,15 @@ def test_one_or_two_samples_a_side_give_no_interval_and_no_verdict() -> None:
         assert verdict(found, found.p_value, 0.1) == "inconclusive"
     three = compare_groups([[1.0, 1.01, 0.99]], [[1.0, 1.02, 0.98]])
     assert three.ci_low is not None and three.ci_high is not None
+
+
+def test_a_rank_test_of_all_ties_is_no_evidence_not_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scipy 1.18's mannwhitneyu returns NaN for [1.0] against [1.0] (1.17: 1.0)."""
+    from types import SimpleNamespace
+
+    import scipy.stats
+
+    monkeypatch.setattr(scipy.stats, "mannwhitneyu",
+                        lambda *a, **k: SimpleNamespace(pvalue=float("nan")))
+    c = compare_groups([[1.0]], [[1.0]])
+    assert c.p_value == 1.0 and c.ci_low is None

@@ -242,6 +242,14 @@ MIN_POOLED_SAMPLES = 3
 """The fewest samples a side needs for a bootstrap interval of its median."""
 
 
+def tie_safe(p_value: float) -> float:
+    """A rank test's p-value, 1.0 where it is NaN: scipy 1.18's ``mannwhitneyu`` returns NaN
+    when every value on both sides ties (its normal approximation has no variance), where
+    1.17 returned 1.0; identical samples are no evidence of a change, and a NaN would reach
+    the JSON."""
+    return 1.0 if math.isnan(p_value) else p_value
+
+
 def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confidence: float,
                   needed: int) -> Comparison:
     from scipy import stats as sps
@@ -253,7 +261,8 @@ def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confid
                                           - math.log(_median(pooled_a))))
     if ratio is None:
         return _insufficient(n_a, n_b, "the ratio of medians is not representable")
-    p_value = float(sps.mannwhitneyu(pooled_b, pooled_a, alternative="two-sided").pvalue)
+    p_value = tie_safe(float(sps.mannwhitneyu(pooled_b, pooled_a,
+                                              alternative="two-sided").pvalue))
     if min(pooled_a.size, pooled_b.size) < MIN_POOLED_SAMPLES:
         # A resample of one or two values is those values: a zero-width interval that would
         # call one sample against one "unchanged".
