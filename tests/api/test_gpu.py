@@ -47,6 +47,14 @@ def test_a_gpu_function_is_timed_by_events_in_cold_mode(
     assert case.memory["peak_mb"] == 0.0  # the flush buffer is not the kernel's
 
 
+def test_a_gpu_result_shows_its_timing_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = kernbench.bench(on_fake_gpu(monkeypatch), iterations=3, name="add")
+    assert shown.gpu_timing_mode == "cold"
+    assert repr(shown).startswith("<BenchResult add[cuda,native]: median 3 µs (cold), ")
+    assert "GPU timing mode</th><td style='text-align:left'>cold</td>" in shown._repr_html_()
+    assert kernbench.bench(len, "abc", iterations=2).gpu_timing_mode is None
+
+
 def test_another_gpu_timing_mode_is_asked_for_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     case = kernbench.bench(on_fake_gpu(monkeypatch), iterations=3, gpu_timing="sync").case
     assert statistics.median(case.samples_ms) == pytest.approx(

@@ -81,6 +81,12 @@ class BenchResult:
 
         return iqr(self.case.samples_ms) if self.case.samples_ms else None
 
+    @property
+    def gpu_timing_mode(self) -> str | None:
+        """The GPU timing mode the samples hold (``cold``, ``hot``, …), None on the CPU."""
+        raw = self.case.gpu_timing
+        return None if not raw else str(raw.get("primary"))
+
     def record(self) -> dict[str, Any]:
         """The case's record exactly as ``kernels/<name>.json`` and summary.json hold it."""
         from kernbench.analysis.summary import record_dict
@@ -99,6 +105,8 @@ class BenchResult:
                                f"{format_ms(timing['latency_ms_std'], unit)}"),
                 ("samples", f"{self.n} × {self.case.inner_loops} calls"),
                 ("processes", str(len(self.case.process_sample_counts) or 1))]
+        if self.gpu_timing_mode is not None:
+            rows.insert(0, ("GPU timing mode", self.gpu_timing_mode))
         from kernbench.analysis.summary import record_warnings
 
         rows += [("warning", w["message"]) for w in record_warnings(self.case)]
@@ -107,7 +115,8 @@ class BenchResult:
     def __repr__(self) -> str:
         median = self.median_ms
         unit = unit_for(median) if median is not None else None
-        return (f"<BenchResult {self.name}: median {format_ms(median, unit)}, "
+        mode = f" ({self.gpu_timing_mode})" if self.gpu_timing_mode is not None else ""
+        return (f"<BenchResult {self.name}: median {format_ms(median, unit)}{mode}, "
                 f"IQR {format_ms(self.iqr_ms)}, n={self.n} × "
                 f"{self.case.inner_loops} calls>")
 
