@@ -24,9 +24,8 @@ Design, in brief:
 * Across all cases of a run the p-values are adjusted together with Benjamini-Hochberg
   (`benjamini_hochberg`), so the false discovery rate is controlled, not each case's error alone.
 * `verdict` claims a change only when it is both statistically significant (q < alpha, and the
-  interval excludes 1) and practically large (the point ratio is beyond the threshold); it says
-  "unchanged" only when the data support that (an equivalence interval, or a well-replicated
-  non-significant result near 1); everything else is "inconclusive".
+  interval excludes 1) and practically large (the point ratio is beyond the threshold);
+  "unchanged" only when the data support it; everything else is "inconclusive".
 """
 
 from __future__ import annotations
@@ -242,14 +241,6 @@ MIN_POOLED_SAMPLES = 3
 """The fewest samples a side needs for a bootstrap interval of its median."""
 
 
-def tie_safe(p_value: float) -> float:
-    """A rank test's p-value, 1.0 where it is NaN: scipy 1.18's ``mannwhitneyu`` returns NaN
-    when every value on both sides ties (its normal approximation has no variance), where
-    1.17 returned 1.0; identical samples are no evidence of a change, and a NaN would reach
-    the JSON."""
-    return 1.0 if math.isnan(p_value) else p_value
-
-
 def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confidence: float,
                   needed: int) -> Comparison:
     from scipy import stats as sps
@@ -261,8 +252,8 @@ def _mann_whitney(groups_a: list[FloatArray], groups_b: list[FloatArray], confid
                                           - math.log(_median(pooled_a))))
     if ratio is None:
         return _insufficient(n_a, n_b, "the ratio of medians is not representable")
-    p_value = tie_safe(float(sps.mannwhitneyu(pooled_b, pooled_a,
-                                              alternative="two-sided").pvalue))
+    p_value = float(sps.mannwhitneyu(pooled_b, pooled_a, alternative="two-sided").pvalue)
+    p_value = 1.0 if math.isnan(p_value) else p_value  # all ties: NaN in scipy 1.18, 1.0 before
     if min(pooled_a.size, pooled_b.size) < MIN_POOLED_SAMPLES:
         # A resample of one or two values is those values: a zero-width interval that would
         # call one sample against one "unchanged".
