@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -64,7 +65,8 @@ def round_stats(rounds_s: Sequence[float]) -> dict[str, Any]:
             "median": statistics.median(data), "iqr": iqr, "q1": q1, "q3": q3,
             "iqr_outliers": iqr_outliers, "stddev_outliers": stddev_outliers,
             "outliers": f"{stddev_outliers};{iqr_outliers}", "ld15iqr": low, "hd15iqr": high,
-            "ops": 1.0 / mean if mean > 0 else None, "total": sum(rounds_s)}
+            "ops": 1.0 / mean if mean > 0 else None,
+            "total": math.fsum(rounds_s)}  # exactly rounded: sum() differs from Python 3.12
 
 
 def _machine_info(environment: Mapping[str, Any]) -> dict[str, Any]:
