@@ -360,3 +360,32 @@ def test_the_merge_keeps_cpu_and_gpu_machines_apart() -> None:
     merge = _run_of(jobs["merge"], "Merge")
     assert "kernbench merge" in merge
     assert "--allow-mixed" in merge
+
+
+def test_the_merge_step_writes_the_comment_when_a_case_failed(tmp_path: Path) -> None:
+    """`kernbench merge` exits 1 when a merged case failed (as `run --shards` does): the step
+    still writes the PR comment, then fails with the merge's status, and the artifact that
+    bench-comment.yml posts it from is uploaded all the same."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not on PATH")
+    job = load(WORKFLOWS / "bench.yml")["jobs"]["merge"]
+    fake = tmp_path / "bin" / "kernbench"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\ncase "$1" in\n'
+                    '  merge) mkdir -p reports && echo {} > reports/summary.json; exit 1;;\n'
+                    '  comment) echo "the comment";;\nesac\n', encoding="utf-8")
+    fake.chmod(0o755)
+    summary = tmp_path / "step-summary.md"
+    path = f"{fake.parent}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run([bash, "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                           _run_of(job, "Merge")],  # as GitHub runs a step's script
+                          cwd=tmp_path, capture_output=True, text=True, check=False, timeout=60,
+                          env={**os.environ, "PATH": path, "EVENT": "pull_request",
+                               "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 1, done.stderr
+    assert (tmp_path / "reports" / "comment.md").read_text(encoding="utf-8") == "the comment\n"
+    assert summary.read_text(encoding="utf-8") == "the comment\n"
+    upload = next(step for step in job["steps"]
+                  if step.get("uses", "").startswith("actions/upload-artifact@"))
+    assert "!cancelled()" in upload.get("if", "") and "reports/comment.md" in upload["if"]

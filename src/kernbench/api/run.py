@@ -52,7 +52,16 @@ def discover(root: Path, paths: Sequence[str] | None = None,
 
 def exit_code_for(results: Sequence[CaseResult]) -> int:
     """2 if a kernel is invalid (configuration error), 1 if a case failed or timed out, else 0."""
-    statuses = {r.status for r in results}
+    return _exit_code({r.status for r in results})
+
+
+def exit_code_for_counts(counts: Mapping[str, int]) -> int:
+    """:func:`exit_code_for` of a summary's `counts` (a merge holds records, not CaseResults):
+    `kernbench merge` exits as `run --shards` does for the same cases."""
+    return _exit_code({status for status, n in counts.items() if status != "total" and n})
+
+
+def _exit_code(statuses: set[str]) -> int:
     if "invalid" in statuses:
         return EXIT_USAGE
     if statuses & {"failed", "timeout"}:

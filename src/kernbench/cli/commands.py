@@ -96,6 +96,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from kernbench.api import merge_shards
+    from kernbench.api.run import exit_code_for_counts
 
     if args.compare_to:
         from kernbench.analysis.gitref import check_ref
@@ -107,7 +108,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     document, shard_comparison = merge_shards(args.shards, args.output_dir, args.allow_mixed,
                                               markdown=merged_md, html=merge_writes_html(args),
                                               history_root=args.root.resolve())
-    code = _merge_status(args, document)
+    code = max(exit_code_for_counts(document["counts"]), _merge_status(args, document))
     if args.save_history:
         from kernbench.api.baselines import save_history_of_dir
 
@@ -141,8 +142,11 @@ def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
     machines = machines_of(document)
     kept = (f", {len(machines)} machines kept apart: "
             f"{', '.join(machine_names(machines))}") if machines else ""
-    status(f"Merged {len(args.shards)} shards: {document['counts']['total']} cases into "
-           f"{args.output_dir}/{kept}")
+    counts = document["counts"]
+    tally = ", ".join(f"{counts[s]} {s}" for s in ("ok", "failed", "timeout", "skipped",
+                                                    "invalid") if counts.get(s))
+    status(f"Merged {len(args.shards)} shards: {counts['total']} cases ({tally or 'none'}) "
+           f"into {args.output_dir}/{kept}")
     found = document.get("completeness") or {}
     lines = problems(found)
     if found.get("unchecked"):
