@@ -186,6 +186,8 @@ def test_tests_of_the_same_name_in_two_folders_are_two_cases(pytester: pytest.Py
     ("--kernbench-threshold", "nan", "expected a finite number > 0"),
     ("--kernbench-threshold", "-1", "expected a finite number > 0"),
     ("--kernbench-warmup", "-1", "expected an integer >= 0"),
+    # the bound and words of `kernbench run --iters` (one parser for both)
+    ("--kernbench-iterations", "1000000", "expected an integer from 1 to 100000, got 1000000"),
     ("--kernbench-save", "../base", "must be a plain directory name"),
     ("--kernbench-format", "bogus", "--kernbench-format: unknown format 'bogus'"),
 ])

@@ -1,15 +1,16 @@
 """argparse value types: how the text of each kind of option (:data:`kernbench.config.options.Kind`)
-becomes its value, with the error argparse prints (exit 2) when it cannot."""
+becomes its value, with the error argparse prints (exit 2) when it cannot. The numeric ones come
+from :mod:`kernbench.config.values`, which the pytest plugin uses too."""
 
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kernbench.config.options import Option
+from kernbench.config.values import non_negative_float, positive_float, positive_int, probability
 from kernbench.errors import KernbenchError
 
 Parse = Callable[[str], Any]
@@ -27,64 +28,6 @@ def comma_list(choices: Sequence[str] | None = None) -> Parse:
                 f"unknown value {bad[0]!r}; expected a comma list of {', '.join(choices or ())}")
         return items
     return parse
-
-
-def positive_int(minimum: int, maximum: float | None = None) -> Parse:
-    """argparse type for an integer >= `minimum` (and <= `maximum`)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(
-                f"expected an integer from {minimum} to {maximum:g}, got {value}")
-        return value
-    return parse
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-def _finite(low_ok: bool, maximum: float | None) -> Parse:
-    """argparse type for a finite number above 0 (or at 0 when `low_ok`), at most `maximum`:
-    `--timeout inf` or `1e400` (float infinity) would overflow the waits for the worker."""
-    relation = ">= 0" if low_ok else "> 0"
-    bound = "" if maximum is None else f" and at most {maximum:g}"
-
-    def parse(text: str) -> float:
-        value = _number(text)
-        above = value >= 0 if low_ok else value > 0
-        if not (math.isfinite(value) and above and (maximum is None or value <= maximum)):
-            raise argparse.ArgumentTypeError(
-                f"expected a finite number {relation}{bound}, got {text}")
-        return value
-    return parse
-
-
-def non_negative_float(maximum: float | None = None) -> Parse:
-    """argparse type for a finite number >= 0 (and <= `maximum`)."""
-    return _finite(True, maximum)
-
-
-def positive_float(maximum: float | None = None) -> Parse:
-    """argparse type for a finite number > 0 (and <= `maximum`)."""
-    return _finite(False, maximum)
-
-
-def probability(text: str) -> float:
-    """argparse type for a number strictly between 0 and 1 (`--alpha`: a false discovery rate;
-    at 1 or above every change would be significant)."""
-    value = _number(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 and < 1, got {text}")
-    return value
 
 
 def slowdowns(text: str) -> tuple[tuple[str, float], ...]:

@@ -13,7 +13,8 @@
   and ``--kernbench-compare-fail`` fails the session when one regressed;
 * a table of the measured cases (and verdicts) at the end of the terminal report.
 
-This module imports only pytest and the standard library: the plugin loads in every pytest
+This module imports only pytest, the standard library and the option parsers it shares with
+the CLI (:mod:`kernbench.config.values`, standard library only): the plugin loads in every pytest
 session of an environment where kernbench is installed, and a session that never asks for the
 fixture pays nothing more (:mod:`kernbench.pytest_plugin.session` and the measuring code load
 on first use).
@@ -21,13 +22,14 @@ on first use).
 
 from __future__ import annotations
 
-import argparse
-import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from kernbench.config.options import MAX_ITERATIONS
+from kernbench.config.values import positive_float, positive_int
 
 if TYPE_CHECKING:
     from kernbench.api.display import BenchResult
@@ -39,35 +41,6 @@ MARKER = ("kernbench(**options): kernbench protocol settings and labels for the 
           "fixture: iterations, warmup, backend, gpu_timing, precision, isolation ('none' or "
           "'fork'), processes, timeout_s, name")
 _SESSION: pytest.StashKey[PluginSession] = pytest.StashKey()
-
-
-# The CLI's own parsers (kernbench.cli.arguments) are a room this plugin may not import
-# (tests/test_architecture.py): these two say the same, in the same words.
-def _int_from(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
-        return value
-    return parse
-
-
-_positive_int = _int_from(1)
-
-
-def _threshold(text: str) -> float:
-    """A relative change > 0, finite: NaN made every comparison inconclusive (the gate passed
-    a 2.7x slowdown), a negative one crashed the verdict."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
-    return value
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,14 +56,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compare every case with the saved report set NAME (default: the newest one)")
     add("--kernbench-compare-fail", action="store_true",
         help="fail the session when the comparison finds a regression")
-    add("--kernbench-threshold", metavar="R", type=_threshold, default=0.10,
+    add("--kernbench-threshold", metavar="R", type=positive_float(), default=0.10,
         help="practical threshold of a comparison: the relative change of the median that "
              "counts (default 0.10 = 10%%)")
     add("--kernbench-format", metavar="F[,F]", default=None,
         help="also render these report formats into the saved set (e.g. md,html,bmf)")
-    add("--kernbench-iterations", metavar="N", type=_positive_int, default=None,
-        help="timed samples per case (default 30; a marker's iterations wins)")
-    add("--kernbench-warmup", metavar="N", type=_int_from(0), default=None,
+    add("--kernbench-iterations", metavar="N", type=positive_int(1, MAX_ITERATIONS),
+        default=None, help=f"timed samples per case (default 30, at most {MAX_ITERATIONS}; a "
+                           "marker's iterations wins)")
+    add("--kernbench-warmup", metavar="N", type=positive_int(0), default=None,
         help="warmup calls per case (default 3; a marker's warmup wins)")
     add("--kernbench-isolation", choices=("none", "fork"), default=None,
         help="measure in this process (none, the default) or in a forked child (fork)")
