@@ -31,6 +31,34 @@ def test_bench_measures_in_process_with_the_protocol() -> None:
     assert "median" in repr(shown)
 
 
+@pytest.mark.parametrize("processes", [1, 2])  # 2: replicates merged into one result
+def test_a_result_cannot_be_changed_and_still_writes_and_pickles(processes: int) -> None:
+    """A frozen result whose mappings were dicts: `memory["peak_mb"] = 0` changed the record,
+    and the energy block, one dict shared by every result, changed all later ones too."""
+    import copy
+    import json
+    import pickle
+
+    import orjson
+
+    shown = kernbench.bench(len, "abc", iterations=3, processes=processes,
+                            isolation="fork" if processes > 1 else "none")
+    case = shown.case
+    for block in (case.memory, case.energy, case.accuracy, case.output, case.worker):
+        with pytest.raises(TypeError, match="read-only"):
+            block["peak_mb"] = 0  # type: ignore[index]
+    with pytest.raises(TypeError, match="read-only"):
+        case.energy.update(energy_j=1.0)  # type: ignore[attr-defined]
+    assert kernbench.bench(len, "abc", iterations=3).case.energy["energy_j"] is None
+    record = shown.record()
+    assert json.loads(json.dumps(record)) == json.loads(orjson.dumps(record))
+    assert json.loads(json.dumps(case.memory)) == dict(case.memory)
+    for again in (pickle.loads(pickle.dumps(shown)).case, copy.deepcopy(case)):
+        assert again == case and dict(again.memory) == dict(case.memory)
+        with pytest.raises(TypeError, match="read-only"):
+            again.memory["peak_mb"] = 0  # type: ignore[index]
+
+
 def test_labels_and_keywords_go_where_they_belong() -> None:
     seen: dict[str, object] = {}
 

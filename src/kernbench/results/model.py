@@ -11,13 +11,14 @@ the package.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, NoReturn
 
 __all__ = [
     "HARNESS_ARGS", "IMPL_PREFIX", "MAX_SWEEP_POINTS", "NATIVE", "STATUSES", "WORKER_KEYS",
     "BenchConfig", "Case", "CaseResult", "Implementation", "KernelSpec", "Measurement",
-    "ProtocolSettings", "RunResult", "SkipRule", "Status", "SweepPoint", "case_id_of",
+    "ProtocolSettings", "ReadOnlyDict", "RunResult", "SkipRule", "Status", "SweepPoint",
+    "case_id_of",
     "case_suffix", "point_of", "record_case_id",
 ]  # fmt: skip
 
@@ -258,9 +259,26 @@ class Measurement:
     untimed blocks that followed them)."""
 
 
+class ReadOnlyDict(dict[str, Any]):
+    """A dict that refuses changes, as a frozen result's mappings must (its sequences are
+    tuples): one result's `memory` or `energy` changed in place changed its record, and every
+    result sharing the dict. Still a dict to json, orjson, pickle and copy; `dict(it)` is a
+    mutable copy."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a result's mappings are read-only: change a copy, dict(mapping)")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict[str, Any]]]:
+        return type(self), (dict(self),)
+
+
 @dataclass(frozen=True)
 class CaseResult:
-    """The outcome of one case. Timing summaries are derived from `samples_ms`."""
+    """The outcome of one case. Timing summaries are derived from `samples_ms`. Its mappings
+    are :class:`ReadOnlyDict`s, whatever mapping it was given."""
 
     kernel_name: str
     kernel_path: str
@@ -327,6 +345,12 @@ class CaseResult:
     testbed: str | None = None
     """The testbed (``--testbed``) that ran the case, as its record names it; None alike."""
 
+    def __post_init__(self) -> None:
+        for name in _CASE_MAPPINGS:
+            value = getattr(self, name)
+            if value is not None and type(value) is not ReadOnlyDict:
+                object.__setattr__(self, name, ReadOnlyDict(value))
+
     @property
     def success(self) -> bool:
         return self.status == "ok"
@@ -335,6 +359,9 @@ class CaseResult:
     def case_id(self) -> str:
         return case_id_of(self.kernel_name, self.backend, self.precision, self.point,
                           self.implementation)
+
+
+_CASE_MAPPINGS = tuple(f.name for f in fields(CaseResult) if str(f.type).startswith("Mapping"))
 
 
 @dataclass(frozen=True)
