@@ -222,6 +222,21 @@ def test_too_few_samples() -> None:
     assert stats.quality_warnings([1.0] * 10, timer_overhead_ns=None, inner_loops=1) == []
 
 
+@pytest.mark.parametrize(("entry_point", "samples", "warmup"), [
+    (None, "use --iters 10 or more", "more --warmup calls"),
+    ("kernbench.bench", "use iterations=10 or more", "a larger warmup="),
+    ("pytest", "use --kernbench-iterations 10 or more (or the marker's iterations=10)",
+     "a larger --kernbench-warmup (or the marker's warmup=)"),
+])
+def test_hints_name_the_knob_of_the_entry_point(entry_point: str | None, samples: str,
+                                                warmup: str) -> None:
+    warnings = stats.quality_warnings([3.0, 1.0, 1.0, 1.0, 1.0], timer_overhead_ns=None,
+                                      inner_loops=1, entry_point=entry_point)
+    messages = {w["code"]: w["message"] for w in warnings}
+    assert messages["too_few_samples"] == f"only 5 samples; {samples}"
+    assert messages["slow_first_sample"].endswith(f"; {warmup} would absorb it")
+
+
 def test_timer_overhead_above_a_thousandth_of_a_sample() -> None:
     samples = [1.0] * 20  # 1 ms per call
     warnings = stats.quality_warnings(samples, timer_overhead_ns=2000.0, inner_loops=1)

@@ -59,6 +59,15 @@ def test_a_result_cannot_be_changed_and_still_writes_and_pickles(processes: int)
             again.memory["peak_mb"] = 0  # type: ignore[index]
 
 
+def test_warnings_name_the_knobs_of_kernbench_bench_not_the_cli_flags() -> None:
+    """`only 5 samples; use --iters 10 or more` told a notebook user about a flag they do not
+    have: kernbench.bench takes iterations= (and warmup=)."""
+    shown = kernbench.bench(len, "abc", iterations=5)
+    hints = [w["message"] for w in shown.record()["warnings"] if w["code"] == "too_few_samples"]
+    assert hints == ["only 5 samples; use iterations=10 or more"]
+    assert "iterations=10" in shown._repr_html_() and "--iters" not in shown._repr_html_()
+
+
 def test_labels_and_keywords_go_where_they_belong() -> None:
     seen: dict[str, object] = {}
 

@@ -101,11 +101,27 @@ def summarize_ms(samples_ms: Sequence[float]) -> dict[str, Any]:
 SLOW_FIRST_RATIO = 1.5
 """A first timed sample this many times the median suggests too little warmup."""
 
+MORE_SAMPLES = {
+    None: "use --iters {n} or more",
+    "kernbench.bench": "use iterations={n} or more",
+    "pytest": "use --kernbench-iterations {n} or more (or the marker's iterations={n})",
+}
+"""The too-few-samples hint by the entry point that measured the case (a record's
+``worker.entry_point``; None: ``kernbench run``): the knob the user has there."""
+MORE_WARMUP = {
+    None: "more --warmup calls would absorb it",
+    "kernbench.bench": "a larger warmup= would absorb it",
+    "pytest": "a larger --kernbench-warmup (or the marker's warmup=) would absorb it",
+}
+"""The slow-first-sample hint by entry point, as :data:`MORE_SAMPLES`."""
+
 
 def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | None,
-                     inner_loops: int,
-                     timer_resolution_ns: float | None = None) -> list[dict[str, Any]]:
-    """Measurement-quality warnings, as data: each {code, message, value}."""
+                     inner_loops: int, timer_resolution_ns: float | None = None,
+                     entry_point: str | None = None) -> list[dict[str, Any]]:
+    """Measurement-quality warnings, as data: each {code, message, value}. `entry_point`
+    picks the knob a hint names (:data:`MORE_SAMPLES`)."""
+    entry = entry_point if entry_point in MORE_SAMPLES else None
     warnings: list[dict[str, Any]] = []
     n = len(samples_ms)
     if n == 0:
@@ -115,7 +131,7 @@ def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | Non
         ratio = samples_ms[0] / median
         warnings.append({"code": "slow_first_sample", "value": ratio,
                          "message": f"the first sample took {ratio:.1f}x the median; "
-                                    "more --warmup calls would absorb it"})
+                                    f"{MORE_WARMUP[entry]}"})
     if timer_resolution_ns and median > 0:
         share = timer_resolution_ns / (median * 1e6 * max(inner_loops, 1))
         if share > 0.001:
@@ -123,7 +139,8 @@ def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | Non
                              "message": f"the timer's resolution is {share:.2%} of a sample"})
     if n < MIN_SAMPLES:
         warnings.append({"code": "too_few_samples", "value": n,
-                         "message": f"only {n} samples; use --iters {MIN_SAMPLES} or more"})
+                         "message": f"only {n} samples; "
+                                    + MORE_SAMPLES[entry].format(n=MIN_SAMPLES)})
     if n >= 4 and median > 0:
         spread = iqr(samples_ms) / median
         if spread > HIGH_SPREAD_RATIO:

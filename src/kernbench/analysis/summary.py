@@ -40,7 +40,8 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
 def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
     """Statistical warnings from the samples, plus those the case's facts call for."""
     warnings = quality_warnings(result.samples_ms, result.timer_overhead_ns,
-                                result.inner_loops, result.timer_resolution_ns)
+                                result.inner_loops, result.timer_resolution_ns,
+                                result.worker.get("entry_point"))
     after = (result.gpu_state or {}).get("after") or {}
     if after.get("throttled"):
         reasons = ", ".join(after.get("throttle_reasons") or []) or "unknown"

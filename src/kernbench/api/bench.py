@@ -175,11 +175,13 @@ def compare(baseline: BenchResult, candidate: BenchResult, threshold: float = 0.
 def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
                      kwargs: Mapping[str, Any], options: BenchOptions,
                      kernel_path: str | None = None, problem_size: Any = None,
-                     point: str | None = None) -> tuple[BenchResult, object]:
+                     point: str | None = None, entry_point: str = "kernbench.bench"
+                     ) -> tuple[BenchResult, object]:
     """The protocol on ``fn(*args, **kwargs)`` with `options`: the result, and what the last
     timed call returned (None with isolation ``fork``: it stayed in the child). `kernel_path`,
     `problem_size` and `point` label the record (the pytest plugin passes the test's file
-    and parameters)."""
+    and parameters); `entry_point` (``worker.entry_point``) is where the user set `options`,
+    so that a warning's hint names the knob there (the plugin passes ``pytest``)."""
     # The function itself where it takes nothing, as timeit calls it; else a partial (its call
     # is C code): a Python wrapper added a frame, ~50 ns, to every timed call.
     call: Callable[[], object] = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
@@ -196,8 +198,8 @@ def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
         parts = [part]
     name = options.name or getattr(fn, "__qualname__", None) or type(fn).__name__
     path = kernel_path if kernel_path is not None else _source_of(fn)
-    results = [_case_result(part, name, path, options, problem_size, point, started)
-               for part in parts]
+    results = [_case_result(part, name, path, options, problem_size, point, started,
+                            entry_point) for part in parts]
     if len(results) == 1:
         return BenchResult(results[0]), value
     from kernbench.execution.replicates import merge_replicates
@@ -273,7 +275,8 @@ def _measure_cpu(call: Callable[[], object],
 
 
 def _case_result(part: Mapping[str, Any], name: str, path: str, options: BenchOptions,
-                 problem_size: Any, point: str | None, started: str) -> CaseResult:
+                 problem_size: Any, point: str | None, started: str,
+                 entry_point: str) -> CaseResult:
     output = part["output"]
     return CaseResult(
         kernel_name=name, kernel_path=path, framework=part["framework"],
@@ -285,7 +288,7 @@ def _case_result(part: Mapping[str, Any], name: str, path: str, options: BenchOp
         energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY, device=part.get("device"),
         l2_flush=part.get("l2_flush"), gpu_timing=part.get("gpu_timing"), started_at=started,
         duration_s=part["duration_s"], point=point,
-        worker={"pid": part["pid"], "isolation": options.isolation,
+        worker={"pid": part["pid"], "isolation": options.isolation, "entry_point": entry_point,
                 **({"forked_from": session_id()} if options.isolation == "fork" else {})})
 
 

@@ -118,7 +118,7 @@ class PluginSession:
         result, value = measure_function(
             fn, args, kwargs, dataclasses.replace(options, name=name), kernel_path=path,
             problem_size=json_params(callspec.params) if callspec else None,
-            point=callspec.id if callspec else None)
+            point=callspec.id if callspec else None, entry_point="pytest")
         if options.isolation == "fork":  # the timed calls ran in the children
             value = fn(*args, **kwargs)
         self.results.append(result)
