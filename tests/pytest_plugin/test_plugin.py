@@ -82,9 +82,14 @@ def test_compare_judges_against_the_saved_set(pytester: pytest.Pytester,
     args = (*FAST, "--kernbench-iterations", "20", "-k", "test_sum")
     monkeypatch.setenv("WORK_SIZE", "10")
     fast = pytester.runpytest_subprocess(*args, "--kernbench-save", "fast",
-                                         "--kernbench-compare")
-    fast.assert_outcomes(passed=1, deselected=3)
-    fast.stdout.fnmatch_lines(["kernbench: nothing saved in *.kernbench to compare with"])
+                                         "--kernbench-compare", "--kernbench-compare-fail")
+    # nothing saved yet: it passes, as pytest-benchmark does, but says so twice
+    fast.assert_outcomes(passed=1, deselected=3, warnings=1)
+    fast.stdout.fnmatch_lines([
+        "*KernbenchWarning: nothing compared: nothing saved in *.kernbench; "
+        "--kernbench-compare-fail had nothing to judge",
+        "kernbench: nothing compared: nothing saved in *.kernbench; "
+        "--kernbench-compare-fail had nothing to judge"])
     monkeypatch.setenv("WORK_SIZE", "20000")  # about a thousand times the work
     slow = pytester.runpytest_subprocess(*args, "--kernbench-compare", "--kernbench-compare-fail",
                               "--kernbench-save", "slow")
@@ -96,6 +101,28 @@ def test_compare_judges_against_the_saved_set(pytester: pytest.Pytester,
     assert document["counts"]["regressed"] == 1
     without_fail = pytester.runpytest_subprocess(*args, "--kernbench-compare", "fast")
     assert without_fail.ret == pytest.ExitCode.OK
+
+
+def test_a_comparison_that_judged_no_case_says_nothing_was_compared(
+        pytester: pytest.Pytester) -> None:
+    """A saved set without any of this session's cases: every case is `new`. The session
+    said `compared with <set>` and passed silently under --kernbench-compare-fail."""
+    pytester.makepyfile(test_kernels=KERNELS)
+    pytester.runpytest_subprocess(*FAST, "-k", "test_sum", "--kernbench-save", "sum")
+    other = pytester.runpytest_subprocess(*FAST, "-k", "test_param", "--kernbench-compare",
+                                          "--kernbench-compare-fail")
+    other.assert_outcomes(passed=2, deselected=2, warnings=1)
+    other.stdout.fnmatch_lines([
+        "*KernbenchWarning: nothing compared: none of this session's 2 case(s) is in "
+        "*sum*summary.json; --kernbench-compare-fail had nothing to judge"])
+    other.stdout.no_fnmatch_line("kernbench: compared with*")
+    # a demanding user's warning filter makes it fail the session (not a traceback)
+    strict = pytester.runpytest_subprocess(*FAST, "-k", "test_param", "--kernbench-compare",
+                                           "-W", "error::kernbench.pytest_plugin.KernbenchWarning")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(["kernbench: nothing compared: none of this session's *",
+                                 "kernbench: the warning filters make a KernbenchWarning an "
+                                 "error: failed"])
 
 
 def test_fork_isolation_returns_the_value_and_keeps_replicates(

@@ -35,7 +35,11 @@ if TYPE_CHECKING:
     from kernbench.api.display import BenchResult
     from kernbench.pytest_plugin.session import PluginSession
 
-__all__ = ["KernbenchFixture"]
+__all__ = ["KernbenchFixture", "KernbenchWarning"]
+
+
+class KernbenchWarning(pytest.PytestWarning):
+    """Said in pytest's warnings summary: e.g. ``--kernbench-compare`` that compared nothing."""
 
 MARKER = ("kernbench(**options): kernbench protocol settings and labels for the kernbench "
           "fixture: iterations, warmup, backend, gpu_timing, precision, isolation ('none' or "

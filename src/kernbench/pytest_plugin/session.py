@@ -145,8 +145,38 @@ class PluginSession:
         except (KernbenchError, OSError) as exc:  # a save that failed fails the session
             self.notes.append(f"error: {exc}")
             return bool(self.option("compare_fail")) or save is not None
+        if compare is not None and self._say_what_was_compared(baseline):
+            return True
         regressed = any(c.get("verdict") == "regressed" for c in self.cases)
         return regressed and bool(self.option("compare_fail"))
+
+    def _say_what_was_compared(self, baseline: LoadedRun | None) -> bool:
+        """`compared with <set>`; or, where no case had a saved one to be judged against,
+        that nothing was compared, as a terminal line and a pytest warning. The session
+        still passes, as pytest-benchmark's does (a first run has nothing saved), but never
+        silently, --kernbench-compare-fail or not; True (fail it) where the warning filters
+        make a KernbenchWarning an error (``-W error::...``, ``filterwarnings = error``)."""
+        import warnings
+
+        from kernbench.pytest_plugin import KernbenchWarning
+
+        source = baseline.meta.get("source") if baseline is not None else None
+        if any(c.get("verdict") not in ("new", "missing") for c in self.cases):
+            self.notes.append(f"compared with {source}")
+            return False
+        why = (f"nothing saved in {self._storage()}" if baseline is None else
+               "no kernbench case ran in this session" if not self.results else
+               f"none of this session's {len(self.results)} case(s) is in {source}")
+        gate = ("; --kernbench-compare-fail had nothing to judge"
+                if self.option("compare_fail") else "")
+        message = f"nothing compared: {why}{gate}"
+        self.notes.append(message)
+        try:
+            warnings.warn(KernbenchWarning(message), stacklevel=2)
+        except KernbenchWarning:  # a traceback at the end of the session helps nobody
+            self.notes.append("the warning filters make a KernbenchWarning an error: failed")
+            return True
+        return False
 
     def _storage(self) -> Path:
         return self.config.rootpath / str(self.option("storage"))
@@ -159,8 +189,7 @@ class PluginSession:
             return load_run(storage / name)
         saved = sorted(storage.glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
         if not saved:
-            self.notes.append(f"nothing saved in {storage} to compare with")
-            return None
+            return None  # said by _say_what_was_compared
         return load_run(saved[-1].parent)
 
     def _save(self, name: str) -> Path:
@@ -214,7 +243,6 @@ class PluginSession:
         else:
             self.cases = [case_dict(c) for c in compare_results(base.results, current,
                                                                 thresholds)]
-        self.notes.append(f"compared with {baseline.meta.get('source')}")
 
     # ------------------------------------------------------------------ the table
 
