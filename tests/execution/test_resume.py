@@ -422,7 +422,7 @@ def test_an_earlier_run_in_the_same_folder_is_never_resumed_or_reported(tmp_path
     earlier = {r["worker"]["pid"] for r in load(out / "summary.json")["results"]}
     began = load(out / "summary.json")["started_at"]
     time.sleep(1.1)  # started_at has whole seconds
-    second = start(root, out)
+    second = start(root, out, tmp=tmp_path / "tmp")  # what SIGKILL leaves stays in tmp_path
     deadline = time.monotonic() + 90
     while not (load(out / "summary.json")["started_at"] != began
                and any(load(p)["results"][0]["worker"]["pid"] not in earlier

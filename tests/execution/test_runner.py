@@ -283,3 +283,41 @@ def test_gpu_timing_is_the_flag_else_the_bench_yaml_else_cold(
     runner = BenchmarkRunner(RunSettings(root=tmp_path, gpu_timing=flag))
     job = runner._job(Case(kernel=kernel, backend="cuda", precision="fp32"))
     assert job.gpu_timing == mode
+
+
+class _RecordingLauncher:
+    """Records where each worker's job file was; starts nothing (the case has no reply)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Path] = []
+
+    def run(self, framework: str, slot: int, job: Path, *rest: object) -> WorkerExit:
+        assert job.is_file()
+        self.jobs.append(job)
+        return worker_exit(returncode=1)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_job_folders_are_in_memory_where_possible_and_go_with_the_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool) -> None:
+    import kernbench.execution.runner as runner_module
+
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    monkeypatch.setattr(runner_module, "memory_scratch_dir",
+                        lambda: str(memory) if in_memory else None)
+    monkeypatch.setattr(runner_module.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    launcher = _RecordingLauncher()
+    runner = BenchmarkRunner(RunSettings(root=tmp_path, processes=1),
+                             launcher=launcher)  # type: ignore[arg-type]
+    with runner.session():
+        assert runner.run_case(Case(kernel=spec(), backend="cpu",
+                                    precision=NATIVE)).status == "failed"
+        (job,) = launcher.jobs
+        (run_folder,) = (tmp_path / "tmp").iterdir()
+        assert job.parent.parent == (next(memory.iterdir()) if in_memory else run_folder)
+    assert list(memory.iterdir()) == [] and list((tmp_path / "tmp").iterdir()) == []

@@ -422,3 +422,21 @@ def test_check_output_dir_names_the_path_that_is_not_a_folder(tmp_path: Path,
         check_output_dir(target, "--output-dir")
     assert raised.value.message.startswith(f"--output-dir {target} ")
     assert f"{blocker} is not a folder" in raised.value.message or make != "under_file"
+
+
+def test_scratch_goes_to_memory_unless_the_user_chose_a_temporary_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernbench.results import files
+
+    for name in files.TMPDIR_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(files, "MEMORY_SCRATCH", str(tmp_path))
+    assert files.memory_scratch_dir() == str(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "mine"))
+    assert files.memory_scratch_dir() is None  # the user's choice wins
+    monkeypatch.delenv("TMPDIR")
+    monkeypatch.setattr(files, "MEMORY_SCRATCH_FREE_BYTES", 1 << 62)
+    assert files.memory_scratch_dir() is None  # too little free space
+    monkeypatch.setattr(files, "MEMORY_SCRATCH_FREE_BYTES", 1)
+    monkeypatch.setattr(files, "MEMORY_SCRATCH", str(tmp_path / "missing"))
+    assert files.memory_scratch_dir() is None

@@ -50,6 +50,7 @@ from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.settings import RunSettings
 from kernbench.execution.sharding import select_shard
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
+from kernbench.results.files import memory_scratch_dir
 from kernbench.results.model import (
     Case,
     CaseResult,
@@ -92,6 +93,10 @@ class BenchmarkRunner:
         self._unavailable: dict[tuple[str, str], str] = {}
         """(framework, backend) -> why a worker found that device unavailable."""
         self._scratch: Path | None = None
+        """The run's scratch folder (saved reference outputs)."""
+        self._cases: Path | None = None
+        """Where each worker's job and reply go: in memory where possible
+        (:func:`~kernbench.results.files.memory_scratch_dir`)."""
         self._cpu_peak: dict[str, Any] | None = None
 
     def plan(self, specs: Iterable[KernelSpec]) -> list[Case | KernelSpec]:
@@ -135,12 +140,13 @@ class BenchmarkRunner:
         owned = self._launcher is None
         if owned:
             self._launcher = make_launcher(self.settings)
-        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch:
-            self._scratch = Path(scratch)
+        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch, \
+                _case_scratch(Path(scratch)) as cases:
+            self._scratch, self._cases = Path(scratch), cases
             try:
                 yield
             finally:
-                self._scratch = None
+                self._scratch = self._cases = None
                 if owned and self._launcher is not None:
                     self._launcher.close()
                     self._launcher = None
@@ -220,9 +226,9 @@ class BenchmarkRunner:
                 slot: int = 0) -> tuple[WorkerReply | None, WorkerExit]:
         """Write the job, run its worker, read its reply (None when it left none); a reply
         the parent cannot read fails the case, not the run."""
-        # Inside a session, the job's folder is in the run's scratch folder: a run killed
-        # outright (SIGKILL) leaves one folder behind, not one per case.
-        with tempfile.TemporaryDirectory(prefix="kernbench-case-", dir=self._scratch) as tmp:
+        # Inside a session, the job's folder is in the run's folder of cases: a run killed
+        # outright (SIGKILL) leaves that folder behind, not one per case.
+        with tempfile.TemporaryDirectory(prefix="kernbench-case-", dir=self._cases) as tmp:
             job = dataclasses.replace(job, result_path=Path(tmp) / "result.json")
             job_path = Path(tmp) / "job.json"
             dump_job(job, job_path)
@@ -317,6 +323,23 @@ def _slowdown_for(name: str, rules: Sequence[tuple[str, float]]) -> float | None
 def _timeout_for(case: Case, default: float) -> float:
     config = case.kernel.config
     return config.timeout_s if config and config.timeout_s else default
+
+
+@contextmanager
+def _case_scratch(scratch: Path) -> Iterator[Path]:
+    """The run's folder of cases' job folders: in memory where possible (creating and
+    deleting files there costs a tenth of what it costs on a disk), else `scratch`."""
+    place = memory_scratch_dir()
+    try:
+        folder = None if place is None else tempfile.TemporaryDirectory(
+            prefix="kernbench-cases-", dir=place)
+    except OSError:
+        folder = None
+    if folder is None:
+        yield scratch
+        return
+    with folder as cases:
+        yield Path(cases)
 
 
 def make_launcher(settings: RunSettings) -> WorkerLauncher:

@@ -22,6 +22,7 @@ __all__ = [
     "atomic_writer",
     "check_output_dir",
     "default_cache_dir",
+    "memory_scratch_dir",
     "read_json_object",
     "safe_filename",
     "write_bytes_atomic",
@@ -35,6 +36,31 @@ def default_cache_dir() -> Path:
     """kernbench's cache folder: ``$XDG_CACHE_HOME/kernbench``, else ``~/.cache/kernbench``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kernbench"
+
+
+MEMORY_SCRATCH = "/dev/shm"
+MEMORY_SCRATCH_FREE_BYTES = 64 << 20
+"""Free space ``/dev/shm`` must have to be used (a container's is often 64 MiB in all)."""
+TMPDIR_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def memory_scratch_dir() -> str | None:
+    """Where small scratch files that one process hands to another (a worker's job and
+    reply) may go: ``/dev/shm``, a file system in memory, where creating, renaming and
+    deleting such a file costs ~20 us instead of ~250 us on an ext4 disk (each worker process
+    makes a folder and three files). None, for the system's temporary folder, where the user
+    chose one (``TMPDIR``, ``TEMP``, ``TMP``) or ``/dev/shm`` is not a writable folder with
+    MEMORY_SCRATCH_FREE_BYTES free. Large files (saved reference outputs) never go there: it
+    is memory, often small."""
+    if any(os.environ.get(name) for name in TMPDIR_VARIABLES):
+        return None
+    try:
+        usable = os.access(MEMORY_SCRATCH, os.W_OK | os.X_OK) and os.path.isdir(MEMORY_SCRATCH)
+        free = os.statvfs(MEMORY_SCRATCH)
+    except OSError:
+        return None
+    return MEMORY_SCRATCH if usable and free.f_bavail * free.f_frsize >= \
+        MEMORY_SCRATCH_FREE_BYTES else None
 
 
 def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
