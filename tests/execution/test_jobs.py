@@ -247,3 +247,17 @@ def test_an_unreadable_reply_fails_the_case_not_the_run(tmp_path: Path) -> None:
     assert record.reason is not None
     assert "unreadable reply" in record.reason
     assert "field 'samples_ns'" in record.reason
+
+
+@pytest.mark.parametrize(("samples", "refused"), [
+    ([1.5, 2, 3.0], None), ([1.5, True], "samples_ns[1]': expected float, got bool True"),
+    ([1.0, "2"], "samples_ns[1]': expected float, got str '2'"), ([None], "samples_ns[0]'")])
+def test_raw_samples_are_checked_number_by_number(tmp_path: Path, samples: list[Any],
+                                                   refused: str | None) -> None:
+    path = _write(tmp_path / "reply.json", {**to_data(full_reply()), "samples_ns": samples})
+    if refused is None:
+        loaded = load_reply(path)
+        assert loaded is not None and loaded.samples_ns == (1.5, 2, 3.0)
+        return
+    with pytest.raises(KernbenchError, match=re.escape(refused)):
+        load_reply(path)

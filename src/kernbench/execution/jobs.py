@@ -165,6 +165,8 @@ def load_reply(path: Path) -> WorkerReply | None:
 
 def to_data(value: object) -> Any:
     """A job or reply as plain JSON data (paths as strings, tuples as lists)."""
+    if value is None or isinstance(value, (str, int, float)):  # most values: at once
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Path):
@@ -207,31 +209,60 @@ def _read(kind: type[T], path: Path) -> T:
     return from_data(kind, data, str(path))
 
 
-def _decode(value: object, hint: Any, source: str, where: str) -> Any:
+def _decode(value: object, hint: Any, source: str, where: str, index: int | None = None) -> Any:
     """`value` checked against the annotation `hint` (and converted: lists to tuples, strings
-    to paths, objects to dataclasses)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
+    to paths, objects to dataclasses); `where` (with `index`, an item of it) names it in an
+    error. What the annotation asks is worked out once per annotation (:func:`_shape`)."""
+    kind, inner = _shape(hint)
+    if kind == "any":
         return value
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
+    if kind == "union":
+        nullable, single = inner
+        if value is None and nullable:
             return None
-        options = [a for a in args if a is not type(None)]
-        if len(options) == 1:
-            return _decode(value, options[0], source, where)
-    elif dataclasses.is_dataclass(hint) and isinstance(value, dict):
-        return _decode_fields(value, hint, source, where)
-    elif origin is tuple and isinstance(value, list):
-        return tuple(_decode(v, args[0], source, f"{where}[{i}]") for i, v in enumerate(value))
-    elif origin is Mapping and isinstance(value, dict):
+        if single is not None:
+            return _decode(value, single, source, where, index)
+    elif kind == "dataclass" and isinstance(value, dict):
+        return _decode_fields(value, hint, source, _at(where, index))
+    elif kind == "tuple" and isinstance(value, list):
+        if inner is float and all(type(v) is float or type(v) is int for v in value):
+            return tuple(value)  # raw samples: checked without a call per number
+        return tuple(_decode(v, inner, source, where, i) for i, v in enumerate(value))
+    elif kind == "mapping" and isinstance(value, dict):
         return value
-    elif hint is Path and isinstance(value, str):
+    elif kind == "path" and isinstance(value, str):
         return Path(value)
-    elif hint in SCALARS and isinstance(value, SCALARS[hint]) and (
+    elif kind == "scalar" and isinstance(value, inner) and (
             hint is bool or not isinstance(value, bool)):
         return value
-    raise KernbenchError(f"{source}: field '{where}': expected {_name(hint)}, "
+    raise KernbenchError(f"{source}: field '{_at(where, index)}': expected {_name(hint)}, "
                          f"got {type(value).__name__} {value!r:.80}")
+
+
+def _at(where: str, index: int | None) -> str:
+    return where if index is None else f"{where}[{index}]"
+
+
+@functools.cache
+def _shape(hint: Any) -> tuple[str, Any]:
+    """What `hint` asks of a JSON value: (kind, what the kind needs to check it)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return "any", None
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        return "union", (type(None) in args, options[0] if len(options) == 1 else None)
+    if dataclasses.is_dataclass(hint):
+        return "dataclass", None
+    if origin is tuple:
+        return "tuple", args[0]
+    if origin is Mapping:
+        return "mapping", None
+    if hint is Path:
+        return "path", None
+    if hint in SCALARS:
+        return "scalar", SCALARS[hint]
+    return "unknown", None
 
 
 @functools.cache
@@ -251,6 +282,7 @@ def prepare_codec(kind: Any = None) -> None:
     hints, _ = _fields_of(kind)
     for hint in hints.values():
         for inner in (hint, *typing.get_args(hint)):
+            _shape(inner)
             if dataclasses.is_dataclass(inner) and isinstance(inner, type):
                 prepare_codec(inner)
 
