@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -365,3 +366,45 @@ def test_a_platform_without_safe_fork_spawns(tmp_path: Path,
     finally:
         launcher.close()
     assert (info.isolation, info.note) == ("spawn", "no fork here")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux: PR_SET_PDEATHSIG")
+def test_a_server_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """kernbench killed outright (SIGKILL: no cleanup runs) takes its fork servers with it,
+    even one waiting for a case, which would not notice that its socket closed."""
+    import subprocess
+
+    job = job_for(tmp_path, "import time\ntime.sleep(60)")
+    script = ("import sys, threading, time\n"
+              "from kernbench.execution.forkserver import ForkServer\n"
+              "from kernbench.execution.launcher import worker_env\n"
+              "server = ForkServer('python', '.', worker_env())\n"
+              "print(server.ready()['pid'], flush=True)\n"
+              f"threading.Thread(target=server.run, args=({str(job)!r}, '.', {{}}, 90.0, None),"
+              " daemon=True).start()\n"
+              "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              env=worker_env(), cwd=tmp_path)
+    try:
+        assert parent.stdout is not None
+        server = int(parent.stdout.readline())
+        children = Path(f"/proc/{server}/task/{server}/children")
+        deadline = time.monotonic() + 10
+        while not children.read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (case,) = map(int, children.read_text().split())  # the case is running
+    finally:
+        parent.kill()
+        parent.wait()
+    assert wait_gone(server) and wait_gone(case)
+
+
+def test_a_server_whose_parent_is_already_gone_leaves() -> None:
+    from kernbench.execution.forkserver import CHILD_FAILED, die_with
+
+    pid = os.fork()
+    if pid == 0:
+        die_with(os.getppid() + 1_000_000)  # not its parent: as if the parent had died
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == CHILD_FAILED
