@@ -104,7 +104,7 @@ def test_artifact_must_be_exactly_one(github_api: GitHubServer, tmp_path: Path,
     (make_zip({"a\\..\\b": b""}), "refusing the member name"),
     (make_zip({"ok.json": b"{}"}, links=("summary.json",)), "link or special file"),
     (b"PK\x03\x04 not really a zip", "not a zip archive"),
-])
+], ids=["big", "many", "dotdot", "absolute", "backslashes", "link", "not-a-zip"])
 def test_hostile_archives_are_refused(tmp_path: Path, data: bytes, match: str) -> None:
     with pytest.raises(KernbenchError, match=match):
         extract_zip(data, tmp_path / "out", max_files=20, max_bytes=1_000_000)
