@@ -9,7 +9,9 @@ from kernbench.reporting.findings import Finding, group_findings, key_findings
 from kernbench.reporting.recommendations import (
     NO_RECOMMENDATIONS,
     Recommendation,
+    noise_advice,
     recommendations,
+    tail_advice,
 )
 from support.records import doc, rec
 
@@ -240,3 +242,15 @@ def test_comparison_recommendations() -> None:
         ("regression", ("a[cpu,fp32]",)), ("inconclusive", ("d[cpu,fp32]",))]
     assert "changes since abc123" in advice[0].message
     assert "--ab REF" in advice[1].message
+
+
+def test_advice_names_the_knobs_of_the_runner_that_measured() -> None:
+    """A pytest plugin's saved set is advised in the plugin's options, not kernbench run's."""
+    run = noise_advice(("k",), {"iterations": 15, "processes": 1})[0].message
+    assert "(--iters, now 15; --processes, now 1)" in run
+    plugin = {"runner": "pytest", "iterations": 15, "warmup": 2}
+    noisy = noise_advice(("k",), plugin)[0].message
+    assert "--kernbench-iterations or the marker's iterations=, now 15" in noisy
+    assert "--iters" not in noisy and "the marker's processes= (with isolation 'fork')" in noisy
+    tails = tail_advice(("k",), plugin)[0].message
+    assert "raise --kernbench-warmup or the marker's warmup=, now 2." in tails

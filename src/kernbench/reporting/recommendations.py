@@ -117,6 +117,22 @@ def _ids(findings: Iterable[Finding], kind: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f.case_id for f in findings if f.kind == kind))
 
 
+KNOBS = {
+    "iterations": {None: "--iters", "pytest": "--kernbench-iterations or the marker's "
+                                               "iterations="},
+    "processes": {None: "--processes", "pytest": "the marker's processes= (with isolation "
+                                                 "'fork')"},
+    "warmup": {None: "--warmup", "pytest": "--kernbench-warmup or the marker's warmup="},
+}
+"""What the user sets each protocol setting with, by the report set's ``settings.runner``
+(``pytest`` for the plugin's saved sets; absent for ``kernbench run``)."""
+
+
+def _knob(settings: Mapping[str, Any], key: str) -> str:
+    by_runner = KNOBS[key]
+    return by_runner.get(settings.get("runner"), by_runner[None])
+
+
 def _setting(settings: Mapping[str, Any], key: str) -> str:
     value = settings.get(key)
     return "" if value is None else f", now {value}"
@@ -129,8 +145,9 @@ def noise_advice(ids: tuple[str, ...], settings: Mapping[str, Any],
         return []
     return [Recommendation("noise", ids, more=more, message=(
         f"these medians are too imprecise to show a {NOISY_CI_RATIO:.0%} change. Take more "
-        f"samples (--iters{_setting(settings, 'iterations')}; --processes"
-        f"{_setting(settings, 'processes')}), pin the run to idle cores (taskset -c, "
+        f"samples ({_knob(settings, 'iterations')}{_setting(settings, 'iterations')}; "
+        f"{_knob(settings, 'processes')}{_setting(settings, 'processes')}), pin the run to "
+        "idle cores (taskset -c, "
         "isolcpus) and benchmark on a quiet machine: no other jobs, fixed CPU frequency."))]
 
 
@@ -142,7 +159,7 @@ def tail_advice(ids: tuple[str, ...], settings: Mapping[str, Any],
     return [Recommendation("tail_latency", ids, more=more, message=(
         f"some calls take over {TAIL_RATIO:g}x the median. Look for interference (other "
         "processes, garbage collection, page faults, frequency changes) or a slow path that "
-        f"some inputs take; if the slow calls come first, raise --warmup"
+        f"some inputs take; if the slow calls come first, raise {_knob(settings, 'warmup')}"
         f"{_setting(settings, 'warmup')}."))]
 
 
