@@ -440,3 +440,43 @@ def test_scratch_goes_to_memory_unless_the_user_chose_a_temporary_folder(
     monkeypatch.setattr(files, "MEMORY_SCRATCH_FREE_BYTES", 1)
     monkeypatch.setattr(files, "MEMORY_SCRATCH", str(tmp_path / "missing"))
     assert files.memory_scratch_dir() is None
+
+
+def dead_pid() -> int:
+    import subprocess
+
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def test_scratch_of_runs_that_are_gone_is_swept_and_nothing_else(tmp_path: Path) -> None:
+    from kernbench.results.files import sweep_dead_scratch
+
+    gone = tmp_path / f"kernbench-cases-{dead_pid()}-x1"
+    live = tmp_path / f"kernbench-cases-{os.getpid()}-x2"
+    odd = tmp_path / "kernbench-cases-nopid"
+    other = tmp_path / f"something-{dead_pid()}-x3"
+    for folder in (gone, live, odd, other):
+        (folder / "case").mkdir(parents=True)
+    assert sweep_dead_scratch(tmp_path, "kernbench-cases-") == [gone]
+    assert not gone.exists() and live.exists() and odd.exists() and other.exists()
+
+
+def test_a_run_sweeps_what_a_killed_run_left_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernbench.api import run_suite
+    from kernbench.execution.runner import RunSettings
+    from kernbench.results import files
+    from support.kernel_tree import kernel
+
+    for name in files.TMPDIR_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    memory = tmp_path / "shm"
+    left = memory / f"kernbench-cases-{dead_pid()}-abc" / "case-1"
+    left.mkdir(parents=True)
+    monkeypatch.setattr(files, "MEMORY_SCRATCH", str(memory))
+    kernel(tmp_path / "repo", "k", "def run_benchmark():\n    return 1\n")
+    settings = RunSettings(root=tmp_path / "repo", fake_call_ms=1.0, processes=1)
+    run_suite(settings, tmp_path / "out")
+    assert list(memory.iterdir()) == []  # the dead run's folder, and the run's own, are gone

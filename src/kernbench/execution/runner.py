@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.settings import RunSettings
 from kernbench.execution.sharding import select_shard
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
-from kernbench.results.files import memory_scratch_dir
+from kernbench.results.files import memory_scratch_dir, sweep_dead_scratch
 from kernbench.results.model import (
     Case,
     CaseResult,
@@ -325,14 +326,21 @@ def _timeout_for(case: Case, default: float) -> float:
     return config.timeout_s if config and config.timeout_s else default
 
 
+CASES_SCRATCH_PREFIX = "kernbench-cases-"
+"""The in-memory scratch folder of a run is ``<prefix><pid>-<random>``: a later run removes
+those whose process is gone."""
+
+
 @contextmanager
 def _case_scratch(scratch: Path) -> Iterator[Path]:
     """The run's folder of cases' job folders: in memory where possible (creating and
     deleting files there costs a tenth of what it costs on a disk), else `scratch`."""
     place = memory_scratch_dir()
     try:
+        if place is not None:  # what runs killed outright left in memory
+            sweep_dead_scratch(Path(place), CASES_SCRATCH_PREFIX)
         folder = None if place is None else tempfile.TemporaryDirectory(
-            prefix="kernbench-cases-", dir=place)
+            prefix=f"{CASES_SCRATCH_PREFIX}{os.getpid()}-", dir=place)
     except OSError:
         folder = None
     if folder is None:

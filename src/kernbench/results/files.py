@@ -25,6 +25,7 @@ __all__ = [
     "memory_scratch_dir",
     "read_json_object",
     "safe_filename",
+    "sweep_dead_scratch",
     "write_bytes_atomic",
     "write_json_atomic",
     "write_json_items_atomic",
@@ -61,6 +62,38 @@ def memory_scratch_dir() -> str | None:
         return None
     return MEMORY_SCRATCH if usable and free.f_bavail * free.f_frsize >= \
         MEMORY_SCRATCH_FREE_BYTES else None
+
+
+def sweep_dead_scratch(place: Path, prefix: str) -> list[Path]:
+    """Remove the folders ``<place>/<prefix><pid>-*`` whose run (process `pid`) is gone: a
+    run killed outright (SIGKILL) cannot remove its own, and in ``/dev/shm`` a leftover
+    holds memory until the machine restarts. A folder of a live process, another user's, or
+    one whose name holds no pid is left alone. Returns the folders removed."""
+    import shutil
+
+    removed = []
+    for folder in place.glob(f"{prefix}*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
