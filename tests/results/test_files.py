@@ -480,3 +480,20 @@ def test_a_run_sweeps_what_a_killed_run_left_in_memory(
     settings = RunSettings(root=tmp_path / "repo", fake_call_ms=1.0, processes=1)
     run_suite(settings, tmp_path / "out")
     assert list(memory.iterdir()) == []  # the dead run's folder, and the run's own, are gone
+
+
+def test_a_live_runs_scratch_is_not_swept_though_its_pid_looks_dead(tmp_path: Path) -> None:
+    # A run in another PID namespace sharing /dev/shm (a container started with --ipc=host)
+    # names its folder with a pid that is no process here: the folder's lock, held while the
+    # run lives, keeps it; the sweep once removed the folder of such a live run mid-run.
+    from kernbench.results.files import live_scratch, sweep_dead_scratch
+
+    with live_scratch(tmp_path, "kernbench-cases-") as mine:
+        foreign = tmp_path / f"kernbench-cases-{dead_pid()}-x1"
+        mine.rename(foreign)  # as another namespace's live run's folder looks from here
+        (foreign / "case").mkdir()
+        assert sweep_dead_scratch(tmp_path, "kernbench-cases-") == []
+        assert (foreign / "case").is_dir()
+        foreign.rename(mine)
+        assert mine.name.startswith(f"kernbench-cases-{os.getpid()}-")
+    assert list(tmp_path.iterdir()) == []  # removed when the run ends

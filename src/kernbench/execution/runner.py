@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,11 @@ from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.settings import RunSettings
 from kernbench.execution.sharding import select_shard
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
-from kernbench.results.files import memory_scratch_dir, sweep_dead_scratch
+from kernbench.results.files import (
+    live_scratch,
+    memory_scratch_dir,
+    sweep_dead_scratch,
+)
 from kernbench.results.model import (
     Case,
     CaseResult,
@@ -327,8 +330,9 @@ def _timeout_for(case: Case, default: float) -> float:
 
 
 CASES_SCRATCH_PREFIX = "kernbench-cases-"
-"""The in-memory scratch folder of a run is ``<prefix><pid>-<random>``: a later run removes
-those whose process is gone."""
+"""The in-memory scratch folder of a run is ``<prefix><pid>-<random>``, held while the run
+lives (:func:`~kernbench.results.files.live_scratch`): a later run removes those whose process
+is gone and that no run holds."""
 
 
 @contextmanager
@@ -336,18 +340,15 @@ def _case_scratch(scratch: Path) -> Iterator[Path]:
     """The run's folder of cases' job folders: in memory where possible (creating and
     deleting files there costs a tenth of what it costs on a disk), else `scratch`."""
     place = memory_scratch_dir()
-    try:
-        if place is not None:  # what runs killed outright left in memory
-            sweep_dead_scratch(Path(place), CASES_SCRATCH_PREFIX)
-        folder = None if place is None else tempfile.TemporaryDirectory(
-            prefix=f"{CASES_SCRATCH_PREFIX}{os.getpid()}-", dir=place)
-    except OSError:
-        folder = None
-    if folder is None:
-        yield scratch
-        return
-    with folder as cases:
-        yield Path(cases)
+    with ExitStack() as stack:
+        cases = scratch
+        if place is not None:
+            try:
+                sweep_dead_scratch(Path(place), CASES_SCRATCH_PREFIX)  # runs killed outright
+                cases = stack.enter_context(live_scratch(Path(place), CASES_SCRATCH_PREFIX))
+            except OSError:
+                pass
+        yield cases
 
 
 def make_launcher(settings: RunSettings) -> WorkerLauncher:

@@ -22,6 +22,7 @@ __all__ = [
     "atomic_writer",
     "check_output_dir",
     "default_cache_dir",
+    "live_scratch",
     "memory_scratch_dir",
     "read_json_object",
     "safe_filename",
@@ -64,11 +65,49 @@ def memory_scratch_dir() -> str | None:
         MEMORY_SCRATCH_FREE_BYTES else None
 
 
+SCRATCH_TRIES = 3
+"""Folders :func:`live_scratch` makes before giving up (one swept before its lock was taken
+is made again)."""
+
+
+@contextmanager
+def live_scratch(place: Path, prefix: str) -> Iterator[Path]:
+    """A new folder ``<place>/<prefix><pid>-<random>``, removed at the end, that
+    :func:`sweep_dead_scratch` leaves alone while it is held: a lock on the folder says it is
+    live, not the pid alone (a run in another PID namespace that shares ``/dev/shm``, as
+    containers started with ``--ipc=host`` do, has a pid that names no process here). An
+    OSError where none can be made."""
+    import fcntl
+    import shutil
+    import tempfile
+
+    for _ in range(SCRATCH_TRIES):
+        folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=place))
+        held = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(held, fcntl.LOCK_SH)  # waits while a sweep removes it
+            if os.fstat(held).st_nlink:  # not swept before the lock was taken
+                break
+        except BaseException:
+            os.close(held)
+            raise
+        os.close(held)
+    else:
+        raise OSError(f"{place}: each scratch folder made was removed at once")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(held)
+
+
 def sweep_dead_scratch(place: Path, prefix: str) -> list[Path]:
     """Remove the folders ``<place>/<prefix><pid>-*`` whose run (process `pid`) is gone: a
     run killed outright (SIGKILL) cannot remove its own, and in ``/dev/shm`` a leftover
-    holds memory until the machine restarts. A folder of a live process, another user's, or
-    one whose name holds no pid is left alone. Returns the folders removed."""
+    holds memory until the machine restarts. A folder of a live process, one a live run holds
+    (:func:`live_scratch`: its pid may be another PID namespace's), another user's, or one
+    whose name holds no pid is left alone. Returns the folders removed."""
+    import fcntl
     import shutil
 
     removed = []
@@ -79,9 +118,18 @@ def sweep_dead_scratch(place: Path, prefix: str) -> list[Path]:
         try:
             if folder.is_symlink() or folder.stat().st_uid != os.getuid():
                 continue
+            held = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:
             continue
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live run holds it
+            os.close(held)
+            continue
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            os.close(held)
         removed.append(folder)
     return removed
 
