@@ -80,6 +80,15 @@ def test_labels_and_keywords_go_where_they_belong() -> None:
     assert shown.name == "mul[cpu,bf16]"
 
 
+@pytest.mark.parametrize("isolation", ["none", "fork"])
+def test_a_backend_label_off_the_gpu_is_kept(isolation: str) -> None:
+    # A label of a device kernbench does not time as a GPU (mps, xpu, a CPU variant) names
+    # the record, as it did before GPU functions were detected: it was recorded as "cpu".
+    shown = kernbench.bench(len, "abc", backend="mps", iterations=2, isolation=isolation)
+    assert shown.case.backend == "mps" and shown.name == "len[mps,native]"
+    assert kernbench.bench(len, "abc", iterations=2).case.backend == "cpu"
+
+
 def test_a_result_without_dtype_is_native() -> None:
     assert kernbench.bench(len, "abc", iterations=2).case.precision == "native"
 

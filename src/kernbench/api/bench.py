@@ -236,7 +236,7 @@ def _measure_once(call: Callable[[], object], options: BenchOptions,
     else:
         part, last = _measure_cpu(call, options.protocol)
     return {**part, "output": describe_output(last), "framework": _framework_of(last),
-            "backend": target[1] if target is not None else "cpu",
+            "backend": target[1] if target is not None else options.backend or "cpu",
             "duration_s": time.monotonic() - began, "pid": os.getpid()}, last
 
 
