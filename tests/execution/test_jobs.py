@@ -261,3 +261,12 @@ def test_raw_samples_are_checked_number_by_number(tmp_path: Path, samples: list[
         return
     with pytest.raises(KernbenchError, match=re.escape(refused)):
         load_reply(path)
+
+
+def test_an_item_of_a_nested_tuple_is_named_by_every_index() -> None:
+    # The codec rewrite named [[1], [2, None]]'s bad item 'w[1]', not 'w[1][1]' as before.
+    from kernbench.execution.jobs import _decode
+
+    with pytest.raises(KernbenchError, match=re.escape("field 'w[1][1]': expected int")):
+        _decode([[1], [2, None]], tuple[tuple[int, ...], ...], "SRC", "w")
+    assert _decode([[1], [2]], tuple[tuple[int, ...], ...], "SRC", "w") == ((1,), (2,))

@@ -227,7 +227,8 @@ def _decode(value: object, hint: Any, source: str, where: str, index: int | None
     elif kind == "tuple" and isinstance(value, list):
         if inner is float and all(type(v) is float or type(v) is int for v in value):
             return tuple(value)  # raw samples: checked without a call per number
-        return tuple(_decode(v, inner, source, where, i) for i, v in enumerate(value))
+        at = _at(where, index)  # an item of a nested tuple: every index named
+        return tuple(_decode(v, inner, source, at, i) for i, v in enumerate(value))
     elif kind == "mapping" and isinstance(value, dict):
         return value
     elif kind == "path" and isinstance(value, str):
