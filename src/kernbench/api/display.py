@@ -84,8 +84,8 @@ class BenchResult:
     @property
     def gpu_timing_mode(self) -> str | None:
         """The GPU timing mode the samples hold (``cold``, ``hot``, …), None on the CPU."""
-        raw = self.case.gpu_timing
-        return None if not raw else str(raw.get("primary"))
+        primary = (self.case.gpu_timing or {}).get("primary")
+        return None if primary is None else str(primary)
 
     def record(self) -> dict[str, Any]:
         """The case's record exactly as ``kernels/<name>.json`` and summary.json hold it."""
