@@ -237,3 +237,14 @@ def test_a_save_that_fails_fails_the_session(pytester: pytest.Pytester) -> None:
                                             "--kernbench-save", "base")
     assert outcome.ret != 0
     outcome.stdout.fnmatch_lines(["*error:*"])
+
+
+def test_the_pytest_benchmark_export_names_each_case_by_its_node_id(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    pytester.runpytest_subprocess(*FAST, "--kernbench-save", "base", "--kernbench-format",
+                                  "pytest-benchmark").assert_outcomes(passed=4)
+    export = pytester.path / ".kernbench" / "base" / "pytest_benchmark.json"
+    names = sorted(b["fullname"] for b in json.loads(export.read_text())["benchmarks"])
+    assert names == ["test_kernels.py::test_param[3]", "test_kernels.py::test_param[5]",
+                     "test_kernels.py::test_sum"]

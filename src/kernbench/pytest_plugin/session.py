@@ -119,6 +119,9 @@ class PluginSession:
             fn, args, kwargs, dataclasses.replace(options, name=name), kernel_path=path,
             problem_size=json_params(callspec.params) if callspec else None,
             point=callspec.id if callspec else None, entry_point="pytest")
+        # the test's node id, which pytest-benchmark's export calls the benchmark's fullname
+        result = type(result)(dataclasses.replace(
+            result.case, worker={**result.case.worker, "node_id": node.nodeid}))
         if options.isolation == "fork":  # the timed calls ran in the children
             value = fn(*args, **kwargs)
         self.results.append(result)

@@ -8,7 +8,8 @@ release, cpu), ``commit_info`` (id, branch, dirty, project; from env.json's git 
 the file).
 
 Each benchmark: ``group`` (the kernel), ``name`` (the case id, the compact problem size
-appended where an id repeats), ``fullname`` (kernel file ``::`` name), ``params`` (the problem
+appended where an id repeats), ``fullname`` (the test's node id for a
+pytest plugin's case, else kernel file ``::`` name), ``params`` (the problem
 size as a mapping, or null), ``param`` (the sweep point), ``extra_info`` (backend, precision,
 framework, worker processes), ``options`` (timer, warmup calls, the sample count) and
 ``stats`` in **seconds per call**, computed from the run's samples as pytest-benchmark
@@ -96,7 +97,8 @@ def _benchmark(record: Mapping[str, Any], name: str, samples_ms: list[float]) ->
     counts = dig(record, "timing", "process_sample_counts")
     return {
         "group": record.get("kernel_name"), "name": name,
-        "fullname": f"{record.get('kernel_path') or record.get('kernel_name')}::{name}",
+        "fullname": dig(record, "worker", "node_id")  # a pytest plugin's case: its test
+        or f"{record.get('kernel_path') or record.get('kernel_name')}::{name}",
         "params": dict(size) if isinstance(size, Mapping) else
         (None if size is None else {"problem_size": size}),
         "param": record.get("point") or _point(record),
