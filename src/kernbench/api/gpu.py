@@ -4,9 +4,10 @@ default: the L2 flushed before each call, a CUDA event pair around each call, no
 synchronise per call; see the README, GPU timing modes).
 
 Timing such a function with the host clock around a device synchronise, as a CPU function is
-timed, puts the launch and the synchronise into every figure: measured on an H100, a
-1,024-element add read 19.8 us against ``triton.testing.do_bench``'s 4.5 us, and a 4,096² bf16
-matmul 223 us against 190 us (``benchmarks/bench_gpu.py`` prints both side by side).
+timed, puts the launch and the synchronise into every figure: measured on an H100 in one
+process, a 1,024-element add read 19.8 us against ``triton.testing.do_bench``'s 4.5 us, and a
+4,096² bf16 matmul 223 us against 195 us (``benchmarks/bench_gpu.py`` prints both side by
+side).
 """
 
 from __future__ import annotations
