@@ -31,9 +31,7 @@ from kernbench.api.display import BenchComparison, BenchResult
 from kernbench.errors import KernbenchError
 from kernbench.execution.settings import check_timeout
 from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings
-from kernbench.results.vocabulary import GPU_TIMING_CHOICES
-
-GPU_BACKENDS = ("cuda", "rocm")
+from kernbench.results.vocabulary import GPU_BACKENDS, GPU_TIMING_CHOICES
 
 __all__ = ["ISOLATIONS", "BenchOptions", "bench", "compare", "measure_function"]
 
@@ -251,10 +249,8 @@ def _target(first: object, inputs: tuple[object, ...],
         raise KernbenchError(f"kernbench.bench: backend='cpu', but the function works on "
                              f"{found[0]} arrays on a GPU; leave backend out (it is read off "
                              f"the arrays) or pass backend={found[1]!r}")
-    if found is None and backend in GPU_BACKENDS:
-        found = (guess_gpu_framework(backend), backend)
-    if found is not None and backend in GPU_BACKENDS:
-        found = (found[0], backend)  # the label asked for: "rocm" for a HIP device, say
+    if backend in GPU_BACKENDS:  # the label asked for ("rocm" for a HIP device, say)
+        return (found[0] if found is not None else guess_gpu_framework(backend)), backend
     return found
 
 

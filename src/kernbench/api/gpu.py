@@ -17,14 +17,10 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from kernbench.measure.backends.base import walk_leaves
+from kernbench.measure.backends.base import PROBED_LEAVES, walk_leaves
 from kernbench.results.model import ProtocolSettings
 
 __all__ = ["gpu_target", "guess_gpu_framework", "measure_on_gpu"]
-
-PROBED_LEAVES = 8
-"""Leaves of a result (or of the arguments) looked at to find a GPU array."""
-
 
 def gpu_target(*values: object) -> tuple[str, str] | None:
     """``(framework, backend)`` of the first GPU array among the leaves of `values` (a

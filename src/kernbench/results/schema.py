@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
+from kernbench.results.vocabulary import GPU_BACKENDS
 
 SCHEMA_VERSION = 3
 """Version of summary.json, kernels/<name>.json, kernel_manifest.json, env.json and history
@@ -26,7 +27,6 @@ history record's results keep ``inner_loops`` (0 where an older record did not s
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
-GPU_BACKENDS = ("cuda", "rocm")
 SCHEMA_1_GPU_REASON = ("measured before kernbench had GPU timing modes (schema 1): a host "
                        "synchronise after every call, inside the timed region")
 

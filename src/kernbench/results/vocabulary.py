@@ -22,6 +22,7 @@ __all__ = [
     "DTYPE_NAME_PRECISIONS",
     "FLOAT_PRECISIONS",
     "FRAMEWORK_NAMES",
+    "GPU_BACKENDS",
     "GPU_CAPABLE_FRAMEWORKS",
     "GPU_ONLY_FRAMEWORKS",
     "GPU_TIMING_CHOICES",
@@ -66,6 +67,9 @@ DTYPE_NAME_PRECISIONS: Mapping[str, str] = MappingProxyType({
 
 BACKEND_NAMES: tuple[str, ...] = ("cpu", "cuda", "rocm")
 """The device kinds a case can run on."""
+
+GPU_BACKENDS: tuple[str, ...] = ("cuda", "rocm")
+"""The device kinds of :data:`BACKEND_NAMES` that are GPUs."""
 
 BACKEND_LABELS: Mapping[str, str] = MappingProxyType({"cpu": "CPU", "cuda": "CUDA",
                                                       "rocm": "ROCm"})

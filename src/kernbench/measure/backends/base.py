@@ -30,7 +30,8 @@ def dtypes_in(module: str, precisions: tuple[str, ...] | None = None) -> DtypeTa
     return MappingProxyType({p: (module, DTYPE_NAMES[p]) for p in chosen})
 
 PROBED_LEAVES = 16
-"""How many leaves of a first result :func:`sync_for_result` looks at."""
+"""How many leaves of a first result :func:`sync_for_result` looks at (and
+:func:`kernbench.api.gpu.gpu_target` of a result or the arguments)."""
 
 
 def label(backend: str) -> str:
