@@ -31,14 +31,7 @@ from kernbench.measure.protocol import PerfCounterTimer, SyncFromResult, timer_o
 from kernbench.results.vocabulary import BACKEND_NAMES
 from support.fake_cuda import FakeDevice
 from support.fake_cuda import fake_torch as simulated_torch
-
-
-def torch_has_cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+from support.gpus import torch_has_cuda
 
 
 def jax_has_gpu() -> bool:

@@ -12,6 +12,7 @@ from kernbench.measure.gpu_session import loops_for, time_gpu, warm_up_gpu
 from kernbench.measure.gpu_timing import COLD_BLOCK_CALLS, Session
 from kernbench.results.model import ProtocolSettings
 from support.fake_cuda import FakeDevice, fake_torch
+from support.gpus import torch_has_cuda
 
 KERNEL_NS, LAUNCH_NS, SYNC_NS = 3_000.0, 5_000.0, 8_000.0
 SETTINGS = ProtocolSettings(warmup=2, iterations=4, warmup_time_s=0.0)
@@ -255,14 +256,6 @@ def test_warmup_waits_for_the_reset_outside_each_timed_call() -> None:
     assert times == [LAUNCH_NS + KERNEL_NS] * SETTINGS.warmup  # as without a reset
     assert loops_for(fastest, SETTINGS) == 125
     assert device.log == ["reset", "sync", "kernel", "sync"] * SETTINGS.warmup
-
-
-def torch_has_cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
 
 
 @pytest.mark.gpu

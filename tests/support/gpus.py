@@ -6,13 +6,18 @@ from __future__ import annotations
 import shutil
 
 
-def cuda_available() -> bool:
-    """PyTorch or CuPy can use a CUDA (or ROCm) device here."""
+def torch_has_cuda() -> bool:
+    """PyTorch is installed and sees a CUDA (or ROCm) device."""
     try:
         import torch
     except ImportError:
-        torch = None
-    if torch is not None and torch.cuda.is_available():
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def cuda_available() -> bool:
+    """PyTorch or CuPy can use a CUDA (or ROCm) device here."""
+    if torch_has_cuda():
         return True
     try:
         import cupy
