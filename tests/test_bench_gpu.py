@@ -40,8 +40,11 @@ def test_the_checks_apply_the_issues_limits() -> None:
         "PASS copy_256m: cold 0.168 ms >= 0.16 ms (H100 bandwidth limit)"]
     assert checks("matmul_4k", {"cold": 120.0, "do_bench": 100.0}, "A100") == [
         "FAIL matmul_4k: cold 120.0 us vs do_bench 100.0 us (20.0% apart, limit 5%)"]
-    assert checks("copy_8m", {"cold": 12.0, "hot": 11.0}, "A100") == [
-        "FAIL copy_8m: cold / hot = 1.09 (>= 1.2: the L2 flush shows)"]
+    assert checks("copy_8m", {"graph_cold": 7.8, "graph": 7.0, "cold": 30.0, "hot": 9.5},
+                  "A100") == [
+        "FAIL copy_8m: graph_cold / graph = 1.11 (>= 1.2: the L2 flush shows)"]
+    assert checks("copy_8m", {"graph_cold": 7.77, "graph": 3.70}, "H100") == [
+        "PASS copy_8m: graph_cold / graph = 2.10 (>= 1.2: the L2 flush shows)"]
     assert checks("add_1k", {"cold": 3.0}, "A100") == []
 
 

@@ -95,3 +95,53 @@ def test_arrays_on_the_cpu_are_no_gpu_target() -> None:
     jax = pytest.importorskip("jax")
     on_cpu = jax.device_put(jax.numpy.zeros(3), jax.devices("cpu")[0])
     assert gpu_target(on_cpu) is None
+
+
+class HotNVML:
+    """pynvml on one GPU whose every second read says it slowed down for heat (0x40)."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self, mask: int) -> None:
+        self.mask, self.reads = mask, 0
+
+    def nvmlInit(self) -> None: ...
+
+    def nvmlShutdown(self) -> None: ...
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        return f"h{index}"
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id: str) -> str:
+        return bus_id
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: str, clock: int) -> int:
+        return 1980
+
+    def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:
+        return 1700
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
+        self.reads += 1
+        return self.mask if self.reads % 4 == 0 else 0  # the end read of every second block
+
+
+@pytest.mark.parametrize(("mask", "discarded"), [(0x40, True), (0x4, False)])
+def test_nvml_guards_the_blocks_as_a_workers_guard_does(
+        monkeypatch: pytest.MonkeyPatch, mask: int, discarded: bool) -> None:
+    """Heat discards a block (retaken); the power cap, a heavy kernel's steady state, does not."""
+    nvml = HotNVML(mask)
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", nvml)
+    case = kernbench.bench(on_fake_gpu(monkeypatch), iterations=6).case
+    assert case.gpu_timing is not None
+    cold = case.gpu_timing["modes"]["cold"]
+    assert nvml.reads > 0
+    assert len(case.samples_ms) == 6
+    if discarded:
+        assert cold["discarded_blocks"] >= 1
+        assert set(cold["discard_reasons"]) == {"throttled: HwThermalSlowdown"}
+    else:
+        assert cold["discarded_blocks"] == 0

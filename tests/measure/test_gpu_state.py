@@ -207,7 +207,9 @@ def test_a_quiet_block_is_kept() -> None:
 
 
 @pytest.mark.parametrize(("masks", "clocks", "why"), [
-    ([0x4, 0], [], "throttled: SwPowerCap"),  # before the block
+    ([0x20, 0], [], "throttled: SwThermalSlowdown"),  # before the block
+    ([0x4, 0x4], [1680, 1680], None),  # the power cap is a heavy kernel's steady state
+    ([0x4, 0x4], [1400, 1400], "SM clock under 75% of its maximum (1980 MHz)"),
     ([0, 0x40], [], "throttled: HwThermalSlowdown"),  # after it
     ([0, 0], [1400], "SM clock under 75% of its maximum (1980 MHz)"),  # 1400 < 1485
     ([0x1, 0x1], [300, 300], None),  # an idle GPU's low clock says nothing of the block

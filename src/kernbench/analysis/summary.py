@@ -37,6 +37,14 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
     return timing
 
 
+def _throttle_message(reasons: list[str]) -> str:
+    named = ", ".join(reasons) or "unknown"
+    if set(reasons) - {"GpuIdle", "ApplicationsClocksSetting"} == {"SwPowerCap"}:
+        return (f"the GPU was at its power cap at the end of sampling ({named}): its clocks "
+                "were power-limited, as they are whenever this kernel runs sustained")
+    return f"the GPU was throttling at the end of sampling ({named})"
+
+
 def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
     """Statistical warnings from the samples, plus those the case's facts call for."""
     warnings = quality_warnings(result.samples_ms, result.timer_overhead_ns,
@@ -46,7 +54,7 @@ def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
     if after.get("throttled"):
         reasons = ", ".join(after.get("throttle_reasons") or []) or "unknown"
         warnings.append({"code": "gpu_throttled", "value": reasons,
-                         "message": f"the GPU was throttling at the end of sampling ({reasons})"})
+                         "message": _throttle_message(after.get("throttle_reasons") or [])})
     if result.memory.get("python_source"):
         warnings.append({"code": "tracemalloc", "value": True,
                          "message": "tracemalloc was on: Python code ran slower than usual"})

@@ -67,15 +67,16 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
     (warm-up settled as the backend asks, the L2 flush buffer kept out of the memory figures):
     the facts ``kernbench.bench`` records, and the last call's result (waited for).
 
-    Unlike a worker it reads no NVML throttle guard, as ``do_bench`` reads none: on an H100
-    the guard discarded every block of a 1,024-element add in a long-lived process
-    (``SwPowerCap``), while the same loop unguarded matched ``do_bench`` (4.2 us against
-    4.5 us) and no worker's guard discarded a block in 21 cases."""
+    On CUDA, blocks are guarded by NVML as a worker guards them
+    (:class:`~kernbench.measure.metrics.gpu_state.ThrottleGuard`: heat and hardware slowdowns
+    and low clocks are discarded and retaken; the power cap, a heavy kernel's steady state, is
+    kept)."""
     from kernbench.errors import KernbenchError
     from kernbench.execution.measuring import DeviceMemory, settled
     from kernbench.measure.backends import backend_for
     from kernbench.measure.gpu_record import gpu_timing_raw
     from kernbench.measure.gpu_session import measure_gpu
+    from kernbench.measure.metrics.gpu_state import nvml_device
 
     framework, name = target
     backend = backend_for(framework)
@@ -85,8 +86,9 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
         raise KernbenchError(f"kernbench.bench: backend={name!r} ({framework}): "
                              f"{refusal or 'no GPU clock for it'}")
     memory = DeviceMemory(backend, name, gpu=True, wanted=True)
+    guard = nvml_device(backend.pci_bus_id(name)).guard() if name == "cuda" else None
     run = measure_gpu(call, clock, memory.start(), settled(protocol, backend.settle_s(name)),
-                      mode)
+                      mode, guard)
     outcome = run.outcome
     m = outcome.measurement
     return {"samples_ms": [s / 1e6 for s in m.samples_ns], "inner_loops": m.inner_loops,

@@ -1,0 +1,39 @@
+"""benchmarks/gpu_clock_reasons.py: it refuses to run without a CUDA GPU and NVML, and its
+table line counts each reason bitmask and gives the clock's and the power's medians."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_clock_reasons.py"
+
+
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_clock_reasons", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_without_a_gpu_it_says_why_and_exits_2() -> None:
+    reason = script().missing()
+    if reason is None:
+        pytest.skip("a CUDA GPU with NVML is present")
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"gpu_clock_reasons.py needs a CUDA GPU with NVML: {reason}.\n"
+
+
+def test_a_phase_line_counts_the_reasons_and_gives_medians_and_ranges() -> None:
+    reads = [(0x4, 1680, 594.0), (0x4, 1590, 692.0), (0x0, 1980, 300.0)]
+    assert script().line("matmul", reads) == (
+        "| matmul | 3 | 0x4: 2, 0x0: 1 | 1680 MHz (1590-1980) | 594 W (300-692) |")
