@@ -7,7 +7,9 @@ and are imported by name; what needs pytest's set-up and tear-down lives here.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,23 @@ import pytest
 
 from support.git import git
 from support.github_server import GitHubServer, running
+
+# JAX takes 75 % of a GPU's memory in the first process that uses it: under `pytest -n`, one
+# test process starved every other one on the GPU (torch and JAX tests failed with out-of-memory
+# on an H100). The workers of a kernbench run that a test starts inherit this too.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+@pytest.fixture(autouse=True)
+def jax_platforms_restored() -> Iterator[None]:
+    """A JAX case on the CPU, run in this process, limits JAX to its CPU platform (a worker's
+    one case: kernbench.measure.backends.jax_backend); the next test gets the setting back."""
+    jax = sys.modules.get("jax")
+    before = getattr(getattr(jax, "config", None), "jax_platforms", None)
+    yield
+    jax = sys.modules.get("jax")
+    if jax is not None and getattr(jax.config, "jax_platforms", None) != before:
+        jax.config.update("jax_platforms", before)
 
 
 @pytest.fixture

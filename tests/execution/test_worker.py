@@ -619,6 +619,22 @@ def test_a_jax_case_on_cpu_warms_up_for_at_least_its_settling_time(
     assert below is None or result.warmup_s < below
 
 
+def test_a_jax_case_on_cpu_never_starts_jaxs_gpu(tmp_path: Path) -> None:
+    """JAX's default device is a GPU wherever it sees one: a case labelled cpu ran there."""
+    pytest.importorskip("jax")
+    result = run_kernel(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+
+        PLATFORMS = jax.config.jax_platforms
+
+        def run_benchmark():
+            return jnp.zeros(())
+    """, name="jaxcpu", framework="jax", warmup_time_s=0.0)
+    assert result.status == "ok", result
+    assert sys.modules["kernbench_kernel_jaxcpu"].PLATFORMS == "cpu"
+
+
 def test_describe_jax_arrays() -> None:
     jnp = pytest.importorskip("jax.numpy")
     for dtype, precision in [(jnp.float32, "fp32"), (jnp.bfloat16, "bf16"),

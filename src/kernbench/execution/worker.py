@@ -112,6 +112,7 @@ def _run_case(job: WorkerJob) -> WorkerReply:
     reason = backend.unavailable_reason(backend_name)
     if reason:
         raise BackendUnavailable(reason)
+    backend.prepare_device(backend_name)
     settings = job.settings
     set_current_precision(None if precision == NATIVE else precision)
     _seed_everything(settings.seed)

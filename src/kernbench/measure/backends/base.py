@@ -105,6 +105,11 @@ class Backend:
         """Make the framework able to compute in `precision` before its dtype is handed out."""
         return None
 
+    def prepare_device(self, backend: str) -> None:
+        """Make `backend` the framework's default device before the kernel is imported, where
+        the framework would otherwise pick another (JAX puts arrays on a GPU when it sees one)."""
+        return None
+
     def unavailable_reason(self, backend: str) -> str | None:
         """None when `backend` can run here, else why not (the case is then skipped)."""
         raise NotImplementedError

@@ -33,6 +33,18 @@ class JaxBackend(Backend):
 
             jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
+    def prepare_device(self, backend: str) -> None:
+        """A ``cpu`` case runs on the CPU: JAX's default device is a GPU wherever it sees one,
+        so a kernel's ``jnp`` arrays of a case labelled ``cpu`` ran on the GPU of a GPU
+        machine (found when a JAX ``cpu`` case's accuracy test failed on an H100). JAX is
+        limited to its CPU platform before any backend starts (the GPU is never initialised).
+        """
+        if backend != "cpu":
+            return
+        import jax
+
+        jax.config.update("jax_platforms", "cpu")  # type: ignore[no-untyped-call]
+
     def _devices(self) -> list[Any]:
         import jax
 
