@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,8 @@ def test_a_small_merge_leaves_index_html_to_the_formats(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["one-machine", "two-machines"])
 def test_workers_write_what_one_process_writes(tmp_path: Path, mixed: bool) -> None:
+    if threading.active_count() > 1:  # another test's library (JAX, torch) left a thread
+        pytest.skip("this process has threads, so a merge reads here rather than fork workers")
     dirs = large_shards(tmp_path, mixed, shards=5)
     assert workers_for(5, 2) == 2  # forked workers here, not a fallback to one process
     written = []

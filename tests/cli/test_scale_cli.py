@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import signal
@@ -21,6 +22,9 @@ from support.sharded import statuses, tree
 
 FAST = ("--iters", "3", "--warmup", "1", "--processes", "1", "--no-cpu-peak",
         "--debug-fake-timer", "1")
+NEEDS_SUBMITIT = pytest.mark.skipif(importlib.util.find_spec("submitit") is None,
+                                    reason="submitit (the slurm extra) is not installed: "
+                                           "--executor slurm stops at that first")
 
 
 def cli(*args: object) -> tuple[int, str]:
@@ -72,8 +76,8 @@ def test_executor_options_are_suite_keys(tmp_path: Path) -> None:
     (("--shards", "2", "--slurm-arg", "mem"), "--slurm-arg 'mem': expected KEY=VALUE"),
     (("--shards", "2", "--executor", "ray", "--ray-resource", "sku:H100=lots"),
      "--ray-resource sku:H100=lots: the amount must be a positive number"),
-    (("--shards", "2", "--executor", "slurm", "--slurm-arg", "time=30"),
-     "--slurm-arg time=30: use --time for this"),
+    pytest.param(("--shards", "2", "--executor", "slurm", "--slurm-arg", "time=30"),
+                 "--slurm-arg time=30: use --time for this", marks=NEEDS_SUBMITIT),
 ])
 def test_bad_executor_options_name_the_flag(flags: tuple[str, ...], message: str,
                                             tmp_path: Path) -> None:
@@ -97,6 +101,7 @@ def test_summary_md_is_written_once_whatever_the_formats(tmp_path: Path) -> None
     assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8").startswith("#")
 
 
+@NEEDS_SUBMITIT
 def test_slurm_without_sbatch_is_refused_before_anything_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No silent fallback to submitit's local executor: the Slurm options would be dropped and

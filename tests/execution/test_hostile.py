@@ -21,6 +21,10 @@ pytestmark = [pytest.mark.slow,
 
 FAKE_MS = 1.5
 MAX_MEMORY = "512M"
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "4"}
+"""OpenBLAS maps a buffer per thread when numpy is imported: on a 16-core machine a worker
+spawned under 512M of address space died in numpy's import ("OpenBLAS error: Memory allocation
+still failed"), so the test pins the thread count and means the same on every machine."""
 
 GOOD = """
 import numpy as np
@@ -221,7 +225,7 @@ def run(base: Path, hostile: bool, isolation: str) -> dict[str, Any]:
     proc = kernbench("run", "--root", str(root), "--output-dir", str(out), *FAST,
                      "--debug-fake-timer", str(FAKE_MS), "--timeout", "4",
                      "--max-memory", MAX_MEMORY, "--format", "json,md",
-                     "--isolation", isolation, cwd=base, timeout=300)
+                     "--isolation", isolation, cwd=base, timeout=300, extra_env=BLAS_THREADS)
     summary = load(out / "summary.json")
     return {"proc": proc, "root": root, "out": out, "summary": summary, "base": base,
             "isolation": isolation, "records": {r["kernel_name"]: r for r in summary["results"]}}

@@ -32,10 +32,11 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-def kernbench(*args: str, cwd: Path, timeout: float = 120,
-              tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`kernbench ARGS` in a subprocess; with `tmp`, that folder (created) is its TMPDIR."""
-    env = subprocess_env()
+def kernbench(*args: str, cwd: Path, timeout: float = 120, tmp: Path | None = None,
+              extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`kernbench ARGS` in a subprocess; with `tmp`, that folder (created) is its TMPDIR;
+    `extra_env` is added to its environment."""
+    env = {**subprocess_env(), **(extra_env or {})}
     if tmp is not None:
         tmp.mkdir(parents=True, exist_ok=True)
         env["TMPDIR"] = str(tmp)
