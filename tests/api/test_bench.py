@@ -134,6 +134,7 @@ def test_an_exception_in_process_propagates() -> None:
 
 @pytest.mark.parametrize(("values", "message"), [
     ({"iterations": 0}, "iterations must be an integer >= 1"),
+    ({"iterations": 1_000_000}, "test.py: iterations must be at most 100000, not 1000000"),
     ({"warmup": -1}, "warmup must be an integer >= 0"),
     ({"isolation": "spawn"}, "isolation must be one of none, fork"),
     ({"processes": 2}, "processes=2 needs isolation='fork'"),

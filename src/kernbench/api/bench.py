@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.api.display import BenchComparison, BenchResult
+from kernbench.config.options import MAX_ITERATIONS
 from kernbench.errors import KernbenchError
 from kernbench.execution.settings import check_timeout
 from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings
@@ -91,6 +92,9 @@ class BenchOptions:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise KernbenchError(f"{source}: {key} must be an integer >= 1, not {value!r}")
+        if self.iterations > MAX_ITERATIONS:  # as --iters and --kernbench-iterations
+            raise KernbenchError(f"{source}: iterations must be at most {MAX_ITERATIONS}, not "
+                                 f"{self.iterations!r}")
         if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
             raise KernbenchError(f"{source}: warmup must be an integer >= 0, not "
                                  f"{self.warmup!r}")
