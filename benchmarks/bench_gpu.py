@@ -73,7 +73,10 @@ def kernels(torch: Any) -> dict[str, Callable[[], object]]:
 
 
 def kernbench_us(torch: Any, call: Callable[[], object], iters: int) -> dict[str, Any]:
-    """Every kernbench mode's median (us), with the reason where a mode fell back."""
+    """Every kernbench mode's median (us), with the reason where a mode fell back; for
+    ``cold`` also the median of its per-call times (``cold_per_call``, in the JSON), which
+    tells a few slow calls in every block (the blocks' means rise, the per-call median does
+    not) from a slow device (both rise)."""
     settings = ProtocolSettings(warmup=3, iterations=iters, warmup_time_s=0.2)
     run = measure_gpu(call, TorchCudaClock(torch), l2_flush(torch), settings, "all")
     found: dict[str, Any] = {}
@@ -82,6 +85,8 @@ def kernbench_us(torch: Any, call: Callable[[], object], iters: int) -> dict[str
             found[f"{result.requested or result.mode}_reason"] = result.reason
             continue
         found[result.mode] = statistics.median(result.samples_ns) / 1e3
+        if result.mode == "cold":  # a sample is a block's mean; do_bench takes the per-call median
+            found["cold_per_call"] = statistics.median(result.figures_ns) / 1e3
     return found
 
 
