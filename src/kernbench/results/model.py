@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
+
+from kernbench.results.readonly import ReadOnlyDict
 
 __all__ = [
     "HARNESS_ARGS", "IMPL_PREFIX", "MAX_SWEEP_POINTS", "NATIVE", "STATUSES", "WORKER_KEYS",
@@ -257,22 +259,6 @@ class Measurement:
     warmup_s: float = 0.0
     """Wall time from the first warmup call to the first sample (warmup, calibration and the
     untimed blocks that followed them)."""
-
-
-class ReadOnlyDict(dict[str, Any]):
-    """A dict that refuses changes, as a frozen result's mappings must (its sequences are
-    tuples): one result's `memory` or `energy` changed in place changed its record, and every
-    result sharing the dict. Still a dict to json, orjson, pickle and copy; `dict(it)` is a
-    mutable copy."""
-
-    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("a result's mappings are read-only: change a copy, dict(mapping)")
-
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    clear = pop = popitem = setdefault = update = _refuse
-
-    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict[str, Any]]]:
-        return type(self), (dict(self),)
 
 
 @dataclass(frozen=True)
