@@ -73,7 +73,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
               log: Log | None = None, on_result: OnResult | None = None,
               on_start: OnStart | None = None,
               extra_settings: Mapping[str, Any] | None = None,
-              resume: bool = False) -> RunOutcome:
+              resume: bool = False, on_step: OnStart | None = None) -> RunOutcome:
     """Discover, run every selected case and write the JSON report set under `output_dir`
     (with summary.md); :func:`render_reports` adds the other formats. `extra_settings`
     (e.g. the suite file) is kept in summary.json's `settings` with the run's own.
@@ -81,7 +81,9 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     SIGINT and SIGTERM stop the run between writes (:mod:`kernbench.execution.interrupts`): the
     summary written on the way out has `complete: false`. With `resume`, `output_dir` holds such an
     interrupted run: its finished cases are kept and only the others run
-    (:mod:`kernbench.execution.resume`)."""
+    (:mod:`kernbench.execution.resume`). With `settings.interleave` the callbacks count worker
+    processes and `on_step` hears of each one that did not finish its case
+    (:meth:`BenchmarkRunner.run`)."""
     from kernbench.execution.interrupts import signals_handled
     from kernbench.execution.resume import load_previous
 
@@ -99,7 +101,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     started, kept = now_iso(), list[CaseResult]()
     if previous is not None:
         started, kept, planned, run_settings = _resume_state(
-            previous, planned, run_settings, environment, log)
+            previous, planned, run_settings, environment, log, settings.processes)
     with signals_handled() as guard:
         sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
         with guard.critical():
@@ -109,7 +111,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
         machine = RunState(measure=settings.fake_call_ms is None)
         try:
             BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
-                                          keep=False)
+                                          keep=False, on_step=on_step)
             complete = True
         finally:
             with guard.critical():
@@ -222,13 +224,13 @@ def shard_split(settings: RunSettings, shards: int,
 
 def _resume_state(previous: PreviousRun, planned: list[Case | KernelSpec],
                   run_settings: dict[str, Any], environment: Mapping[str, Any],
-                  log: Log | None) -> tuple[str, list[CaseResult], list[Case | KernelSpec],
-                                            dict[str, Any]]:
+                  log: Log | None, processes: int = 1
+                  ) -> tuple[str, list[CaseResult], list[Case | KernelSpec], dict[str, Any]]:
     """(started_at, kept records, cases still to run, settings) of a resumed run."""
     from kernbench.execution.resume import check_compatible, split_plan
 
     check_compatible(previous, run_settings, environment.get("fingerprint"))
-    kept, todo = split_plan(planned, previous.records)
+    kept, todo = split_plan(planned, previous.records, processes)
     if log is not None:
         log(f"resuming {previous.directory}: {len(kept)} finished cases kept, {len(todo)} "
             "to run")
@@ -244,6 +246,7 @@ def settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -
     return {"iterations": protocol.pop("iterations"), "warmup": protocol.pop("warmup"),
             "warmup_time_s": protocol.pop("warmup_time_s"),
             "seed": protocol.pop("seed"), "processes": settings.processes,
+            "interleave": settings.interleave,
             "isolation": settings.isolation, "protocol": protocol,
             "backends": list(settings.backends) if settings.backends else None,
             "precisions": list(settings.precisions) if settings.precisions else None,

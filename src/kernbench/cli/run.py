@@ -27,6 +27,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
                                   warmup_time_s=args.warmup_time),
         backends=args.backends, precisions=args.precision, filters=args.filter,
         timeout_s=args.timeout, processes=args.processes, shard=args.shard, sku=args.sku,
+        interleave=getattr(args, "interleave", False),
         trace_python=args.trace_memory,
         flush_l2=not args.no_l2_flush, gpu_timing=getattr(args, "gpu_timing", None),
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
@@ -58,6 +59,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.ab and getattr(args, "profile", None):
         raise KernbenchError("--profile cannot be combined with --ab (every round would "
                              "profile again); profile a plain run")
+    if args.ab and getattr(args, "interleave", False):
+        raise KernbenchError("--interleave cannot be combined with --ab: --ab already runs "
+                             "its cases in rounds (see --rounds)")
     from kernbench.cli.scale import check_sharded, cmd_run_sharded
 
     check_sharded(args)
@@ -77,6 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_result=None if progress is None else (
                 lambda result, i, n: progress.case_finished(result_line(result), i, n)),
             on_start=None if progress is None else progress.case_started,
+            on_step=None if progress is None else progress.case_finished,
             extra_settings=_suite_settings(args), resume=args.resume is not None)
     except KeyboardInterrupt:
         _render_partial(args)

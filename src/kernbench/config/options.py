@@ -172,6 +172,10 @@ RUN = (
            "process is the unit of replication, and comparisons need 3 a side to measure the "
            f"noise between processes (at most {MAX_PROCESSES})", "count", DEFAULT_PROCESSES,
            str(DEFAULT_PROCESSES), "N", minimum=1, maximum=MAX_PROCESSES, suite_key="processes"),
+    Option(("--interleave",), "run the --processes in rounds, process k of every case in round "
+           "k (as asv's interleaved rounds do), so a burst of load hits one process of several "
+           "cases, not every process of one; nothing changes with --processes 1 (see README, "
+           "Regressions you can trust)", "switch", False, suite_key="interleave"),
     Option(("--output-dir",), "where reports are written", "path", Path("reports"), "reports",
            "DIR", suite_key="output_dir"),
     Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "

@@ -249,6 +249,7 @@ def suite_schema(format_names: Iterable[str]) -> dict[str, Any]:
             "timeout_s": TIMEOUT_SCHEMA,
             "gpu_timing": {"enum": list(GPU_TIMING_CHOICES)},
             "processes": {"type": "integer", "minimum": 1, "maximum": MAX_PROCESSES},
+            "interleave": {"type": "boolean"},
             "backends": names(BACKEND_NAMES),
             "precisions": names(PRECISION_NAMES),
             "formats": names(format_names),

@@ -12,6 +12,11 @@ summary was never rewritten). The rules:
 * the machine fingerprint must match: figures from two machines do not mix either;
 * a case is finished when a record with its case id exists; it is kept as it is (started_at,
   worker pid and samples unchanged) and only the other planned cases run;
+* except an ok record of fewer worker processes than the run asks for (an ``--interleave``
+  run stopped between rounds saves such a partial case): that case runs again in full and its
+  new record replaces the partial one, so every ok record of the finished run has all its
+  processes (whether the run's processes were interleaved is not compared: it changes the
+  order of the processes, not what a record means);
 * records of cases the plan no longer holds (a kernel deleted since) are dropped.
 """
 
@@ -41,7 +46,7 @@ RESUMED_FLAGS: dict[str, str] = {
     "timeout_s": "timeout", "root": "root", "paths": "paths", "fake_call_ms": "debug_fake_timer",
     "max_memory_bytes": "max_memory", "shard": "shard", "sku": "sku",
     "compile_mode": "compile_mode", "profile": "profile", "profile_iters": "profile_iters",
-    "formats": "format", "gpu_timing": "gpu_timing",
+    "formats": "format", "gpu_timing": "gpu_timing", "interleave": "interleave",
 }
 """summary.json `settings` key -> the run parser's dest it becomes a default for."""
 
@@ -150,11 +155,22 @@ def _plan_keys(item: Case | KernelSpec) -> tuple[str, ...]:
     return (item.case_id,)
 
 
-def split_plan(planned: Sequence[Case | KernelSpec], records: Sequence[CaseResult]
-               ) -> tuple[list[CaseResult], list[Case | KernelSpec]]:
-    """(finished records to keep, in plan order; planned items still to run)."""
+def record_processes(record: CaseResult) -> int:
+    """How many worker processes took a record's samples."""
+    recorded = record.worker.get("processes")
+    if isinstance(recorded, int) and not isinstance(recorded, bool):
+        return recorded
+    return len(record.process_sample_counts) or 1
+
+
+def split_plan(planned: Sequence[Case | KernelSpec], records: Sequence[CaseResult],
+               processes: int = 1) -> tuple[list[CaseResult], list[Case | KernelSpec]]:
+    """(finished records to keep, in plan order; planned items still to run). An ok record of
+    fewer than `processes` worker processes is not finished: its case runs again."""
     by_key: dict[str, CaseResult] = {}
     for record in records:
+        if record.status == "ok" and record_processes(record) < processes:
+            continue
         by_key.setdefault(record.case_id, record)
         by_key.setdefault(case_id_of(record.kernel_name, record.backend, "*", record.point,
                                      record.implementation), record)

@@ -119,10 +119,21 @@ class BenchmarkRunner:
     def run(self, planned: Sequence[Case | KernelSpec],
             on_result: Callable[[CaseResult, int, int], None] | None = None,
             on_start: Callable[[str, int, int], None] | None = None,
-            keep: bool = True) -> list[CaseResult]:
+            keep: bool = True,
+            on_step: Callable[[str, int, int], None] | None = None) -> list[CaseResult]:
         """Run the planned cases in order; `on_start(label, index, total)` before each and
         `on_result(result, index, total)` after each (1-based index). With `keep` False the
-        results only go to `on_result` (constant memory) and the list returned is empty."""
+        results only go to `on_result` (constant memory) and the list returned is empty.
+
+        With `interleave` and several processes the processes run in rounds
+        (:mod:`kernbench.execution.rounds`): index and total then count worker processes,
+        `on_start` comes before each, `on_result` when a case's last one finished, and
+        `on_step(line, index, total)` after each of the others."""
+        if self.settings.interleave and self.settings.processes > 1:
+            from kernbench.execution.rounds import Callbacks, run_rounds
+
+            with self.session():
+                return run_rounds(self, planned, Callbacks(on_start, on_result, on_step), keep)
         results = []
         with self.session():
             for index, item in enumerate(planned, start=1):
@@ -171,15 +182,34 @@ class BenchmarkRunner:
         starts from replicate slot `slot + k` (see kernbench.execution.launcher). A device a
         worker found unavailable to a framework stays so for the rest of the run: later cases
         of that framework and backend are skipped without starting a worker."""
+        first = self.first_process(case, slot)
+        if not self.wants_more(first):
+            return self.finish_case(case, [first])
+        others = [self.other_process(case, slot + k) for k in range(1, self.settings.processes)]
+        return self.finish_case(case, [first, *others])
+
+    def first_process(self, case: Case, slot: int = 0) -> CaseResult:
+        """The case's first process (the one that checks accuracy, saves or loads the
+        reference output and profiles), or its skip when the device is known unavailable."""
         known = self._unavailable.get((case.framework, case.backend))
         if known is not None:
             return unavailable_result(case, known, now_iso())
-        first = self._run_once(case, first=True, slot=slot)
-        if self.settings.processes <= 1 or first.status != "ok":
-            return apply_golden(first, case, self.settings.sku)
-        others = [self._run_once(case, first=False, slot=slot + k)
-                  for k in range(1, self.settings.processes)]
-        merged = merge_replicates([first, *others])
+        return self._run_once(case, first=True, slot=slot)
+
+    def wants_more(self, first: CaseResult) -> bool:
+        """Whether the case's other processes run after this first one."""
+        return self.settings.processes > 1 and first.status == "ok"
+
+    def other_process(self, case: Case, slot: int) -> CaseResult:
+        """One more process of the case (no accuracy check), from replicate slot `slot`."""
+        return self._run_once(case, first=False, slot=slot)
+
+    def finish_case(self, case: Case, results: Sequence[CaseResult]) -> CaseResult:
+        """The case's record from its processes' records, in process order: merged (work
+        figures at the median of every process) and checked against its golden value."""
+        if len(results) == 1:
+            return apply_golden(results[0], case, self.settings.sku)
+        merged = merge_replicates(results)
         if merged.work and merged.status == "ok":  # figures at the median of every process
             peak = self._peak_for(case, merged.device_info.get("device_name"))
             merged = dataclasses.replace(merged, work=work_record(
