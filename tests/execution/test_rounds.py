@@ -1,0 +1,205 @@
+"""`run --interleave` (kernbench.execution.rounds): a case's processes in rounds, process k of
+every case in round k, merged per case as a back-to-back run merges them; a stopped run keeps
+its partial cases and a resume completes them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernbench.api import run_suite
+from kernbench.execution.resume import split_plan
+from kernbench.execution.runner import BenchmarkRunner
+from kernbench.execution.settings import RunSettings
+from kernbench.results.model import Case, ProtocolSettings
+from support.kernel_tree import kernel, load
+
+LOGGED = """
+import os
+
+with open({log!r}, "a", encoding="utf-8") as handle:
+    handle.write("{name} " + str(os.getpid()) + "\\n")
+
+
+def run_benchmark():
+    return None
+"""
+BROKEN = """
+def run_benchmark():
+    raise RuntimeError("broken on purpose")
+"""
+
+
+def tree(root: Path, names: tuple[str, ...] = ("a", "b")) -> Path:
+    """Kernels that append `NAME pid` to root/log.txt each time a worker imports them."""
+    for name in names:
+        kernel(root, name, LOGGED.format(log=str(root / "log.txt"), name=name))
+    return root
+
+
+def settings(root: Path, interleave: bool = True, processes: int = 3) -> RunSettings:
+    return RunSettings(root=root, protocol=ProtocolSettings(warmup=1, iterations=5),
+                       fake_call_ms=1.0, processes=processes, interleave=interleave)
+
+
+def logged(root: Path) -> list[str]:
+    return [line.split()[0] for line in (root / "log.txt").read_text().splitlines()]
+
+
+def records(out: Path) -> dict[str, dict[str, Any]]:
+    return {r["kernel_name"]: r for r in load(out / "summary.json")["results"]}
+
+
+def test_round_k_runs_process_k_of_every_case(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo")
+    run_suite(settings(root), tmp_path / "out")
+    assert logged(root) == ["a", "b", "a", "b", "a", "b"]
+
+
+def test_without_interleave_processes_run_back_to_back(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo")
+    run_suite(settings(root, interleave=False), tmp_path / "out")
+    assert logged(root) == ["a", "a", "a", "b", "b", "b"]
+
+
+def test_process_k_forks_from_slot_k_as_in_a_plain_run(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo")
+    runner = BenchmarkRunner(settings(root))
+    planned = runner.plan(_specs(root))
+    slots: list[tuple[str, int]] = []
+    first, other = runner.first_process, runner.other_process
+
+    def first_process(case: Case, slot: int = 0) -> Any:
+        slots.append((case.kernel.name, slot))
+        return first(case, slot)
+
+    def other_process(case: Case, slot: int) -> Any:
+        slots.append((case.kernel.name, slot))
+        return other(case, slot)
+
+    runner.first_process = first_process  # type: ignore[method-assign]
+    runner.other_process = other_process  # type: ignore[method-assign]
+    runner.run(planned)
+    assert slots == [("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+
+
+def test_interleaved_records_have_the_form_of_sequential_ones(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo")
+    run_suite(settings(root, interleave=False), tmp_path / "seq")
+    run_suite(settings(root), tmp_path / "ilv")
+    sequential, interleaved = records(tmp_path / "seq"), records(tmp_path / "ilv")
+    assert sorted(sequential) == sorted(interleaved) == ["a", "b"]
+    for name, old in sequential.items():
+        new = interleaved[name]
+        assert set(new) == set(old)
+        assert set(new["timing"]) == set(old["timing"])
+        assert set(new["worker"]) - set(old["worker"]) == {"interleaved"}
+        assert new["worker"]["processes"] == old["worker"]["processes"] == 3
+        assert new["timing"]["process_sample_counts"] == old["timing"]["process_sample_counts"]
+        assert new["timing"]["latency_ms_p50"] == old["timing"]["latency_ms_p50"]
+        assert new["worker"]["interleaved"] is True and "interleaved" not in old["worker"]
+    summary = load(tmp_path / "ilv" / "summary.json")
+    assert summary["settings"]["interleave"] is True
+    assert load(tmp_path / "seq" / "summary.json")["settings"]["interleave"] is False
+
+
+def test_callbacks_count_processes_and_label_rounds(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo")
+    started: list[tuple[str, int, int]] = []
+    steps: list[tuple[str, int, int]] = []
+    finished: list[tuple[str, int, int]] = []
+    run_suite(settings(root), tmp_path / "out",
+              on_start=lambda label, i, n: started.append((label, i, n)),
+              on_step=lambda line, i, n: steps.append((line, i, n)),
+              on_result=lambda r, i, n: finished.append((r.case_id, i, n)))
+    assert [s[0] for s in started] == [f"round {k}/3 {n}[cpu,native]" for k in (1, 2, 3)
+                                       for n in ("a", "b")]
+    assert [s[1:] for s in started] == [(i, 6) for i in range(1, 7)]
+    assert steps == [(f"round {k}/3 {n}[cpu,native]: ok", i, 6)
+                     for i, (k, n) in enumerate([(1, "a"), (1, "b"), (2, "a"), (2, "b")], 1)]
+    assert finished == [("a[cpu,native]", 5, 6), ("b[cpu,native]", 6, 6)]
+
+
+def test_a_case_whose_first_process_failed_runs_no_more_rounds(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo", ("b",))
+    kernel(root, "a", BROKEN)
+    finished: list[tuple[str, str, int, int]] = []
+    run_suite(settings(root), tmp_path / "out",
+              on_result=lambda r, i, n: finished.append((r.kernel_name, r.status, i, n)))
+    assert finished == [("a", "failed", 1, 4), ("b", "ok", 4, 4)]
+    assert logged(root) == ["b", "b", "b"]
+    assert records(tmp_path / "out")["a"]["worker"]["processes"] == 1
+
+
+def test_one_process_is_a_plain_run(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo")
+    run_suite(settings(root, processes=1), tmp_path / "out")
+    assert logged(root) == ["a", "b"]
+    assert all("interleaved" not in r["worker"] for r in records(tmp_path / "out").values())
+
+
+def stop_at(label: str) -> Any:
+    def on_start(started: str, index: int, total: int) -> None:
+        if started == label:
+            raise KeyboardInterrupt
+    return on_start
+
+
+@pytest.fixture
+def stopped(tmp_path: Path) -> tuple[Path, Path]:
+    """A run of a, b, c stopped as round 3 was to start b: a has its 3 processes, b and c 2."""
+    root = tree(tmp_path / "repo", ("a", "b", "c"))
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings(root), out, on_start=stop_at("round 3/3 b[cpu,native]"))
+    return root, out
+
+
+def test_a_stopped_run_keeps_every_finished_process(stopped: tuple[Path, Path]) -> None:
+    _, out = stopped
+    summary = load(out / "summary.json")
+    assert summary["complete"] is False
+    found = records(out)
+    assert {name: r["worker"]["processes"] for name, r in found.items()} == \
+        {"a": 3, "b": 2, "c": 2}
+    assert found["b"]["timing"]["process_sample_counts"] == [5, 5]
+    assert all(r["status"] == "ok" and r["worker"]["interleaved"] for r in found.values())
+    assert load(out / "kernels" / "c.json")["results"][0]["worker"]["processes"] == 2
+
+
+def test_resume_runs_partial_cases_again_in_full(stopped: tuple[Path, Path]) -> None:
+    root, out = stopped
+    before = records(out)
+    (root / "log.txt").unlink()
+    outcome = run_suite(settings(root), out, resume=True)
+    assert outcome.exit_code == 0
+    after = records(out)
+    assert {name: r["worker"]["processes"] for name, r in after.items()} == \
+        {"a": 3, "b": 3, "c": 3}
+    assert after["a"]["worker"]["pid"] == before["a"]["worker"]["pid"]  # kept as it was
+    assert after["b"]["worker"]["pid"] != before["b"]["worker"]["pid"]
+    assert logged(root) == ["b", "c", "b", "c", "b", "c"]
+    summary = load(out / "summary.json")
+    assert summary["complete"] is True
+    assert summary["settings"]["resumed"][-1]["kept_cases"] == 1
+
+
+def test_split_plan_keeps_an_ok_record_only_with_every_process(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo", ("a",))
+    runner = BenchmarkRunner(settings(root, interleave=False))
+    (case,) = runner.plan(_specs(root))
+    full = runner.run([case])[0]
+    partial = dataclasses.replace(full, worker={**full.worker, "processes": 2})
+    assert split_plan([case], [full], processes=3) == ([full], [])
+    assert split_plan([case], [partial], processes=3) == ([], [case])
+    failed = dataclasses.replace(partial, status="failed")
+    assert split_plan([case], [failed], processes=3) == ([failed], [])
+
+
+def _specs(root: Path) -> Any:
+    from kernbench.api import discover
+
+    return discover(root)[0]
