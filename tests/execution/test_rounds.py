@@ -106,6 +106,16 @@ def test_interleaved_records_have_the_form_of_sequential_ones(tmp_path: Path) ->
     assert load(tmp_path / "seq" / "summary.json")["settings"]["interleave"] is False
 
 
+def test_a_history_record_says_the_run_was_interleaved(tmp_path: Path) -> None:
+    from kernbench.results.history_record import history_record
+
+    root = tree(tmp_path / "repo", ("a",))
+    run_suite(settings(root, processes=2), tmp_path / "out")
+    record = history_record(load(tmp_path / "out" / "summary.json"),
+                            load(tmp_path / "out" / "env.json"))
+    assert record["settings"]["interleave"] is True
+
+
 def test_callbacks_count_processes_and_label_rounds(tmp_path: Path) -> None:
     root = tree(tmp_path / "repo")
     started: list[tuple[str, int, int]] = []
