@@ -3,7 +3,6 @@ did not measure), and its acceptance checks read the issue's limits."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +10,13 @@ from types import ModuleType
 
 import pytest
 
+from support.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
 
 
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_gpu", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_gpu")
 
 
 def test_without_a_gpu_it_says_why_and_exits_2() -> None:

@@ -3,7 +3,6 @@ table line counts each reason bitmask and gives the clock's and the power's medi
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +10,13 @@ from types import ModuleType
 
 import pytest
 
+from support.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_clock_reasons.py"
 
 
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_clock_reasons", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_clock_reasons")
 
 
 def test_without_a_gpu_it_says_why_and_exits_2() -> None:
