@@ -223,9 +223,9 @@ def test_too_few_samples() -> None:
 
 
 @pytest.mark.parametrize(("entry_point", "samples", "warmup"), [
-    (None, "use --iters 10 or more", "more --warmup calls"),
+    (None, "use --iters 10 or more", "a larger --warmup"),
     ("kernbench.bench", "use iterations=10 or more", "a larger warmup="),
-    ("pytest", "use --kernbench-iterations 10 or more (or the marker's iterations=10)",
+    ("pytest", "use --kernbench-iterations 10 (or the marker's iterations=10) or more",
      "a larger --kernbench-warmup (or the marker's warmup=)"),
 ])
 def test_hints_name_the_knob_of_the_entry_point(entry_point: str | None, samples: str,

@@ -58,3 +58,16 @@ def test_importing_the_vocabulary_imports_nothing_heavy() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=False, env={"PYTHONPATH": src}, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(("setting", "entry_point", "value", "spelled"), [
+    ("iterations", None, 10, "--iters 10"),
+    ("iterations", "kernbench.bench", 10, "iterations=10"),
+    ("iterations", "pytest", 10, "--kernbench-iterations 10 (or the marker's iterations=10)"),
+    ("warmup", "pytest", "", "--kernbench-warmup (or the marker's warmup=)"),
+    ("warmup", None, "", "--warmup"),
+    ("processes", "an unknown runner", 3, "--processes 3"),
+])
+def test_a_knob_is_spelled_as_its_entry_points_user_sets_it(
+        setting: str, entry_point: str | None, value: object, spelled: str) -> None:
+    assert v.knob(setting, entry_point, value) == spelled

@@ -67,7 +67,7 @@ def test_save_writes_the_run_report_set(pytester: pytest.Pytester) -> None:
     assert param["kernel_path"] == "test_kernels.py"
     # the hint names the plugin's knobs, not kernbench run's --iters
     assert [w["message"] for w in param["warnings"] if w["code"] == "too_few_samples"] == [
-        "only 4 samples; use --kernbench-iterations 10 or more (or the marker's iterations=10)"]
+        "only 4 samples; use --kernbench-iterations 10 (or the marker's iterations=10) or more"]
     folder = pytester.path / ".kernbench" / "base"
     assert (folder / "kernels" / "test_kernels.test_param.json").is_file()
     assert (folder / "summary.md").is_file() and (folder / "bmf.json").is_file()

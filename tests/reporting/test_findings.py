@@ -250,7 +250,7 @@ def test_advice_names_the_knobs_of_the_runner_that_measured() -> None:
     assert "(--iters, now 15; --processes, now 1)" in run
     plugin = {"runner": "pytest", "iterations": 15, "warmup": 2}
     noisy = noise_advice(("k",), plugin)[0].message
-    assert "--kernbench-iterations or the marker's iterations=, now 15" in noisy
-    assert "--iters" not in noisy and "the marker's processes= (with isolation 'fork')" in noisy
+    assert "--kernbench-iterations (or the marker's iterations=), now 15" in noisy
+    assert "--iters" not in noisy and "the marker's processes= (with isolation='fork')" in noisy
     tails = tail_advice(("k",), plugin)[0].message
-    assert "raise --kernbench-warmup or the marker's warmup=, now 2." in tails
+    assert "raise --kernbench-warmup (or the marker's warmup=), now 2." in tails

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.results.vocabulary import knob
+
 HIGH_SPREAD_RATIO = 0.10
 """IQR / median above this is flagged as high spread."""
 MIN_SAMPLES = 10
@@ -101,27 +103,11 @@ def summarize_ms(samples_ms: Sequence[float]) -> dict[str, Any]:
 SLOW_FIRST_RATIO = 1.5
 """A first timed sample this many times the median suggests too little warmup."""
 
-MORE_SAMPLES = {
-    None: "use --iters {n} or more",
-    "kernbench.bench": "use iterations={n} or more",
-    "pytest": "use --kernbench-iterations {n} or more (or the marker's iterations={n})",
-}
-"""The too-few-samples hint by the entry point that measured the case (a record's
-``worker.entry_point``; None: ``kernbench run``): the knob the user has there."""
-MORE_WARMUP = {
-    None: "more --warmup calls would absorb it",
-    "kernbench.bench": "a larger warmup= would absorb it",
-    "pytest": "a larger --kernbench-warmup (or the marker's warmup=) would absorb it",
-}
-"""The slow-first-sample hint by entry point, as :data:`MORE_SAMPLES`."""
-
-
 def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | None,
                      inner_loops: int, timer_resolution_ns: float | None = None,
                      entry_point: str | None = None) -> list[dict[str, Any]]:
     """Measurement-quality warnings, as data: each {code, message, value}. `entry_point`
-    picks the knob a hint names (:data:`MORE_SAMPLES`)."""
-    entry = entry_point if entry_point in MORE_SAMPLES else None
+    picks the knob a hint names (:func:`~kernbench.results.vocabulary.knob`)."""
     warnings: list[dict[str, Any]] = []
     n = len(samples_ms)
     if n == 0:
@@ -131,7 +117,7 @@ def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | Non
         ratio = samples_ms[0] / median
         warnings.append({"code": "slow_first_sample", "value": ratio,
                          "message": f"the first sample took {ratio:.1f}x the median; "
-                                    f"{MORE_WARMUP[entry]}"})
+                                    f"a larger {knob('warmup', entry_point)} would absorb it"})
     if timer_resolution_ns and median > 0:
         share = timer_resolution_ns / (median * 1e6 * max(inner_loops, 1))
         if share > 0.001:
@@ -140,7 +126,7 @@ def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | Non
     if n < MIN_SAMPLES:
         warnings.append({"code": "too_few_samples", "value": n,
                          "message": f"only {n} samples; "
-                                    + MORE_SAMPLES[entry].format(n=MIN_SAMPLES)})
+                                    f"use {knob('iterations', entry_point, MIN_SAMPLES)} or more"})
     if n >= 4 and median > 0:
         spread = iqr(samples_ms) / median
         if spread > HIGH_SPREAD_RATIO:

@@ -40,6 +40,7 @@ from kernbench.reporting.views import (
     number,
 )
 from kernbench.results.files import safe_filename
+from kernbench.results.vocabulary import knob
 
 __all__ = ["ACCURACY_BUG_FACTOR", "LOW_PCT_PEAK", "NO_RECOMMENDATIONS", "Recommendation",
            "accuracy_recommendation", "backend_advice", "capped", "comparison_advice",
@@ -117,20 +118,10 @@ def _ids(findings: Iterable[Finding], kind: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f.case_id for f in findings if f.kind == kind))
 
 
-KNOBS = {
-    "iterations": {None: "--iters", "pytest": "--kernbench-iterations or the marker's "
-                                               "iterations="},
-    "processes": {None: "--processes", "pytest": "the marker's processes= (with isolation "
-                                                 "'fork')"},
-    "warmup": {None: "--warmup", "pytest": "--kernbench-warmup or the marker's warmup="},
-}
-"""What the user sets each protocol setting with, by the report set's ``settings.runner``
-(``pytest`` for the plugin's saved sets; absent for ``kernbench run``)."""
-
-
 def _knob(settings: Mapping[str, Any], key: str) -> str:
-    by_runner = KNOBS[key]
-    return by_runner.get(settings.get("runner"), by_runner[None])
+    """The knob of `key` for the report set's runner (``settings.runner``: ``pytest`` for the
+    plugin's saved sets; absent for ``kernbench run``)."""
+    return knob(key, settings.get("runner"))
 
 
 def _setting(settings: Mapping[str, Any], key: str) -> str:

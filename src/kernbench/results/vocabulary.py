@@ -28,10 +28,12 @@ __all__ = [
     "GPU_TIMING_CHOICES",
     "GPU_TIMING_MODES",
     "KERNEL_SYNC_FLUSH",
+    "KNOBS",
     "NARROW_PRECISIONS",
     "PRECISION_ALIASES",
     "PRECISION_NAMES",
     "canonical_precision",
+    "knob",
 ]
 
 PRECISION_NAMES: tuple[str, ...] = (
@@ -114,3 +116,26 @@ def canonical_precision(precision: str) -> str:
         known = ", ".join(PRECISION_NAMES)
         raise UnsupportedPrecision(f"unknown precision {precision!r}; known: {known}")
     return name
+
+
+KNOBS: Mapping[str, Mapping[str | None, str]] = MappingProxyType({
+    "iterations": {None: "--iters {}", "kernbench.bench": "iterations={}",
+                   "pytest": "--kernbench-iterations {} (or the marker's iterations={})"},
+    "warmup": {None: "--warmup {}", "kernbench.bench": "warmup={}",
+               "pytest": "--kernbench-warmup {} (or the marker's warmup={})"},
+    "processes": {None: "--processes {}",
+                  "kernbench.bench": "processes={} (with isolation='fork')",
+                  "pytest": "the marker's processes={} (with isolation='fork')"},
+})
+"""What the user sets each protocol setting with, by entry point: None for ``kernbench run``,
+``kernbench.bench`` for the library API, ``pytest`` for the plugin (a record's
+``worker.entry_point``, a report set's ``settings.runner``). Advice names the knob the user
+has there (:func:`knob`)."""
+
+
+def knob(setting: str, entry_point: str | None, value: object = "") -> str:
+    """How `entry_point`'s user sets `setting` (to `value` where given): ``--iters 10``,
+    ``iterations=10``, ``--kernbench-warmup (or the marker's warmup=)``."""
+    by_entry = KNOBS[setting]
+    template = by_entry.get(entry_point, by_entry[None])
+    return " ".join(template.replace("{}", str(value)).split())
