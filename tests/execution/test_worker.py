@@ -635,6 +635,28 @@ def test_a_jax_case_on_cpu_never_starts_jaxs_gpu(tmp_path: Path) -> None:
     assert sys.modules["kernbench_kernel_jaxcpu"].PLATFORMS == "cpu"
 
 
+def test_a_torch_case_on_cpu_sees_no_gpu(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU case's torch.compile started CUDA on a GPU machine (and failed when the GPU was
+    full): the case's worker hides the GPUs before the kernel is imported."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # restored after the in-process worker
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "0")
+    result = run_kernel(tmp_path, """
+        import os
+
+        import torch
+
+        SEEN = (os.environ["CUDA_VISIBLE_DEVICES"], os.environ["HIP_VISIBLE_DEVICES"],
+                torch.cuda.is_available())
+
+        def run_benchmark():
+            return torch.zeros(3)
+    """, name="torchcpu", framework="pytorch")
+    assert result.status == "ok", result
+    assert sys.modules["kernbench_kernel_torchcpu"].SEEN == ("", "", False)
+
+
 def test_describe_jax_arrays() -> None:
     jnp = pytest.importorskip("jax.numpy")
     for dtype, precision in [(jnp.float32, "fp32"), (jnp.bfloat16, "bf16"),

@@ -73,6 +73,17 @@ class TorchBackend(Backend):
     def device(self, backend: str) -> str:
         return "cpu" if backend == "cpu" else "cuda"  # ROCm builds expose HIP devices as "cuda"
 
+    def prepare_device(self, backend: str) -> None:
+        """A ``cpu`` case sees no GPU: on an H100 a CPU case's ``torch.compile`` started CUDA
+        (Inductor asks what devices there are) and failed with "CUDA error: out of memory"
+        while another process held the GPU. PyTorch reads the visible devices when it first
+        starts CUDA, which a worker has not done yet (a fork server that had is not forked
+        from)."""
+        if backend == "cpu":
+            import os
+
+            os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["HIP_VISIBLE_DEVICES"] = ""
+
     def synchronizer(self, backend: str) -> SyncChoice:
         if backend == "cpu":  # CPU tensors are computed when the call returns
             return super().synchronizer(backend)
