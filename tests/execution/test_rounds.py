@@ -213,3 +213,40 @@ def _specs(root: Path) -> Any:
     from kernbench.api import discover
 
     return discover(root)[0]
+
+
+def test_records_come_out_in_plan_order_as_in_a_plain_run(tmp_path: Path) -> None:
+    """A case whose first process failed is finished in round 1, the others in the last
+    round: the records still go out (and into the report) in plan order."""
+    root = tree(tmp_path / "repo", ("a", "c"))
+    kernel(root, "b", BROKEN)
+    orders = {}
+    for interleave in (False, True):
+        seen: list[str] = []
+        out = tmp_path / f"out-{interleave}"
+        run_suite(settings(root, interleave=interleave), out,
+                  on_result=lambda r, i, n, seen=seen: seen.append(r.kernel_name))
+        orders[interleave] = (seen, list(records(out)))
+    assert orders[True] == orders[False] == (["a", "b", "c"], ["a", "b", "c"])
+
+
+def test_a_second_signal_during_a_cases_merge_loses_none_of_its_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C twice: the second one lands while b's finished processes are merged; b is
+    merged again rather than dropped with them."""
+    root = tree(tmp_path / "repo", ("a", "b", "c"))
+    finish, landed = BenchmarkRunner.finish_case, []
+
+    def finish_case(self: BenchmarkRunner, case: Case, results: Any) -> Any:
+        if case.kernel.name == "b" and not landed:
+            landed.append(len(results))
+            raise KeyboardInterrupt
+        return finish(self, case, results)
+
+    monkeypatch.setattr(BenchmarkRunner, "finish_case", finish_case)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings(root), out, on_start=stop_at("round 3/3 b[cpu,native]"))
+    assert landed == [2]
+    assert {name: r["worker"]["processes"] for name, r in records(out).items()} == \
+        {"a": 3, "b": 2, "c": 2}
