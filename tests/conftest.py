@@ -36,6 +36,21 @@ def jax_platforms_restored() -> Iterator[None]:
         jax.config.update("jax_platforms", before)
 
 
+@pytest.fixture(autouse=True)
+def visible_gpus_restored() -> Iterator[None]:
+    """A PyTorch case on the CPU, run in this process, hides the GPUs from everything after it
+    (a worker's one case empties CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES); on a GPU
+    machine every later test's kernbench would then see none."""
+    names = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+    before = {name: os.environ.get(name) for name in names}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture
 def github_api() -> Iterator[GitHubServer]:
     """A fake GitHub REST API on a local port, answering what the test queues with `add`."""
