@@ -19,6 +19,7 @@ from kernbench.analysis.stats import quality_warnings, summarize_ms
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
 from kernbench.results.serialize import counts, implementations_dict
+from kernbench.results.vocabulary import BENIGN_THROTTLE_REASONS
 
 __all__ = ["machine_of", "record_dict", "record_warnings", "summary_dict", "timing_dict"]
 
@@ -37,9 +38,8 @@ def timing_dict(result: CaseResult) -> dict[str, Any]:
     return timing
 
 
-def _throttle_message(reasons: list[str]) -> str:
-    named = ", ".join(reasons) or "unknown"
-    if set(reasons) - {"GpuIdle", "ApplicationsClocksSetting"} == {"SwPowerCap"}:
+def _throttle_message(reasons: list[str], named: str) -> str:
+    if set(reasons) - BENIGN_THROTTLE_REASONS == {"SwPowerCap"}:
         return (f"the GPU was at its power cap at the end of sampling ({named}): its clocks "
                 "were power-limited, as they are whenever this kernel runs sustained")
     return f"the GPU was throttling at the end of sampling ({named})"
@@ -52,9 +52,10 @@ def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
                                 result.worker.get("entry_point"))
     after = (result.gpu_state or {}).get("after") or {}
     if after.get("throttled"):
-        reasons = ", ".join(after.get("throttle_reasons") or []) or "unknown"
+        listed = list(after.get("throttle_reasons") or [])
+        reasons = ", ".join(listed) or "unknown"
         warnings.append({"code": "gpu_throttled", "value": reasons,
-                         "message": _throttle_message(after.get("throttle_reasons") or [])})
+                         "message": _throttle_message(listed, reasons)})
     if result.memory.get("python_source"):
         warnings.append({"code": "tracemalloc", "value": True,
                          "message": "tracemalloc was on: Python code ran slower than usual"})

@@ -18,6 +18,7 @@ __all__ = [
     "BACKEND_FRAMEWORK",
     "BACKEND_LABELS",
     "BACKEND_NAMES",
+    "BENIGN_THROTTLE_REASONS",
     "DTYPE_NAMES",
     "DTYPE_NAME_PRECISIONS",
     "FLOAT_PRECISIONS",
@@ -72,6 +73,10 @@ BACKEND_NAMES: tuple[str, ...] = ("cpu", "cuda", "rocm")
 
 GPU_BACKENDS: tuple[str, ...] = ("cuda", "rocm")
 """The device kinds of :data:`BACKEND_NAMES` that are GPUs."""
+
+BENIGN_THROTTLE_REASONS: frozenset[str] = frozenset({"GpuIdle", "ApplicationsClocksSetting"})
+"""NVML clocks-event reasons (a record's ``gpu_state`` ``throttle_reasons``) that say the
+clocks are low because the GPU is idle or pinned on purpose, not held back by power or heat."""
 
 BACKEND_LABELS: Mapping[str, str] = MappingProxyType({"cpu": "CPU", "cuda": "CUDA",
                                                       "rocm": "ROCm"})

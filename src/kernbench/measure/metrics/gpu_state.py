@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kernbench.results.vocabulary import BENIGN_THROTTLE_REASONS
+
 # (name, pynvml constant, value from nvml.h for when pynvml is absent or lacks the constant)
 THROTTLE_REASONS: tuple[tuple[str, str, int], ...] = (
     ("GpuIdle", "nvmlClocksThrottleReasonGpuIdle", 0x1),
@@ -33,8 +35,7 @@ THROTTLE_REASONS: tuple[tuple[str, str, int], ...] = (
     ("BoardLimit", "nvmlClocksThrottleReasonBoardLimit", 0x200),
     ("Reliability", "nvmlClocksThrottleReasonReliability", 0x400),
 )
-BENIGN_REASONS = frozenset({"GpuIdle", "ApplicationsClocksSetting"})
-KEPT_REASONS = BENIGN_REASONS | {"SwPowerCap"}
+KEPT_REASONS = BENIGN_THROTTLE_REASONS | {"SwPowerCap"}
 """Reasons that do not discard a block. ``SwPowerCap`` is a power-hungry kernel's own steady
 state, not a disturbance: on an H100 (700 W limit) a 4,096-squared bf16 matmul held it in 86 of
 100 NVML reads, at 594 W median and 1,680 of 1,980 MHz, and it lingered in 23 of 100 reads of
@@ -120,7 +121,7 @@ def _read_state(nvml: Any, handle: Any) -> dict[str, Any]:
     bitmask = _reasons_bitmask(nvml, handle)
     reasons = throttle_flags(bitmask, nvml) if bitmask is not None else None
     state["throttle_reasons"] = reasons
-    state["throttled"] = (any(r not in BENIGN_REASONS for r in reasons)
+    state["throttled"] = (any(r not in BENIGN_THROTTLE_REASONS for r in reasons)
                           if reasons is not None else None)
     state["source"] = "nvml"
     return state
