@@ -127,8 +127,11 @@ class _Rounds:
         if self.callbacks.on_start is not None:
             self.callbacks.on_start(self._label(k, name), self.done + 1, self.total)
 
-    def _step(self, k: int, result: CaseResult, counted: bool = False) -> None:
-        self.done += 0 if counted else 1
+    def _step(self, k: int, result: CaseResult) -> None:
+        self.done += 1
+        self._say(k, result)
+
+    def _say(self, k: int, result: CaseResult) -> None:
         if self.callbacks.on_step is not None:
             why = f": {result.reason}" if result.status != "ok" and result.reason else ""
             self.callbacks.on_step(f"{self._label(k, result.case_id)}: {result.status}{why}",
@@ -140,7 +143,7 @@ class _Rounds:
         self.done += 1
         self.ready[index] = record
         if index != self.next_out:
-            self._step(k, record, counted=True)
+            self._say(k, record)
         while self.next_out in self.ready:
             self._pass_on(self.ready.pop(self.next_out))
             self.next_out += 1

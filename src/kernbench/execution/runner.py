@@ -129,13 +129,12 @@ class BenchmarkRunner:
         (:mod:`kernbench.execution.rounds`): index and total then count worker processes,
         `on_start` comes before each, `on_result` when a case's last one finished, and
         `on_step(line, index, total)` after each of the others."""
-        if self.settings.interleave and self.settings.processes > 1:
-            from kernbench.execution.rounds import Callbacks, run_rounds
-
-            with self.session():
-                return run_rounds(self, planned, Callbacks(on_start, on_result, on_step), keep)
         results = []
         with self.session():
+            if self.settings.interleave and self.settings.processes > 1:
+                from kernbench.execution.rounds import Callbacks, run_rounds
+
+                return run_rounds(self, planned, Callbacks(on_start, on_result, on_step), keep)
             for index, item in enumerate(planned, start=1):
                 if on_start is not None:
                     on_start(item.case_id if isinstance(item, Case) else item.name, index,
