@@ -103,6 +103,7 @@ def summarize_ms(samples_ms: Sequence[float]) -> dict[str, Any]:
 SLOW_FIRST_RATIO = 1.5
 """A first timed sample this many times the median suggests too little warmup."""
 
+
 def quality_warnings(samples_ms: Sequence[float], timer_overhead_ns: float | None,
                      inner_loops: int, timer_resolution_ns: float | None = None,
                      entry_point: str | None = None) -> list[dict[str, Any]]:

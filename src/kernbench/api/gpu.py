@@ -22,6 +22,7 @@ from kernbench.results.model import ProtocolSettings
 
 __all__ = ["gpu_target", "guess_gpu_framework", "measure_on_gpu"]
 
+
 def gpu_target(*values: object) -> tuple[str, str] | None:
     """``(framework, backend)`` of the first GPU array among the leaves of `values` (a
     PyTorch CUDA/ROCm tensor, a CuPy array, a JAX array on a GPU), or None."""
