@@ -3,16 +3,11 @@ did not measure), and its acceptance checks read the issue's limits."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from support.scripts import load_script
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
+from support.scripts import load_script, run_script
 
 
 def script() -> ModuleType:
@@ -23,8 +18,7 @@ def test_without_a_gpu_it_says_why_and_exits_2() -> None:
     reason = script().no_gpu_reason()
     if reason is None:
         pytest.skip("a CUDA GPU is present")
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = run_script("bench_gpu")
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"bench_gpu.py needs a CUDA GPU and cannot run here: {reason}.\n"

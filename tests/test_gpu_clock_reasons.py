@@ -3,16 +3,11 @@ table line counts each reason bitmask and gives the clock's and the power's medi
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from support.scripts import load_script
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_clock_reasons.py"
+from support.scripts import load_script, run_script
 
 
 def script() -> ModuleType:
@@ -23,8 +18,7 @@ def test_without_a_gpu_it_says_why_and_exits_2() -> None:
     reason = script().missing()
     if reason is None:
         pytest.skip("a CUDA GPU with NVML is present")
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = run_script("gpu_clock_reasons")
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"gpu_clock_reasons.py needs a CUDA GPU with NVML: {reason}.\n"

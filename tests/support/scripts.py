@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,3 +18,9 @@ def load_script(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/<name>.py ARGS`` in a subprocess, its output captured."""
+    return subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), *args],
+                          capture_output=True, text=True, timeout=120, check=False)
