@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.api.display import BenchComparison, BenchResult
-from kernbench.config.options import MAX_ITERATIONS
+from kernbench.config.values import MAX_ITERATIONS
 from kernbench.errors import KernbenchError
 from kernbench.execution.settings import check_timeout
 from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from kernbench.config.values import MAX_ITERATIONS
 from kernbench.results.vocabulary import (
     BACKEND_NAMES,
     COMPILE_MODE_NAMES,
@@ -33,10 +34,6 @@ Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative
 DEFAULT_PROCESSES = 3
 """Worker processes per case: the fewest with which a comparison of two stored runs can
 estimate between-process noise (Welch's test on process medians needs 3 a side)."""
-MAX_ITERATIONS = 100_000
-"""The most timed samples per case and process (``--iters``, suite-file ``iterations``): ample
-for any percentile, and every raw sample is kept in the reports; more only runs into the
-timeout."""
 MAX_PROCESSES = 1_000
 """The most worker processes per case (``--processes``, suite-file ``processes``) and --ab rounds
 (``--rounds``): each process has its own timeout, but nothing bounds their number, so a typo

@@ -12,8 +12,9 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kernbench.config.options import MAX_ITERATIONS, MAX_PROCESSES, MAX_TIMEOUT_S
+from kernbench.config.options import MAX_PROCESSES, MAX_TIMEOUT_S
 from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
+from kernbench.config.values import MAX_ITERATIONS
 from kernbench.errors import ConfigError
 from kernbench.results.vocabulary import (
     BACKEND_NAMES,

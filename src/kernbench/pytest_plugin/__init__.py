@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kernbench.config.options import MAX_ITERATIONS
-from kernbench.config.values import positive_float, positive_int
+from kernbench.config.values import MAX_ITERATIONS, positive_float, positive_int
 
 if TYPE_CHECKING:
     from kernbench.api.display import BenchResult
