@@ -182,9 +182,7 @@ def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         server = os.getppid()
         sock.close()
         os.setsid()
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # fork cleared the server's
-        if os.getppid() != server:
-            os._exit(CHILD_FAILED)
+        die_with(server)  # fork cleared the server's parent-death signal
         _redirect(fds)
         limit = request.get("max_memory_bytes")
         if limit is not None:
