@@ -73,11 +73,10 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
     and low clocks are discarded and retaken; the power cap, a heavy kernel's steady state, is
     kept)."""
     from kernbench.errors import KernbenchError
-    from kernbench.execution.measuring import DeviceMemory, settled
+    from kernbench.execution.measuring import DeviceMemory, case_nvml, settled
     from kernbench.measure.backends import backend_for
     from kernbench.measure.gpu_record import gpu_timing_raw
     from kernbench.measure.gpu_session import measure_gpu
-    from kernbench.measure.metrics.gpu_state import nvml_device
 
     framework, name = target
     backend = backend_for(framework)
@@ -87,7 +86,8 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
         raise KernbenchError(f"kernbench.bench: backend={name!r} ({framework}): "
                              f"{refusal or 'no GPU clock for it'}")
     memory = DeviceMemory(backend, name, gpu=True, wanted=True)
-    guard = nvml_device(backend.pci_bus_id(name)).guard() if name == "cuda" else None
+    nvml = case_nvml(backend, name)
+    guard = nvml.guard() if nvml is not None else None
     run = measure_gpu(call, clock, memory.start(), settled(protocol, backend.settle_s(name)),
                       mode, guard)
     outcome = run.outcome

@@ -101,13 +101,18 @@ def bind(job: WorkerJob, module: ModuleType, function: Callable[..., Any],
                        formulas=formulas, source=source)
 
 
+def case_nvml(backend: Backend, name: str) -> NvmlDevice | None:
+    """The NVML view of the device a case on `name` runs on (by its PCI bus id); None off
+    CUDA, where NVML has nothing to say."""
+    return nvml_device(backend.pci_bus_id(name)) if name == "cuda" else None
+
+
 def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
                  module: ModuleType, function: Callable[..., Any],
                  harness: Mapping[str, Any]) -> WorkerReply:
     """Setup, the protocol with memory, energy and GPU state around it, then the checks."""
     fake = job.fake_call_ms is not None
-    nvml = nvml_device(backend.pci_bus_id(job.backend)) \
-        if job.backend == "cuda" and not fake else None
+    nvml = None if fake else case_nvml(backend, job.backend)
     gpu_before = nvml.state() if nvml is not None else None
     timed = _time_case(job, settings, backend, module, function, harness, nvml)
     gpu = None if nvml is None else {"before": gpu_before, "after": nvml.state()}
