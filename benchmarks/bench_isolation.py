@@ -19,9 +19,11 @@ samples and warm-up calls, the warm-up counted as the longest worker's times the
 so an upper bound).
 
 Goals (measurement-truth issue): <= 50 ms overhead per case for every framework with the fork
-server; >= 50 % of the wall time inside kernels with the default settings.
+server; >= 50 % of the wall time inside kernels with the default settings. Processes run in
+rounds, as by default; ``--no-interleave`` runs each case's back to back instead.
 
     python benchmarks/bench_isolation.py [--cases 12] [--rounds 2] [--only numpy,torch]
+                                         [--no-interleave]
 """
 
 from __future__ import annotations
@@ -101,10 +103,11 @@ def run_tree(root: Path, out: Path, settings: RunSettings) -> tuple[float, list[
     return wall_s, results
 
 
-def overhead_s(root: Path, scratch: Path, isolation: str, processes: int) -> float:
+def overhead_s(root: Path, scratch: Path, isolation: str, processes: int,
+               interleave: bool = True) -> float:
     """Seconds a suite of the trivial kernels under `root` spent outside its kernels."""
     settings = RunSettings(root=root, isolation=isolation, processes=processes,
-                           protocol=ProtocolSettings(warmup_time_s=0.0))
+                           interleave=interleave, protocol=ProtocolSettings(warmup_time_s=0.0))
     wall_s, results = run_tree(root, scratch / f"out-{isolation}", settings)
     return wall_s - sum(timed_s(r) + warmup_s(r, processes) for r in results)
 
@@ -113,7 +116,8 @@ def part_one(args: argparse.Namespace, tmp: Path) -> bool:
     frameworks = [f for f in (args.only.split(",") if args.only else FRAMEWORKS)
                   if f == "python" or importlib.util.find_spec(f) is not None]
     print(f"\nPer-case overhead: {args.cases} trivial kernels per framework, "
-          f"{args.processes} worker processes per case, --warmup-time 0, "
+          f"{args.processes} worker processes per case "
+          f"{'in rounds' if args.interleave else 'back to back'}, --warmup-time 0, "
           f"median of {args.rounds} rounds. Start-up: a one-case suite's overhead less one "
           f"added case; per added case: (suite - one-case suite) / {args.cases - 1}\n")
     print("| framework | spawn, per case | fork server, per case | fork, per worker | "
@@ -126,9 +130,10 @@ def part_one(args: argparse.Namespace, tmp: Path) -> bool:
         trivial_tree(one, framework, 1)
         figures: dict[str, list[float]] = {"spawn": [], "fork": [], "one": []}
         for _ in range(args.rounds):
-            figures["one"].append(overhead_s(one, tmp, "fork", args.processes))
+            figures["one"].append(overhead_s(one, tmp, "fork", args.processes, args.interleave))
             for isolation in ("fork", "spawn"):
-                figures[isolation].append(overhead_s(root, tmp, isolation, args.processes))
+                figures[isolation].append(overhead_s(root, tmp, isolation, args.processes,
+                                                     args.interleave))
         spawn, fork, single = (statistics.median(figures[k]) for k in ("spawn", "fork", "one"))
         added = (fork - single) / (args.cases - 1)
         per_case = fork / args.cases * 1e3
@@ -144,7 +149,7 @@ def part_one(args: argparse.Namespace, tmp: Path) -> bool:
 def part_two(args: argparse.Namespace, tmp: Path) -> bool:
     root = tmp / "tree-busy"
     one_ms_tree(root, 20)
-    defaults = RunSettings(root=root)
+    defaults = RunSettings(root=root, interleave=args.interleave)
     rows = []
     for isolation in ("fork", "spawn"):
         settings = replace(defaults, isolation=isolation)
@@ -176,6 +181,8 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=RunSettings(root=Path()).processes)
     parser.add_argument("--only", default="", help="comma list of frameworks for part 1")
     parser.add_argument("--skip-share", action="store_true", help="leave part 2 out")
+    parser.add_argument("--no-interleave", dest="interleave", action="store_false",
+                        help="run each case's processes back to back (default: in rounds)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kernbench-isolation-") as tmp:
         met = part_one(args, Path(tmp))

@@ -409,7 +409,7 @@ def test_interrupted_run_suite_keeps_finished_cases(tmp_path: Path) -> None:
     kernel(tmp_path, "b_second", GOOD)
     out = tmp_path / "out"
     settings = RunSettings(root=tmp_path, protocol=ProtocolSettings(warmup=1, iterations=5),
-                           fake_call_ms=1.0)
+                           fake_call_ms=1.0, interleave=False)  # in rounds: test_rounds.py
     seen: list[str] = []
 
     def interrupt(result: Any, index: int, total: int) -> None:

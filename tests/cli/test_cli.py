@@ -546,7 +546,7 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
     write(tmp_path / "kernels" / "good.py", GOOD)
     code, _, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "3")
     assert code == 0
-    assert "[1/1] good[cpu,fp32]: p50 3 ms" in err
+    assert "[3/3] good[cpu,fp32]: p50 3 ms" in err  # three processes, in rounds
     assert "1 cases: 1 ok" in err
 
 

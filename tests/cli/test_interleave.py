@@ -1,5 +1,6 @@
-"""`kernbench run --interleave` end to end through `kernbench.cli.main.main`: progress lines
-labelled by round, the setting recorded and repeated by `--resume`, refusals."""
+"""`kernbench run`'s interleaved rounds (the default) end to end through
+`kernbench.cli.main.main`: progress lines labelled by round, `--no-interleave`, the setting
+recorded and repeated by `--resume`, which runs only the processes a stopped case lacks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 from kernbench.api import run_suite
 from kernbench.cli.main import main
+from kernbench.execution.held import FOLDER_NAME
+from kernbench.execution.rounds import _Rounds
 from kernbench.execution.settings import RunSettings
 from kernbench.results.model import ProtocolSettings
 from support.kernel_tree import FAST, kernel, load, write
@@ -36,11 +39,11 @@ def logged(root: Path) -> list[str]:
     return [line.split()[0] for line in (root / "log.txt").read_text().splitlines()]
 
 
-def test_interleaved_run_reports_rounds_and_records_the_setting(
+def test_a_run_interleaves_by_default_and_reports_rounds(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root, out = tree(tmp_path / "repo"), tmp_path / "out"
     code = main(["run", "--root", str(root), "--output-dir", str(out), *FLAGS,
-                 "--processes", "3", "--interleave"])
+                 "--processes", "3"])
     err = capsys.readouterr().err
     assert code == 0, err
     assert logged(root) == ["a", "b", "a", "b", "a", "b"]
@@ -50,25 +53,39 @@ def test_interleaved_run_reports_rounds_and_records_the_setting(
     summary = load(out / "summary.json")
     assert summary["settings"]["interleave"] is True
     assert [r["worker"]["processes"] for r in summary["results"]] == [3, 3]
+    assert not (out / FOLDER_NAME).exists()  # a finished run holds no processes
 
 
-def test_the_suite_file_key_interleaves(tmp_path: Path,
+def test_no_interleave_runs_each_case_back_to_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, out = tree(tmp_path / "repo"), tmp_path / "out"
+    code = main(["run", "--root", str(root), "--output-dir", str(out), *FLAGS, "-q",
+                 "--processes", "3", "--no-interleave"])
+    assert code == 0, capsys.readouterr().err
+    assert logged(root) == ["a", "a", "a", "b", "b", "b"]
+    summary = load(out / "summary.json")
+    assert summary["settings"]["interleave"] is False
+    assert "interleaved" not in summary["results"][0]["worker"]
+
+
+def test_the_suite_file_key_turns_interleaving_off(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     root, out = tree(tmp_path / "repo"), tmp_path / "out"
-    suite = write(tmp_path / "suite.yml", "processes: 2\ninterleave: true\n")
+    suite = write(tmp_path / "suite.yml", "processes: 2\ninterleave: false\n")
     code = main(["run", "--root", str(root), "--output-dir", str(out), *FLAGS, "-q",
                  "--config", str(suite)])
     assert code == 0, capsys.readouterr().err
-    assert logged(root) == ["a", "b", "a", "b"]
-    assert load(out / "summary.json")["settings"]["interleave"] is True
+    assert logged(root) == ["a", "a", "b", "b"]
+    assert load(out / "summary.json")["settings"]["interleave"] is False
 
 
-def test_resume_repeats_interleave_and_completes_partial_cases(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def stopped_run(tmp_path: Path) -> tuple[Path, Path]:
+    """Three cases of three processes, stopped as round 2 reaches b: a has two processes,
+    b and c one each."""
     root, out = tree(tmp_path / "repo", ("a", "b", "c")), tmp_path / "out"
     settings = RunSettings(root=root.resolve(), protocol=ProtocolSettings(warmup=1,
                                                                          iterations=5),
-                           fake_call_ms=1.0, processes=3, interleave=True)
+                           fake_call_ms=1.0, processes=3)
 
     def stop(label: str, index: int, total: int) -> None:
         if label == "round 2/3 b[cpu,native]":
@@ -76,25 +93,51 @@ def test_resume_repeats_interleave_and_completes_partial_cases(
 
     with pytest.raises(KeyboardInterrupt):
         run_suite(settings, out, on_start=stop, extra_settings={"formats": ["json"]})
-    partial = {r["kernel_name"]: r["worker"]["processes"]
-               for r in load(out / "summary.json")["results"]}
-    assert partial == {"a": 2, "b": 1, "c": 1}
     (root / "log.txt").unlink()
-    code = main(["run", "--resume", str(out), "-q"])
-    assert code == 0, capsys.readouterr().err
-    assert logged(root) == ["a", "b", "c"] * 3  # every case again, still in rounds
+    return root, out
+
+
+def check_resumed(root: Path, out: Path, code: int) -> None:
+    """The resume ran only the processes each case lacked, in rounds, and completed."""
+    assert code == 0
+    assert logged(root) == ["b", "c", "a", "b", "c"]
     summary = load(out / "summary.json")
     assert summary["complete"] is True
     assert summary["settings"]["interleave"] is True
-    assert [r["worker"]["processes"] for r in summary["results"]] == [3, 3, 3]
+    for record in summary["results"]:
+        assert record["worker"]["processes"] == 3
+        assert record["timing"]["process_sample_counts"] == [5, 5, 5]
+    assert not (out / FOLDER_NAME).exists()
 
 
-def test_interleave_with_ab_is_refused(tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
-    root = tree(tmp_path / "repo")
-    code = main(["run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FLAGS,
-                 "--ab", "HEAD", "--interleave"])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert "--interleave cannot be combined with --ab" in err
-    assert not (tmp_path / "out").exists()
+def test_resume_runs_only_the_processes_a_stopped_case_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, out = stopped_run(tmp_path)
+    partial = {r["kernel_name"]: r["worker"]["processes"]
+               for r in load(out / "summary.json")["results"]}
+    assert partial == {"a": 2, "b": 1, "c": 1}
+    assert len(list((out / FOLDER_NAME).glob("*.jsonl"))) == 3
+    code = main(["run", "--resume", str(out), "-q"])
+    check_resumed(root, out, code if code else 0)
+    assert code == 0, capsys.readouterr().err
+
+
+def test_a_run_killed_before_it_saved_its_cases_still_resumes_their_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGKILL leaves no record of the unfinished cases, only their held processes."""
+    monkeypatch.setattr(_Rounds, "save_partial", lambda self: None)
+    root, out = stopped_run(tmp_path)
+    assert load(out / "summary.json")["results"] == []
+    code = main(["run", "--resume", str(out), "-q"])
+    assert code == 0, capsys.readouterr().err
+    check_resumed(root, out, code)
+
+
+def test_a_new_run_ignores_processes_an_earlier_run_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, out = stopped_run(tmp_path)
+    code = main(["run", "--root", str(root), "--output-dir", str(out), *FLAGS, "-q",
+                 "--processes", "3"])
+    assert code == 0, capsys.readouterr().err
+    assert logged(root) == ["a", "b", "c"] * 3

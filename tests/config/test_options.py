@@ -92,7 +92,8 @@ def test_readme_other_commands_table_has_their_own_flags() -> None:
 
 def test_readme_names_no_flag_the_table_lacks() -> None:
     section = readme_reference()
-    known = {f for c in COMMANDS for o in c.options for f in o.flags} | {"--help", "--version"}
+    known = ({f for c in COMMANDS for o in c.options for f in (*o.flags, o.negation) if f}
+             | {"--help", "--version"})
     misspelt = {"--iter"}  # the README's example of a flag kernbench refuses
     assert sorted(set(FLAG.findall(section)) - known - misspelt) == []
     synopses = re.findall(r"^- `kernbench (\w+)([^`]*)`", section, re.M)
@@ -130,7 +131,7 @@ def test_each_command_parses_its_table(cmd: Command) -> None:
                if isinstance(a, argparse._SubParsersAction)).choices[cmd.name]
     actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
     assert [tuple(a.option_strings) or (a.dest,) for a in actions] == [
-        o.flags for o in cmd.options]
+        (*o.flags, *filter(None, [o.negation])) for o in cmd.options]
     for action, option in zip(actions, cmd.options, strict=True):
         assert action.dest == option.dest
         assert action.help == (None if option.full_help is None

@@ -35,7 +35,7 @@ seed: 7
 timeout_s: 120
 gpu_timing: all
 processes: 5
-interleave: true
+interleave: false
 backends: [cpu]
 precisions: [fp32, bf16]
 formats: [json, md, html, csv]
@@ -107,7 +107,7 @@ def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     assert settings.protocol.seed == 7
     assert settings.timeout_s == 120.0
     assert settings.processes == 5
-    assert settings.interleave is True
+    assert settings.interleave is False
     assert settings.isolation == "spawn"
     assert settings.protocol.warmup_time_s == 0.5
     assert settings.filters == ("gemm", "soft*")

@@ -40,7 +40,9 @@ def run_benchmark():
     return np.ones(4, dtype=np.float32)
 """
 NAMES = [f"k{i}" for i in range(6)]
-FLAGS = (*FAST, "--debug-fake-timer", "2", "-q")
+FLAGS = (*FAST, "--debug-fake-timer", "2", "-q", "--no-interleave")
+"""Back to back, so a case's record is written as soon as its processes are done (an
+interleaved run's resume is tests/cli/test_interleave.py's)."""
 
 
 def tree(root: Path) -> Path:
@@ -276,7 +278,7 @@ def test_resuming_inside_a_kernel_keeps_its_earlier_points(tmp_path: Path) -> No
     kernel(tmp_path, "swept", "def run_benchmark(n):\n    return float(n)\n")
     write(tmp_path / "kernels" / "swept" / "bench.yaml", "sweep: {params: {n: [1, 2, 3]}}\n")
     settings = RunSettings(root=tmp_path, protocol=ProtocolSettings(warmup=1, iterations=3),
-                           fake_call_ms=1.0)
+                           fake_call_ms=1.0, interleave=False)
     out = tmp_path / "out"
 
     def stop_after_two(result: Any, index: int, total: int) -> None:
@@ -325,7 +327,7 @@ def test_resuming_after_a_reference_implementation_still_checks_the_others(
           wrong: {function: total_wrong, framework: numpy}
     """)
     settings = RunSettings(root=tmp_path, protocol=ProtocolSettings(warmup=1, iterations=3),
-                           fake_call_ms=1.0)
+                           fake_call_ms=1.0, interleave=False)
     out = tmp_path / "out"
 
     def stop_after_one(result: Any, index: int, total: int) -> None:

@@ -1,4 +1,4 @@
-"""`run --interleave` (kernbench.execution.rounds): a case's processes in rounds, process k of
+"""Interleaved rounds (`kernbench run`'s default; kernbench.execution.rounds): process k of
 every case in round k, merged per case as a back-to-back run merges them; a stopped run keeps
 its partial cases and a resume completes them."""
 
@@ -180,7 +180,7 @@ def test_a_stopped_run_keeps_every_finished_process(stopped: tuple[Path, Path]) 
     assert load(out / "kernels" / "c.json")["results"][0]["worker"]["processes"] == 2
 
 
-def test_resume_runs_partial_cases_again_in_full(stopped: tuple[Path, Path]) -> None:
+def test_resume_runs_only_the_processes_partial_cases_lack(stopped: tuple[Path, Path]) -> None:
     root, out = stopped
     before = records(out)
     (root / "log.txt").unlink()
@@ -189,9 +189,11 @@ def test_resume_runs_partial_cases_again_in_full(stopped: tuple[Path, Path]) -> 
     after = records(out)
     assert {name: r["worker"]["processes"] for name, r in after.items()} == \
         {"a": 3, "b": 3, "c": 3}
-    assert after["a"]["worker"]["pid"] == before["a"]["worker"]["pid"]  # kept as it was
-    assert after["b"]["worker"]["pid"] != before["b"]["worker"]["pid"]
-    assert logged(root) == ["b", "c", "b", "c", "b", "c"]
+    assert after["a"] == before["a"]  # kept as it was
+    assert after["b"]["worker"]["pid"] == before["b"]["worker"]["pid"]  # its first process's
+    assert after["b"]["timing"]["samples_ms"][:10] == before["b"]["timing"]["samples_ms"]
+    assert after["b"]["timing"]["process_sample_counts"] == [5, 5, 5]
+    assert logged(root) == ["b", "c"]
     summary = load(out / "summary.json")
     assert summary["complete"] is True
     assert summary["settings"]["resumed"][-1]["kept_cases"] == 1
@@ -250,3 +252,22 @@ def test_a_second_signal_during_a_cases_merge_loses_none_of_its_processes(
     assert landed == [2]
     assert {name: r["worker"]["processes"] for name, r in records(out).items()} == \
         {"a": 3, "b": 2, "c": 2}
+
+
+def test_an_error_between_rounds_keeps_what_finished_for_a_resume(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo", ("a", "b"))
+    out = tmp_path / "out"
+
+    def fail(label: str, index: int, total: int) -> None:
+        if label == "round 2/3 b[cpu,native]":
+            raise RuntimeError("a bug between rounds")
+
+    with pytest.raises(RuntimeError, match="a bug between rounds"):
+        run_suite(settings(root), out, on_start=fail)
+    assert {name: r["worker"]["processes"] for name, r in records(out).items()} == \
+        {"a": 2, "b": 1}
+    (root / "log.txt").unlink()
+    assert run_suite(settings(root), out, resume=True).exit_code == 0
+    assert logged(root) == ["b", "a", "b"]
+    assert {name: r["worker"]["processes"] for name, r in records(out).items()} == \
+        {"a": 3, "b": 3}

@@ -34,7 +34,7 @@ DEFAULT_THRESHOLD = 0.10
 DEFAULT_ACCURACY_DRIFT = 1e-3
 DEFAULT_ALPHA = 0.05
 ADVICE = ("for a trustworthy answer run an interleaved A/B (`--ab REF`), or both runs again on "
-          "a quiet machine with `--processes 3` or more (and `--interleave` on a shared one)")
+          "a quiet machine with `--processes 3` or more, interleaved (the default)")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from kernbench.api.reports import clear_previous_reports
 from kernbench.api.sink import OnResult, ResultSink
 from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
+from kernbench.execution.held import FOLDER_NAME as HELD_FOLDER
+from kernbench.execution.held import HeldProcesses
 from kernbench.execution.planning import plan_key
 from kernbench.execution.runner import (
     BenchmarkRunner,
@@ -81,9 +83,10 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     SIGINT and SIGTERM stop the run between writes (:mod:`kernbench.execution.interrupts`): the
     summary written on the way out has `complete: false`. With `resume`, `output_dir` holds such an
     interrupted run: its finished cases are kept and only the others run
-    (:mod:`kernbench.execution.resume`). With `settings.interleave` the callbacks count worker
-    processes and `on_step` hears of each one that did not finish its case
-    (:meth:`BenchmarkRunner.run`)."""
+    (:mod:`kernbench.execution.resume`), each case the run stopped in the middle of only with
+    the processes it lacks (:mod:`kernbench.execution.held`). With `settings.interleave` (the
+    default) the callbacks count worker processes and `on_step` hears of each one that did
+    not finish its case (:meth:`BenchmarkRunner.run`)."""
     from kernbench.execution.interrupts import signals_handled
     from kernbench.execution.resume import load_previous
 
@@ -102,20 +105,25 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     if previous is not None:
         started, kept, planned, run_settings = _resume_state(
             previous, planned, run_settings, environment, log, settings.processes)
+    held = HeldProcesses(output_dir / HELD_FOLDER)
     with signals_handled() as guard:
         sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
         with guard.critical():
             clear_previous_reports(output_dir)
+            if previous is None:  # a new run: no earlier run's processes join its cases
+                held.clear()
             sink.start(environment, manifest, started, run_settings)
         complete = False
         machine = RunState(measure=settings.fake_call_ms is None)
         try:
             BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
-                                          keep=False, on_step=on_step)
+                                          keep=False, on_step=on_step, held=held)
             complete = True
         finally:
             with guard.critical():
                 run = sink.finish(complete, machine.finish(complete))
+                if complete:
+                    held.clear()
     return RunOutcome(run, output_dir, exit_code_for(run.results))
 
 

@@ -21,6 +21,10 @@ def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     if option.kind == "switch":
         parser.add_argument(*option.flags, action="store_true", help=help_text)
         return
+    if option.kind == "toggle":
+        parser.add_argument(*option.flags, str(option.negation), dest=option.dest,
+                            action=Toggle, default=option.default, help=help_text)
+        return
     extra: dict[str, Any] = {}
     if (parse := value_type(option)) is not None:
         extra["type"] = parse
@@ -31,6 +35,18 @@ def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     if not option.positional:
         extra["default"] = option.default
     parser.add_argument(*option.flags, metavar=option.metavar, help=help_text, **extra)
+
+
+class Toggle(argparse.Action):
+    """`--x` turns the option on, `--no-x` off (argparse's BooleanOptionalAction, without the
+    default it appends to the help in some Python versions and not in others)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, not (option_string or "").startswith("--no-"))
 
 
 class Parser(argparse.ArgumentParser):

@@ -27,7 +27,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
                                   warmup_time_s=args.warmup_time),
         backends=args.backends, precisions=args.precision, filters=args.filter,
         timeout_s=args.timeout, processes=args.processes, shard=args.shard, sku=args.sku,
-        interleave=getattr(args, "interleave", False),
+        interleave=getattr(args, "interleave", True),
         trace_python=args.trace_memory,
         flush_l2=not args.no_l2_flush, gpu_timing=getattr(args, "gpu_timing", None),
         cache_dir=None if args.no_cpu_peak else (args.cache_dir or default_cache_dir()),
@@ -59,9 +59,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.ab and getattr(args, "profile", None):
         raise KernbenchError("--profile cannot be combined with --ab (every round would "
                              "profile again); profile a plain run")
-    if args.ab and getattr(args, "interleave", False):
-        raise KernbenchError("--interleave cannot be combined with --ab: --ab already runs "
-                             "its cases in rounds (see --rounds)")
     from kernbench.cli.scale import check_sharded, cmd_run_sharded
 
     check_sharded(args)

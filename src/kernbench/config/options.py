@@ -24,9 +24,10 @@ from kernbench.results.vocabulary import (
     PRECISION_NAMES,
 )
 
-Kind = Literal["switch", "text", "int", "count", "positive_float", "non_negative_float",
+Kind = Literal["switch", "toggle", "text", "int", "count", "positive_float", "non_negative_float",
                "probability", "path", "list", "choice", "size", "formats", "shard", "slowdowns"]
-"""How an option's text is read: `switch` takes no value; `count` is an integer >= `minimum`;
+"""How an option's text is read: `switch` takes no value; `toggle` takes none either and has
+a `--no-` twin that turns it off; `count` is an integer >= `minimum`;
 `probability` is a number strictly between 0 and 1; `list` is a comma list (checked against
 `choices` when given); the last four have parsers of their own
 (:mod:`kernbench.cli.arguments`)."""
@@ -98,10 +99,16 @@ class Option:
         return f"{self.help} (default: {self.shown_default})"
 
     @property
+    def negation(self) -> str | None:
+        """A toggle's flag that turns it off (`--no-interleave`); None for other kinds."""
+        return f"--no-{self.name[2:]}" if self.kind == "toggle" else None
+
+    @property
     def usage(self) -> str:
-        """`--iters N`, `--isolation fork|spawn`, `--list`: how the README's reference names it."""
-        if self.kind == "switch":
-            return "/".join(self.flags)
+        """`--iters N`, `--isolation fork|spawn`, `--list`, `--interleave/--no-interleave`: how
+        the README's reference names it."""
+        if self.kind in ("switch", "toggle"):
+            return "/".join((*self.flags, *filter(None, [self.negation])))
         value = self.metavar or ("|".join(self.choices) if self.choices else self.dest.upper())
         return f"{self.name} {value}"
 
@@ -171,8 +178,10 @@ RUN = (
            str(DEFAULT_PROCESSES), "N", minimum=1, maximum=MAX_PROCESSES, suite_key="processes"),
     Option(("--interleave",), "run the --processes in rounds, process k of every case in round "
            "k (as asv's interleaved rounds do), so a burst of load hits one process of several "
-           "cases, not every process of one; nothing changes with --processes 1 (see README, "
-           "Regressions you can trust)", "switch", False, suite_key="interleave"),
+           "cases, not every process of one; --no-interleave runs a case's processes back to "
+           "back; nothing changes with --processes 1, nor with --ab, which runs rounds of its "
+           "own (see README, Regressions you can trust)", "toggle", True, "on",
+           suite_key="interleave"),
     Option(("--output-dir",), "where reports are written", "path", Path("reports"), "reports",
            "DIR", suite_key="output_dir"),
     Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "

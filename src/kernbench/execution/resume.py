@@ -12,11 +12,13 @@ summary was never rewritten). The rules:
 * the machine fingerprint must match: figures from two machines do not mix either;
 * a case is finished when a record with its case id exists; it is kept as it is (started_at,
   worker pid and samples unchanged) and only the other planned cases run;
-* except an ok record of fewer worker processes than the run asks for (an ``--interleave``
-  run stopped between rounds saves such a partial case): that case runs again in full and its
-  new record replaces the partial one, so every ok record of the finished run has all its
-  processes (whether the run's processes were interleaved is not compared: it changes the
-  order of the processes, not what a record means);
+* except an ok record of fewer worker processes than the run asks for (a run stopped between
+  its interleaved rounds saves such a partial case): that case is planned again, runs only the
+  processes it lacks (the output directory's ``processes/`` holds the finished ones,
+  :mod:`kernbench.execution.held`; without them it runs in full) and its new record replaces
+  the partial one, so every ok record of the finished run has all its processes (whether the
+  run's processes were interleaved is not compared: it changes the order of the processes, not
+  what a record means);
 * records of cases the plan no longer holds (a kernel deleted since) are dropped.
 """
 
@@ -166,7 +168,8 @@ def record_processes(record: CaseResult) -> int:
 def split_plan(planned: Sequence[Case | KernelSpec], records: Sequence[CaseResult],
                processes: int = 1) -> tuple[list[CaseResult], list[Case | KernelSpec]]:
     """(finished records to keep, in plan order; planned items still to run). An ok record of
-    fewer than `processes` worker processes is not finished: its case runs again."""
+    fewer than `processes` worker processes is not finished: its case runs again (only the
+    processes it lacks, where the run's held processes have the others)."""
     by_key: dict[str, CaseResult] = {}
     for record in records:
         if record.status == "ok" and record_processes(record) < processes:

@@ -1,24 +1,27 @@
-"""Interleaved processes (``kernbench run --interleave``): asv's ``--interleave-rounds``.
+"""Interleaved processes (``kernbench run``'s default; ``--no-interleave`` turns it off): asv's
+``--interleave-rounds``.
 
-A plain run measures a case's ``--processes`` back to back, so a burst of load on the machine
-in the middle of a suite lands on every process of one case: they agree with each other, and a
-comparison of stored runs (which tests between processes) blames that kernel with confidence.
-In rounds, round k runs process k of every case in plan order: a burst then lands on one
-process of several cases, shows up as spread between their processes, and the comparison
-says inconclusive instead of regressed.
+Measured back to back, a case's ``--processes`` share one stretch of time, so a burst of load
+on the machine in the middle of a suite lands on every process of one case: they agree with
+each other, and a comparison of stored runs (which tests between processes) blames that
+kernel with confidence. In rounds, round k runs process k of every case in plan order: a
+burst then lands on one process of several cases, shows up as spread between their
+processes, and the comparison says inconclusive instead of regressed.
 
 Round 0 runs each case's first process (the one that checks accuracy, saves or loads the
 reference output and profiles); rounds 1..N-1 run process k, from fork-server slot k as a
 plain run does, of every case whose first process was ok. A case's record is built when its
 last process finished, exactly as :meth:`BenchmarkRunner.run_case` builds it, and marked
 ``worker.interleaved``; records go out in plan order, as a plain run's (a case finished early,
-its first process failed, waits for the cases before it). A run stopped by a signal keeps
-what finished: a case with some processes done is recorded from those
-(``worker.processes`` says how many), and ``--resume`` runs such a case again in full
-(:func:`kernbench.execution.resume.split_plan`).
+its first process failed, waits for the cases before it). A run stopped by a signal (or an
+error) keeps what finished: a case with some processes done is recorded from those
+(``worker.processes`` says how many).
 
-The parent holds each unfinished case's per-process records until its last round, so the
-memory of a run grows with the suite (a plain run's stays flat).
+Until its last round a case's finished processes are held by a
+:class:`~kernbench.execution.held.HeldProcesses`: a run that writes reports keeps them in its
+output directory, so the parent's memory stays flat and ``--resume`` runs only the processes a
+stopped run's cases still lack (a case found there with processes joins the round of its next
+one).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from kernbench.execution.held import HeldProcesses
 from kernbench.execution.outcomes import invalid_result
 from kernbench.results.model import Case, CaseResult, KernelSpec
 
@@ -57,14 +61,15 @@ class _Rounds:
     a plain run's do)."""
 
     def __init__(self, runner: BenchmarkRunner, planned: Sequence[Case | KernelSpec],
-                 callbacks: Callbacks, keep: bool) -> None:
+                 callbacks: Callbacks, keep: bool, held: HeldProcesses) -> None:
         self.runner, self.planned, self.callbacks, self.keep = runner, planned, callbacks, keep
+        self.held = held
         self.processes = runner.settings.processes
         cases = sum(isinstance(item, Case) for item in planned)
         self.total = len(planned) - cases + cases * self.processes
         self.done = 0
-        self.partial: dict[int, list[CaseResult]] = {}
-        """Plan index -> the finished processes of a case still to run more."""
+        self.counts: dict[int, int] = {}
+        """Plan index -> how many processes an unfinished case has (they are in `held`)."""
         self.ready: dict[int, CaseResult] = {}
         """Plan index -> a finished case's record, not yet passed on."""
         self.next_out = 0
@@ -73,45 +78,67 @@ class _Rounds:
 
     def first_round(self) -> None:
         for index, item in enumerate(self.planned):
-            name = item.case_id if isinstance(item, Case) else item.name
-            self._start(0, name)
             if isinstance(item, KernelSpec):
+                self._start(0, item.name)
                 self._finished(0, index, invalid_result(item))
                 continue
+            earlier = self.held.get(item.case_id)  # a resumed case's finished processes
+            if earlier:
+                self._resumed(index, item, earlier)
+                continue
+            self._start(0, item.case_id)
             first = self.runner.first_process(item, slot=0)
             if self.runner.wants_more(first):
-                self.partial[index] = [first]
+                self.held.add(item.case_id, first)
+                self.counts[index] = 1
                 self._step(0, first)
             else:
                 self.total -= self.processes - 1
                 self._finished(0, index, self._finish(item, [first]))
 
+    def _resumed(self, index: int, case: Case, earlier: list[CaseResult]) -> None:
+        """A case with processes from the run this one resumes: only the rest will run."""
+        if not self.runner.wants_more(earlier[0]) or len(earlier) >= self.processes:
+            self.total -= self.processes - 1
+            self.held.discard(case.case_id)
+            self._finished(0, index, self._finish(case, earlier[:self.processes]))
+            return
+        self.total -= len(earlier)
+        self.counts[index] = len(earlier)
+
     def round(self, k: int) -> None:
-        for index in list(self.partial):
+        for index in [i for i, count in self.counts.items() if count == k]:
             case = self.planned[index]
             assert isinstance(case, Case)
             self._start(k, case.case_id)
-            self.partial[index].append(self.runner.other_process(case, slot=k))
+            result = self.runner.other_process(case, slot=k)
+            self.held.add(case.case_id, result)
+            self.counts[index] += 1
             if k < self.processes - 1:
-                self._step(k, self.partial[index][-1])
+                self._step(k, result)
                 continue
-            record = self._finish(case, self.partial[index])  # a signal here keeps them
-            del self.partial[index]
+            record = self._finish(case, self.held.get(case.case_id))  # a signal here keeps them
+            del self.counts[index]
+            self.held.discard(case.case_id)
             self._finished(k, index, record)
 
     def save_partial(self) -> None:
-        """After a signal: every case with finished processes, recorded from those, then every
-        finished record not yet passed on. A further signal meanwhile costs at most the one
-        record it lands in, after a second try."""
-        for index, results in sorted(self.partial.items()):
+        """After a signal or an error: every case with finished processes, recorded from
+        those (they stay held, for a resume), then every finished record not yet passed on. A
+        further signal meanwhile costs at most the one record it lands in, after a second try."""
+        for index in sorted(self.counts):
             case = self.planned[index]
             assert isinstance(case, Case)
-            record = _twice(functools.partial(self._finish, case, results))
+            record = _twice(functools.partial(self._finish_held, case))
             if record is not None:
                 self.ready[index] = record
-        self.partial.clear()
+        self.counts.clear()
         for index in sorted(self.ready):
             _twice(functools.partial(self._pass_on, self.ready.pop(index)))
+
+    def _finish_held(self, case: Case) -> CaseResult | None:
+        held = self.held.get(case.case_id)
+        return self._finish(case, held) if held else None
 
     def _finish(self, case: Case, results: list[CaseResult]) -> CaseResult:
         record = self.runner.finish_case(case, results)
@@ -166,15 +193,18 @@ def _twice(action: Callable[[], _T]) -> _T | None:
 
 
 def run_rounds(runner: BenchmarkRunner, planned: Sequence[Case | KernelSpec],
-               callbacks: Callbacks, keep: bool = True) -> list[CaseResult]:
+               callbacks: Callbacks, keep: bool = True,
+               held: HeldProcesses | None = None) -> list[CaseResult]:
     """Run `planned` in rounds inside `runner`'s session; the records, in plan order (empty
-    without `keep`: they then only go to `on_result`)."""
-    state = _Rounds(runner, planned, callbacks, keep)
+    without `keep`: they then only go to `on_result`). The processes of unfinished cases are
+    kept in `held` (in memory when None); a case `held` already has processes of (a resumed
+    run's) runs only the rest."""
+    state = _Rounds(runner, planned, callbacks, keep, held or HeldProcesses())
     try:
         state.first_round()
         for k in range(1, state.processes):
             state.round(k)
-    except KeyboardInterrupt:
+    except BaseException:  # a signal, or an error that stops the run: keep what finished
         state.save_partial()
         raise
     return state.results

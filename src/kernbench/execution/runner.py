@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
+from kernbench.execution.held import HeldProcesses
 from kernbench.execution.isolation import WorkerExit
 from kernbench.execution.jobs import (
     JobImplementation,
@@ -120,7 +121,8 @@ class BenchmarkRunner:
             on_result: Callable[[CaseResult, int, int], None] | None = None,
             on_start: Callable[[str, int, int], None] | None = None,
             keep: bool = True,
-            on_step: Callable[[str, int, int], None] | None = None) -> list[CaseResult]:
+            on_step: Callable[[str, int, int], None] | None = None,
+            held: HeldProcesses | None = None) -> list[CaseResult]:
         """Run the planned cases in order; `on_start(label, index, total)` before each and
         `on_result(result, index, total)` after each (1-based index). With `keep` False the
         results only go to `on_result` (constant memory) and the list returned is empty.
@@ -128,19 +130,25 @@ class BenchmarkRunner:
         With `interleave` and several processes the processes run in rounds
         (:mod:`kernbench.execution.rounds`): index and total then count worker processes,
         `on_start` comes before each, `on_result` when a case's last one finished, and
-        `on_step(line, index, total)` after each of the others."""
+        `on_step(line, index, total)` after each of the others. `held` keeps the processes of
+        unfinished cases (:mod:`kernbench.execution.held`); a case it already has processes of,
+        from a run this one resumes, runs only the rest, interleaved or not."""
         results = []
+        held = held or HeldProcesses()
         with self.session():
             if self.settings.interleave and self.settings.processes > 1:
                 from kernbench.execution.rounds import Callbacks, run_rounds
 
-                return run_rounds(self, planned, Callbacks(on_start, on_result, on_step), keep)
+                return run_rounds(self, planned, Callbacks(on_start, on_result, on_step), keep,
+                                  held)
             for index, item in enumerate(planned, start=1):
                 if on_start is not None:
                     on_start(item.case_id if isinstance(item, Case) else item.name, index,
                              len(planned))
                 result = (invalid_result(item) if isinstance(item, KernelSpec)
-                          else self.run_case(item))
+                          else self.run_case(item, done=held.get(item.case_id)))
+                if isinstance(item, Case):
+                    held.discard(item.case_id)
                 if keep:
                     results.append(result)
                 if on_result is not None:
@@ -176,16 +184,19 @@ class BenchmarkRunner:
         finally:
             self._launcher = previous
 
-    def run_case(self, case: Case, slot: int = 0) -> CaseResult:
+    def run_case(self, case: Case, slot: int = 0,
+                 done: Sequence[CaseResult] = ()) -> CaseResult:
         """Run one case in `processes` fresh worker processes and build its record; process k
-        starts from replicate slot `slot + k` (see kernbench.execution.launcher). A device a
-        worker found unavailable to a framework stays so for the rest of the run: later cases
-        of that framework and backend are skipped without starting a worker."""
-        first = self.first_process(case, slot)
-        if not self.wants_more(first):
-            return self.finish_case(case, [first])
-        others = [self.other_process(case, slot + k) for k in range(1, self.settings.processes)]
-        return self.finish_case(case, [first, *others])
+        starts from replicate slot `slot + k` (see kernbench.execution.launcher). `done` are
+        processes of the case already finished (a resumed run's): only the rest run. A device
+        a worker found unavailable to a framework stays so for the rest of the run: later
+        cases of that framework and backend are skipped without starting a worker."""
+        results = list(done[:self.settings.processes]) or [self.first_process(case, slot)]
+        if not self.wants_more(results[0]):
+            return self.finish_case(case, results[:1])
+        results += [self.other_process(case, slot + k)
+                    for k in range(len(results), self.settings.processes)]
+        return self.finish_case(case, results)
 
     def first_process(self, case: Case, slot: int = 0) -> CaseResult:
         """The case's first process (the one that checks accuracy, saves or loads the

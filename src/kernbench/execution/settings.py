@@ -32,9 +32,9 @@ class RunSettings:
     processes: int = 3
     """Worker processes per case; their samples are kept as groups (see
     kernbench.execution.replicates)."""
-    interleave: bool = False
+    interleave: bool = True
     """Run the processes of every case in rounds (round k: process k of every case, asv's
-    ``--interleave-rounds``) instead of back to back (kernbench.execution.rounds); nothing
+    ``--interleave-rounds``) rather than back to back (kernbench.execution.rounds); nothing
     changes with one process."""
     shard: tuple[int, int] | None = None
     """Run only shard K of N (1-based) of the planned cases, split stably by kernel."""
