@@ -61,7 +61,7 @@ def run_benchmark():
 """
 KERNELS = {"loop": KERNEL, "copy": COPY_KERNEL}
 NAMES = tuple(f"kernel_{c}" for c in "abcdef")
-MODES = {"back to back": (), "--interleave": ("--interleave",)}
+MODES = {"back to back": ("--no-interleave",), "--interleave": ("--interleave",)}
 
 
 def kernbench(*args: object) -> float:

@@ -141,3 +141,26 @@ def test_a_new_run_ignores_processes_an_earlier_run_left(
                  "--processes", "3"])
     assert code == 0, capsys.readouterr().err
     assert logged(root) == ["a", "b", "c"] * 3
+
+
+def test_resume_repeats_trace_memory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A record must not merge processes traced by tracemalloc with untraced ones."""
+    root, out = tree(tmp_path / "repo"), tmp_path / "out"
+    settings = RunSettings(root=root.resolve(), protocol=ProtocolSettings(warmup=1,
+                                                                         iterations=5),
+                           fake_call_ms=1.0, processes=3, trace_python=True)
+
+    def stop(label: str, index: int, total: int) -> None:
+        if label == "round 2/3 b[cpu,native]":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings, out, on_start=stop, extra_settings={"formats": ["json"]})
+    assert load(out / "summary.json")["settings"]["trace_memory"] is True
+    code = main(["run", "--resume", str(out), "-q"])
+    assert code == 0, capsys.readouterr().err
+    summary = load(out / "summary.json")
+    assert summary["settings"]["trace_memory"] is True
+    assert all(any(w["code"] == "tracemalloc" for w in r["warnings"])
+               for r in summary["results"])

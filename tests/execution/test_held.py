@@ -3,6 +3,7 @@ processes in memory or in the output directory, and read back exactly as they we
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from kernbench.analysis.summary import record_dict
@@ -42,36 +43,64 @@ def test_processes_read_back_from_a_folder_merge_into_the_same_record(tmp_path: 
     runner, case, results = measured(tmp_path / "repo")
     held = HeldProcesses(tmp_path / "held")
     for result in results:
-        held.add(case.case_id, result)
-    read = held.get(case.case_id)
+        held.add(case.case_id, "k", result)
+    read = held.get(case.case_id, "k")
     assert [r.samples_ms for r in read] == [r.samples_ms for r in results]
     assert record_dict(runner.finish_case(case, read)) == \
         record_dict(runner.finish_case(case, results))
     assert [record_dict(r) for r in read] == [record_dict(r) for r in results]
 
 
-def test_a_line_cut_short_by_a_kill_is_ignored(tmp_path: Path) -> None:
+def test_a_line_cut_short_by_a_kill_is_ignored_and_cut_off_by_the_next_add(
+        tmp_path: Path) -> None:
     _, case, results = measured(tmp_path / "repo")
     held = HeldProcesses(tmp_path / "held")
-    held.add(case.case_id, results[0])
-    held.add(case.case_id, results[1])
+    held.add(case.case_id, "k", results[0])
     (path,) = (tmp_path / "held").glob("*.jsonl")
     text = path.read_text(encoding="utf-8")
-    path.write_text(text + text.splitlines()[0][:200], encoding="utf-8")
-    assert [r.samples_ms for r in held.get(case.case_id)] == \
-        [results[0].samples_ms, results[1].samples_ms]
+    path.write_text(text + text[:200], encoding="utf-8")  # the next line, cut short
+    assert [r.samples_ms for r in held.get(case.case_id, "k")] == [results[0].samples_ms]
+    held.add(case.case_id, "k", results[1])
+    held.add(case.case_id, "k", results[2])
+    assert [r.samples_ms for r in held.get(case.case_id, "k")] == \
+        [r.samples_ms for r in results]
 
 
-def test_cases_are_kept_apart_discarded_and_cleared(tmp_path: Path) -> None:
+def test_processes_measured_otherwise_are_not_read_and_are_replaced(tmp_path: Path) -> None:
     _, case, results = measured(tmp_path / "repo")
     for held in (HeldProcesses(), HeldProcesses(tmp_path / "held")):
-        held.add(case.case_id, results[0])
-        held.add("other[cpu,fp32]", results[1])
-        assert held.get("nothing[cpu,fp32]") == []
-        assert [r.samples_ms for r in held.get("other[cpu,fp32]")] == [results[1].samples_ms]
-        held.discard("other[cpu,fp32]")
-        assert held.get("other[cpu,fp32]") == []
-        assert len(held.get(case.case_id)) == 1
+        held.add(case.case_id, "before", results[0])
+        held.add(case.case_id, "before", results[1])
+        assert held.get(case.case_id, "after") == []
+        held.add(case.case_id, "after", results[2])
+        assert [r.samples_ms for r in held.get(case.case_id, "after")] == \
+            [results[2].samples_ms]
+        assert held.get(case.case_id, "before") == []
+
+
+def test_cases_are_kept_apart_released_and_cleared(tmp_path: Path) -> None:
+    _, case, results = measured(tmp_path / "repo")
+    for held in (HeldProcesses(), HeldProcesses(tmp_path / "held")):
+        held.add(case.case_id, "k", results[0])
+        held.add("other[cpu,fp32]", "k", results[1])
+        assert held.get("nothing[cpu,fp32]", "k") == []
+        assert [r.samples_ms for r in held.get("other[cpu,fp32]", "k")] == \
+            [results[1].samples_ms]
+        held.release("other[cpu,fp32]")  # in memory: gone; on disk: kept until clear()
+        assert len(held.get("other[cpu,fp32]", "k")) == (0 if held.folder is None else 1)
+        assert len(held.get(case.case_id, "k")) == 1
         held.clear()
-        assert held.get(case.case_id) == []
+        assert held.get(case.case_id, "k") == []
     assert not (tmp_path / "held").exists()
+
+
+def test_the_key_names_the_job_and_the_kernel_files_bytes(tmp_path: Path) -> None:
+    runner, case, _ = measured(tmp_path / "repo")
+    before = runner.measured_key(case)
+    assert runner.measured_key(case) == before
+    path = Path(case.kernel.path)
+    path = path if path.is_absolute() else tmp_path / "repo" / path
+    path.write_text(path.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    assert runner.measured_key(case) != before
+    tracing = BenchmarkRunner(dataclasses.replace(runner.settings, trace_python=True))
+    assert tracing.measured_key(case) not in (before, runner.measured_key(case))

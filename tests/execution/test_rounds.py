@@ -5,12 +5,15 @@ its partial cases and a resume completes them."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernbench.api import run_suite
+from kernbench.execution.held import HeldProcesses
 from kernbench.execution.resume import split_plan
 from kernbench.execution.runner import BenchmarkRunner
 from kernbench.execution.settings import RunSettings
@@ -271,3 +274,79 @@ def test_an_error_between_rounds_keeps_what_finished_for_a_resume(tmp_path: Path
     assert logged(root) == ["b", "a", "b"]
     assert {name: r["worker"]["processes"] for name, r in records(out).items()} == \
         {"a": 3, "b": 3}
+
+
+BROKEN_LOGGED = LOGGED.replace("return None", "raise RuntimeError('broken on purpose')")
+
+
+def forget_records(out: Path) -> None:
+    """What a kill (SIGKILL) before the report files were written leaves: no record at all,
+    only the held processes."""
+    summary = load(out / "summary.json")
+    summary["results"] = []
+    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    shutil.rmtree(out / "kernels")
+
+
+def test_a_kill_after_records_were_built_but_not_written_loses_no_process(
+        tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo", ("a", "b"))
+    kernel(root, "c", BROKEN_LOGGED.format(log=str(root / "log.txt"), name="c"))
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):  # a has all 3 processes, b 2, broken c its one
+        run_suite(settings(root), out, on_start=stop_at("round 3/3 b[cpu,native]"))
+    forget_records(out)
+    (root / "log.txt").unlink()
+    assert run_suite(settings(root), out, resume=True).exit_code == 1  # c failed
+    assert logged(root) == ["b"]
+    found = records(out)
+    assert {name: r["worker"]["processes"] for name, r in found.items()} == \
+        {"a": 3, "b": 3, "c": 1}
+    assert found["c"]["status"] == "failed"
+
+
+def test_a_kernel_changed_since_the_stop_runs_again_in_full(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo", ("a", "b"))
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):  # a has 2 processes, b 1
+        run_suite(settings(root), out, on_start=stop_at("round 2/3 b[cpu,native]"))
+    source = root / "kernels" / "b" / "b.py"
+    source.write_text(source.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    (root / "log.txt").unlink()
+    assert run_suite(settings(root), out, resume=True).exit_code == 0
+    assert logged(root) == ["b", "b", "a", "b"]  # b in full: its process 1 in round 1
+    assert [r["worker"]["processes"] for r in records(out).values()] == [3, 3]
+
+
+def test_a_signal_as_a_case_is_released_loses_nothing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tree(tmp_path / "repo", ("a", "b"))
+    out = tmp_path / "out"
+    release = HeldProcesses.release
+
+    def interrupted(self: HeldProcesses, case_id: str) -> None:
+        release(self, case_id)
+        if case_id.startswith("a["):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(HeldProcesses, "release", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings(root), out)
+    assert {name: r["worker"]["processes"] for name, r in records(out).items()} == \
+        {"a": 3, "b": 2}
+    monkeypatch.setattr(HeldProcesses, "release", release)
+    (root / "log.txt").unlink()
+    assert run_suite(settings(root), out, resume=True).exit_code == 0
+    assert logged(root) == ["b"]
+
+
+def test_a_resume_keeps_the_profiles_of_the_processes_it_keeps(tmp_path: Path) -> None:
+    root = tree(tmp_path / "repo", ("a", "b"))
+    out = tmp_path / "out"
+    profiled = dataclasses.replace(settings(root), profile="cprofile",
+                                   profile_dir=out.resolve())
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(profiled, out, on_start=stop_at("round 2/3 b[cpu,native]"))
+    assert run_suite(profiled, out, resume=True).exit_code == 0
+    for record in records(out).values():
+        assert (out / record["profile"]["path"]).is_file(), record["case_id"]

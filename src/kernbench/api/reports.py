@@ -28,17 +28,21 @@ OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
 OWNED_DIRS = ("plots", "profiles", "machines")
 
 
-def clear_previous_reports(output_dir: Path, kernels: bool = True) -> None:
+def clear_previous_reports(output_dir: Path, kernels: bool = True,
+                           resumed: bool = False) -> None:
     """Remove report files an earlier run left in `output_dir` (only kernbench's own names),
     and with `kernels` its kernels/*.json: a run or merge writes its own, and an earlier run's
     left there would be read back as this one's (by --resume, and by the report of a run that
-    did not finish). A resumed run has read the records it keeps before this."""
+    did not finish). A resumed run has read the records it keeps before this, and keeps the
+    profiles/ they name (`resumed`)."""
     import shutil
 
     for name in OWNED_FILES:
         (output_dir / name).unlink(missing_ok=True)
+    kept = ("profiles",) if resumed else ()
     for name in (*OWNED_DIRS, *(("kernels",) if kernels else ())):
-        shutil.rmtree(output_dir / name, ignore_errors=True)
+        if name not in kept:
+            shutil.rmtree(output_dir / name, ignore_errors=True)
 
 
 def render_reports(output_dir: Path, formats: Sequence[str], history_root: Path | None = None,

@@ -109,7 +109,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     with signals_handled() as guard:
         sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
         with guard.critical():
-            clear_previous_reports(output_dir)
+            clear_previous_reports(output_dir, resumed=previous is not None)
             if previous is None:  # a new run: no earlier run's processes join its cases
                 held.clear()
             sink.start(environment, manifest, started, run_settings)
@@ -256,6 +256,7 @@ def settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -
             "seed": protocol.pop("seed"), "processes": settings.processes,
             "interleave": settings.interleave,
             "isolation": settings.isolation, "protocol": protocol,
+            "trace_memory": settings.trace_python, "no_l2_flush": not settings.flush_l2,
             "backends": list(settings.backends) if settings.backends else None,
             "precisions": list(settings.precisions) if settings.precisions else None,
             "filters": list(settings.filters), "timeout_s": settings.timeout_s,

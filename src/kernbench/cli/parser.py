@@ -48,6 +48,9 @@ class Toggle(argparse.Action):
                  values: object, option_string: str | None = None) -> None:
         setattr(namespace, self.dest, not (option_string or "").startswith("--no-"))
 
+    def format_usage(self) -> str:
+        return " | ".join(self.option_strings)
+
 
 class Parser(argparse.ArgumentParser):
     """argparse without its surprises: no prefix abbreviations (`--iter` is an error, not

@@ -1,16 +1,26 @@
-"""Where an interleaved run keeps the finished processes of its unfinished cases.
+"""Where an interleaved run keeps the finished processes of its cases until their records are
+safe.
 
 An interleaved run (:mod:`kernbench.execution.rounds`) measures process k of every case in
 round k, so until the last round every case has some processes finished and some to come.
-:class:`HeldProcesses` keeps them until the case's record is built: in memory, or, for a run
-that writes reports, in a folder of the output directory (``DIR/processes/``: one JSON Lines
-file per case, a line per process holding every field of its record as it was built). In a
-folder the parent's memory stays flat however large the suite, and a run stopped between
-rounds leaves its finished processes for ``kernbench run --resume``, which then runs only the
-processes each case still lacks (:meth:`kernbench.execution.runner.BenchmarkRunner.run`).
+:class:`HeldProcesses` keeps them: in memory, or, for a run that writes reports, in a folder of
+the output directory (``DIR/processes/``: one JSON Lines file per case, a line per process
+holding every field of its record as it was built). In a folder the parent's memory stays
+flat however large the suite, and a run stopped or killed between rounds leaves its finished
+processes for ``kernbench run --resume``, which then runs only the processes each case still
+lacks (:meth:`kernbench.execution.runner.BenchmarkRunner.run`).
 
-A line is appended and flushed once its process has finished, so a run killed outright loses
-at most the process it was running; a last line cut short by the kill is ignored on reading.
+Each line carries the key of what the process measured (:func:`measured_key`: the worker's
+job, which holds the problem size, protocol, tracing and flush settings, and the bytes of the
+kernel's file), so a resume never merges processes measured one way with processes measured
+another: a case whose kernel or bench.yaml changed since runs again in full.
+
+A line is appended once its process has finished (to the operating system, not synced to
+disk: a killed process loses nothing, a crashed machine may). A line cut short by a kill, or
+one of another key, ends what is read, and the next append first cuts the file back to the
+lines before it. On disk a case's lines stay after its record is built, until :meth:`clear`
+(the run completed): a record may wait in memory before the report files are written, and a
+run killed then still has its processes.
 """
 
 from __future__ import annotations
@@ -23,49 +33,70 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from kernbench.execution.jobs import WorkerJob, to_data
+from kernbench.results.files import write_text_atomic
 from kernbench.results.model import CaseResult
 
-__all__ = ["FOLDER_NAME", "HeldProcesses"]
+__all__ = ["FOLDER_NAME", "HeldProcesses", "measured_key"]
 
 FOLDER_NAME = "processes"
-"""The folder of an output directory that holds an interleaved run's unfinished cases."""
+"""The folder of an output directory that holds an interleaved run's processes."""
+
+
+def measured_key(job: WorkerJob) -> str:
+    """What a case's later processes measure, as a digest: their job (the paths it names
+    aside) and the kernel file's bytes."""
+    blank = dataclasses.replace(job, result_path=Path("-"), skip_accuracy=True)
+    digest = hashlib.sha256(json.dumps(to_data(blank), sort_keys=True, default=str).encode())
+    try:
+        digest.update(job.kernel_file.read_bytes())
+    except OSError:
+        digest.update(b"(unreadable)")
+    return digest.hexdigest()[:32]
 
 
 class HeldProcesses:
-    """The finished processes of each unfinished case, by case id, in process order; in
+    """The finished processes of each case, by case id and key, in process order; in
     `folder` when one is given, else in memory."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder
-        self._memory: dict[str, list[CaseResult]] = {}
+        self._memory: dict[str, tuple[str, list[CaseResult]]] = {}
 
-    def add(self, case_id: str, result: CaseResult) -> None:
-        """Keep one more finished process of `case_id`."""
+    def add(self, case_id: str, key: str, result: CaseResult) -> None:
+        """Keep one more finished process of `case_id`, measured as `key` says; processes
+        kept under another key are forgotten first."""
+        line = json.dumps({"case": case_id, "key": key, "record": _fields(result)}) + "\n"
         if self.folder is None:
-            self._memory.setdefault(case_id, []).append(result)
+            kept = self._memory.get(case_id)
+            earlier = kept[1] if kept is not None and kept[0] == key else []
+            self._memory[case_id] = (key, [*earlier, result])
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with self._path(case_id).open("a", encoding="utf-8") as out:
-            out.write(json.dumps({"case": case_id, "record": _fields(result)}) + "\n")
+        path = self._path(case_id)
+        text = _read(path)
+        valid = _valid_prefix(text, case_id, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if len(valid) == len(text):
+            with path.open("a", encoding="utf-8") as out:
+                out.write(line)
+        else:  # a line cut short, or another key's: keep what is valid, then this one
+            write_text_atomic(path, valid + line, durable=False)
 
-    def get(self, case_id: str) -> list[CaseResult]:
-        """The processes kept for `case_id`, in the order they were added ([] when none)."""
+    def get(self, case_id: str, key: str) -> list[CaseResult]:
+        """The processes kept for `case_id` under `key`, in the order they were added."""
         if self.folder is None:
-            return list(self._memory.get(case_id, ()))
-        try:
-            lines = self._path(case_id).read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        return _records(lines, case_id)
+            kept = self._memory.get(case_id)
+            return list(kept[1]) if kept is not None and kept[0] == key else []
+        return [_record(line) for line in
+                _valid_prefix(_read(self._path(case_id)), case_id, key).splitlines()]
 
-    def discard(self, case_id: str) -> None:
-        """Forget `case_id`'s processes (its record has been built from them)."""
+    def release(self, case_id: str) -> None:
+        """`case_id`'s record has been built from its processes: in memory they are dropped;
+        on disk they stay until :meth:`clear`."""
         self._memory.pop(case_id, None)
-        if self.folder is not None:
-            self._path(case_id).unlink(missing_ok=True)
 
     def clear(self) -> None:
-        """Forget every case's processes (a new run, or a finished one)."""
+        """Forget every case's processes (a new run, or a completed one)."""
         self._memory.clear()
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -88,18 +119,30 @@ def _fields(result: CaseResult) -> dict[str, Any]:
     return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
 
 
-def _records(lines: list[str], case_id: str) -> list[CaseResult]:
-    """The records of a case's file, up to the first line that is not one of `case_id`'s
-    records (a line cut short by a kill, or a file of another case)."""
-    records = []
-    for line in lines:
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return ""
+
+
+def _valid_prefix(text: str, case_id: str, key: str) -> str:
+    """The lines of `text`, up to the first that is not a whole record of `case_id` measured
+    as `key` (a line cut short by a kill, a file of another case, or of another key)."""
+    end = 0
+    for line in text.splitlines(keepends=True):
         try:
             entry = json.loads(line)
-            if entry["case"] != case_id:
+            if not line.endswith("\n") or entry["case"] != case_id or entry["key"] != key:
                 break
-            fields: dict[str, Any] = {key: tuple(value) if key in _TUPLES else value
-                                      for key, value in entry["record"].items()}
-            records.append(CaseResult(**fields))
+            _record(line)
         except (ValueError, KeyError, TypeError, AttributeError):
             break
-    return records
+        end += len(line)
+    return text[:end]
+
+
+def _record(line: str) -> CaseResult:
+    fields: dict[str, Any] = {key: tuple(value) if key in _TUPLES else value
+                              for key, value in json.loads(line)["record"].items()}
+    return CaseResult(**fields)

@@ -7,7 +7,8 @@ summary was never rewritten). The rules:
 
 * the settings that decide which cases run and what their figures mean (iterations, warmup,
   seed, processes, protocol, backends, precisions, filters, timeout, root, paths, the fake
-  timer, the memory limit, the shard) must equal the interrupted run's, else the resume is
+  timer, the memory limit, the shard, --trace-memory, --no-l2-flush) must equal the
+  interrupted run's, else the resume is
   refused with the differences: a report that mixed two protocols would be wrong;
 * the machine fingerprint must match: figures from two machines do not mix either;
 * a case is finished when a record with its case id exists; it is kept as it is (started_at,
@@ -37,8 +38,13 @@ from kernbench.results.schema import read_document, started_before_run
 COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes", "protocol",
                      "isolation", "backends",
                      "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
-                     "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps", "gpu_timing")
+                     "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps", "gpu_timing",
+                     "trace_memory", "no_l2_flush")
 """summary.json `settings` keys a resumed run must share with the interrupted one."""
+
+RECORDED_SINCE: dict[str, Any] = {"trace_memory": False, "no_l2_flush": False}
+"""Compared keys that runs of older versions did not record, and the value they then ran
+with: a resume of such a run compares against that."""
 
 
 RESUMED_FLAGS: dict[str, str] = {
@@ -49,6 +55,7 @@ RESUMED_FLAGS: dict[str, str] = {
     "max_memory_bytes": "max_memory", "shard": "shard", "sku": "sku",
     "compile_mode": "compile_mode", "profile": "profile", "profile_iters": "profile_iters",
     "formats": "format", "gpu_timing": "gpu_timing", "interleave": "interleave",
+    "trace_memory": "trace_memory", "no_l2_flush": "no_l2_flush",
 }
 """summary.json `settings` key -> the run parser's dest it becomes a default for."""
 
@@ -127,9 +134,10 @@ def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],
     """Refuse a resume whose settings or machine differ from the interrupted run's."""
     recorded = previous.summary.get("settings") or {}
     now = json.loads(json.dumps(dict(settings)))  # tuples as lists, as they were recorded
-    differ = [f"{key}: the run used {json.dumps(recorded.get(key))}, this command "
+    then = {key: recorded.get(key, RECORDED_SINCE.get(key)) for key in COMPARED_SETTINGS}
+    differ = [f"{key}: the run used {json.dumps(then[key])}, this command "
               f"{json.dumps(now.get(key))}" for key in COMPARED_SETTINGS
-              if recorded.get(key) != now.get(key)]
+              if then[key] != now.get(key)]
     if differ:
         raise KernbenchError(f"--resume {previous.directory}: the settings differ from the "
                              f"interrupted run's; repeat its flags: {'; '.join(differ)}")

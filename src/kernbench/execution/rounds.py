@@ -70,6 +70,9 @@ class _Rounds:
         self.done = 0
         self.counts: dict[int, int] = {}
         """Plan index -> how many processes an unfinished case has (they are in `held`)."""
+        self.keys: dict[int, str] = {}
+        """Plan index -> what the case's processes measure
+        (:func:`kernbench.execution.held.measured_key`)."""
         self.ready: dict[int, CaseResult] = {}
         """Plan index -> a finished case's record, not yet passed on."""
         self.next_out = 0
@@ -82,26 +85,26 @@ class _Rounds:
                 self._start(0, item.name)
                 self._finished(0, index, invalid_result(item))
                 continue
-            earlier = self.held.get(item.case_id)  # a resumed case's finished processes
+            key = self.keys[index] = self.runner.measured_key(item)
+            earlier = self.held.get(item.case_id, key)  # a resumed case's finished processes
             if earlier:
                 self._resumed(index, item, earlier)
                 continue
             self._start(0, item.case_id)
             first = self.runner.first_process(item, slot=0)
+            self.held.add(item.case_id, key, first)  # even a failed one: a kill keeps it
             if self.runner.wants_more(first):
-                self.held.add(item.case_id, first)
                 self.counts[index] = 1
                 self._step(0, first)
             else:
                 self.total -= self.processes - 1
-                self._finished(0, index, self._finish(item, [first]))
+                self._done(0, index, self._finish(item, [first]))
 
     def _resumed(self, index: int, case: Case, earlier: list[CaseResult]) -> None:
         """A case with processes from the run this one resumes: only the rest will run."""
         if not self.runner.wants_more(earlier[0]) or len(earlier) >= self.processes:
             self.total -= self.processes - 1
-            self.held.discard(case.case_id)
-            self._finished(0, index, self._finish(case, earlier[:self.processes]))
+            self._done(0, index, self._finish(case, earlier[:self.processes]))
             return
         self.total -= len(earlier)
         self.counts[index] = len(earlier)
@@ -112,15 +115,22 @@ class _Rounds:
             assert isinstance(case, Case)
             self._start(k, case.case_id)
             result = self.runner.other_process(case, slot=k)
-            self.held.add(case.case_id, result)
+            self.held.add(case.case_id, self.keys[index], result)
             self.counts[index] += 1
             if k < self.processes - 1:
                 self._step(k, result)
                 continue
-            record = self._finish(case, self.held.get(case.case_id))  # a signal here keeps them
+            record = self._finish(case, self.held.get(case.case_id, self.keys[index]))
+            self.ready[index] = record  # a signal from here on passes it on once
             del self.counts[index]
-            self.held.discard(case.case_id)
-            self._finished(k, index, record)
+            self._done(k, index, record)
+
+    def _done(self, k: int, index: int, record: CaseResult) -> None:
+        """A case's record is built: pass it on in plan order; its held processes go."""
+        self._finished(k, index, record)
+        case = self.planned[index]
+        assert isinstance(case, Case)
+        self.held.release(case.case_id)
 
     def save_partial(self) -> None:
         """After a signal or an error: every case with finished processes, recorded from
@@ -129,15 +139,15 @@ class _Rounds:
         for index in sorted(self.counts):
             case = self.planned[index]
             assert isinstance(case, Case)
-            record = _twice(functools.partial(self._finish_held, case))
+            record = _twice(functools.partial(self._finish_held, index, case))
             if record is not None:
                 self.ready[index] = record
         self.counts.clear()
         for index in sorted(self.ready):
             _twice(functools.partial(self._pass_on, self.ready.pop(index)))
 
-    def _finish_held(self, case: Case) -> CaseResult | None:
-        held = self.held.get(case.case_id)
+    def _finish_held(self, index: int, case: Case) -> CaseResult | None:
+        held = self.held.get(case.case_id, self.keys[index])
         return self._finish(case, held) if held else None
 
     def _finish(self, case: Case, results: list[CaseResult]) -> CaseResult:
@@ -183,12 +193,16 @@ class _Rounds:
 
 
 def _twice(action: Callable[[], _T]) -> _T | None:
-    """`action()`, tried again once if a signal (KeyboardInterrupt) interrupts it."""
+    """`action()`, tried again once if a signal (KeyboardInterrupt) interrupts it; None if it
+    fails (the error that stopped the run is the one to report, and a case that cannot be
+    recorded must not keep the others from being saved: its processes stay held)."""
     for _ in range(2):
         try:
             return action()
         except KeyboardInterrupt:
             continue
+        except Exception:  # see above
+            return None
     return None
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError
-from kernbench.execution.held import HeldProcesses
+from kernbench.execution.held import HeldProcesses, measured_key
 from kernbench.execution.isolation import WorkerExit
 from kernbench.execution.jobs import (
     JobImplementation,
@@ -145,10 +145,10 @@ class BenchmarkRunner:
                 if on_start is not None:
                     on_start(item.case_id if isinstance(item, Case) else item.name, index,
                              len(planned))
-                result = (invalid_result(item) if isinstance(item, KernelSpec)
-                          else self.run_case(item, done=held.get(item.case_id)))
+                result = (invalid_result(item) if isinstance(item, KernelSpec) else self.run_case(
+                    item, done=held.get(item.case_id, self.measured_key(item))))
                 if isinstance(item, Case):
-                    held.discard(item.case_id)
+                    held.release(item.case_id)
                 if keep:
                     results.append(result)
                 if on_result is not None:
@@ -197,6 +197,10 @@ class BenchmarkRunner:
         results += [self.other_process(case, slot + k)
                     for k in range(len(results), self.settings.processes)]
         return self.finish_case(case, results)
+
+    def measured_key(self, case: Case) -> str:
+        """What the case's processes measure (:func:`kernbench.execution.held.measured_key`)."""
+        return measured_key(self._job(case))
 
     def first_process(self, case: Case, slot: int = 0) -> CaseResult:
         """The case's first process (the one that checks accuracy, saves or loads the
