@@ -8,7 +8,7 @@ child pays it on pages it must first copy from the server. Rehearsed in the serv
 children inherit it done. A forked worker of a trivial numpy kernel spent about 3.2 ms instead
 of 4.1 ms outside its timed samples (``benchmarks/bench_worker_phases.py``), and
 ``benchmarks/bench_isolation.py`` measured 4-7 ms less per added case (three workers) for
-about 18 ms more start-up (see README.md, "The cost of isolation").
+about 18 ms more start-up (see docs/performance-history.md, "Rehearsed fork servers").
 
 The rehearsal touches no framework: a torch or JAX server rehearses a plain-Python kernel
 (only numpy's server rehearses through numpy's backend), so no device runtime is initialised
