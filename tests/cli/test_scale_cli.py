@@ -154,7 +154,10 @@ def _sharded_run_under_way(tmp_path: Path, setup_s: float,
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernbench.cli", "run", "--root", str(root), "--output-dir",
          str(out), *FAST, "--shards", "2", "--jobs", "2"], env=subprocess_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        # A shell's background job inherits SIGINT ignored (and so would the run and its
+        # shards): restore the default, so Ctrl-C reaches them as it does at a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while len(list((out / "shards").glob("*/summary.json"))) < 2:
         if proc.poll() is not None or time.monotonic() > deadline:
