@@ -28,13 +28,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from kernbench.execution.jobs import WorkerJob, to_data
-from kernbench.results.files import write_text_atomic
+from kernbench.results.files import write_bytes_atomic
 from kernbench.results.model import CaseResult
 
 __all__ = ["FOLDER_NAME", "HeldProcesses", "measured_key"]
@@ -73,22 +74,20 @@ class HeldProcesses:
             self._memory[case_id] = (key, [*earlier, result])
             return
         path = self._path(case_id)
-        text = _read(path)
-        valid = _valid_prefix(text, case_id, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if len(valid) == len(text):
+        valid = _appendable(path, case_id, key)
+        if valid is None:
             with path.open("a", encoding="utf-8") as out:
                 out.write(line)
         else:  # a line cut short, or another key's: keep what is valid, then this one
-            write_text_atomic(path, valid + line, durable=False)
+            write_bytes_atomic(path, valid + line.encode(), durable=False)
 
     def get(self, case_id: str, key: str) -> list[CaseResult]:
         """The processes kept for `case_id` under `key`, in the order they were added."""
         if self.folder is None:
             kept = self._memory.get(case_id)
             return list(kept[1]) if kept is not None and kept[0] == key else []
-        return [_record(line) for line in
-                _valid_prefix(_read(self._path(case_id)), case_id, key).splitlines()]
+        return _records(_read(self._path(case_id)), case_id, key)
 
     def release(self, case_id: str) -> None:
         """`case_id`'s record has been built from its processes: in memory they are dropped;
@@ -126,23 +125,51 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _valid_prefix(text: str, case_id: str, key: str) -> str:
-    """The lines of `text`, up to the first that is not a whole record of `case_id` measured
-    as `key` (a line cut short by a kill, a file of another case, or of another key)."""
-    end = 0
+def _appendable(path: Path, case_id: str, key: str) -> bytes | None:
+    """None when the next line may simply be appended to a case's file; else what of it to
+    keep before that line: nothing when its first line is not one of `case_id` measured as
+    `key`, else the file up to its last whole line (each line is written whole, so only the
+    last can be cut short). Reads the first line and the last byte, so that adding a process
+    costs the same whatever the number of processes before it."""
+    try:
+        with path.open("rb") as data:
+            first = data.readline()
+            size = data.seek(0, os.SEEK_END)
+            data.seek(max(size - 1, 0))
+            last = data.read(1)
+    except FileNotFoundError:
+        return None
+    if size == 0:
+        return None
+    try:
+        entry = json.loads(first)
+        if entry["case"] != case_id or entry["key"] != key:
+            return b""
+    except (ValueError, KeyError, TypeError):
+        return b""
+    if last == b"\n":
+        return None
+    whole = path.read_bytes()
+    return whole[:whole.rfind(b"\n") + 1]
+
+
+def _records(text: str, case_id: str, key: str) -> list[CaseResult]:
+    """The records of a case's file, up to the first line that is not a whole record of
+    `case_id` measured as `key` (a line cut short by a kill, a file of another case, or of
+    another key)."""
+    records = []
     for line in text.splitlines(keepends=True):
         try:
             entry = json.loads(line)
             if not line.endswith("\n") or entry["case"] != case_id or entry["key"] != key:
                 break
-            _record(line)
+            records.append(_record(entry["record"]))
         except (ValueError, KeyError, TypeError, AttributeError):
             break
-        end += len(line)
-    return text[:end]
+    return records
 
 
-def _record(line: str) -> CaseResult:
-    fields: dict[str, Any] = {key: tuple(value) if key in _TUPLES else value
-                              for key, value in json.loads(line)["record"].items()}
-    return CaseResult(**fields)
+def _record(fields: dict[str, Any]) -> CaseResult:
+    values: dict[str, Any] = {key: tuple(value) if key in _TUPLES else value
+                              for key, value in fields.items()}
+    return CaseResult(**values)
