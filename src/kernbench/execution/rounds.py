@@ -32,11 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from kernbench.execution.held import HeldProcesses
 from kernbench.execution.outcomes import invalid_result
 from kernbench.results.model import Case, CaseResult, KernelSpec
 
 if TYPE_CHECKING:
+    from kernbench.execution.held import HeldProcesses
     from kernbench.execution.runner import BenchmarkRunner
 
 __all__ = ["Callbacks", "run_rounds"]
@@ -207,13 +207,12 @@ def _twice(action: Callable[[], _T]) -> _T | None:
 
 
 def run_rounds(runner: BenchmarkRunner, planned: Sequence[Case | KernelSpec],
-               callbacks: Callbacks, keep: bool = True,
-               held: HeldProcesses | None = None) -> list[CaseResult]:
+               callbacks: Callbacks, keep: bool, held: HeldProcesses) -> list[CaseResult]:
     """Run `planned` in rounds inside `runner`'s session; the records, in plan order (empty
     without `keep`: they then only go to `on_result`). The processes of unfinished cases are
-    kept in `held` (in memory when None); a case `held` already has processes of (a resumed
-    run's) runs only the rest."""
-    state = _Rounds(runner, planned, callbacks, keep, held or HeldProcesses())
+    kept in `held`; a case `held` already has processes of (a resumed run's) runs only the
+    rest."""
+    state = _Rounds(runner, planned, callbacks, keep, held)
     try:
         state.first_round()
         for k in range(1, state.processes):
