@@ -182,3 +182,91 @@ def test_streamed_ab_shards_of_two_machines_are_compared_per_machine(tmp_path: P
     assert "## cpu-pool (fingerprint cpu0cpu0cpu0cpu0)" in regressions
     text = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert text.count("\n### Regressions\n") == 2  # each machine's, in its own section
+
+
+def _comparison_settings(directory: Path, **settings: Any) -> None:
+    from kernbench.results.files import write_json_atomic
+
+    write_json_atomic(directory / "comparison.json", {"settings": {
+        "threshold": 0.05, "alpha": 0.05, "paired": False, **settings}})
+
+
+@pytest.mark.parametrize(("key", "value", "flag"), [
+    ("threshold", 0.1, "--threshold"), ("alpha", 0.01, "--alpha"),
+    ("accuracy_drift", 0.2, "--accuracy-drift")])
+def test_ab_shards_compared_with_different_settings_are_refused(
+        tmp_path: Path, key: str, value: float, flag: str) -> None:
+    """The merge compares every case again with one set of settings: a shard run with another
+    --threshold (or --alpha, --accuracy-drift) is refused, naming it, before anything is
+    written, not judged by the first shard's settings without a word."""
+    from kernbench.api import merge_shards
+    from kernbench.errors import KernbenchError
+
+    pool, node = shard_dirs(tmp_path, ab=True)
+    _comparison_settings(node, **{key: value})
+    with pytest.raises(KernbenchError) as caught:
+        merge_shards([pool, node], tmp_path / "out", allow_mixed=True)
+    message = str(caught.value)
+    assert str(node / "comparison.json") in message and f"settings.{key}" in message
+    assert flag in message and str(value) in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_ab_shards_bench_yaml_thresholds_are_joined_and_a_conflict_refused(
+        tmp_path: Path) -> None:
+    from kernbench.api import merge_shards
+    from kernbench.errors import KernbenchError
+
+    pool, node = shard_dirs(tmp_path, ab=True)
+    _comparison_settings(pool, per_kernel={"gemm": {"latency": 0.2}})
+    _comparison_settings(node, per_kernel={"rmsnorm": {"latency": 0.3}})
+    _, comparison = merge_shards([pool, node], tmp_path / "out", allow_mixed=True)
+    assert comparison is not None
+    assert comparison["settings"]["per_kernel"] == {"gemm": {"latency": 0.2},
+                                                    "rmsnorm": {"latency": 0.3}}
+    _comparison_settings(node, per_kernel={"gemm": {"latency": 0.1}})
+    with pytest.raises(KernbenchError, match=r"per_kernel\.gemm"):
+        merge_shards([pool, node], tmp_path / "again", allow_mixed=True)
+
+
+def test_a_setting_given_to_the_merge_replaces_the_shards(tmp_path: Path) -> None:
+    from kernbench.api import merge_shards
+
+    pool, node = shard_dirs(tmp_path, ab=True)
+    _comparison_settings(node, threshold=0.1)
+    _, comparison = merge_shards([pool, node], tmp_path / "out", allow_mixed=True,
+                                 compare={"threshold": 0.5})
+    assert comparison is not None and comparison["settings"]["threshold"] == 0.5
+
+
+@pytest.mark.parametrize(("flags", "threshold"), [([], 0.05), (["--threshold", "0.5"], 0.5)])
+def test_kernbench_merge_of_ab_shards_compares_as_they_did_or_as_told(
+        tmp_path: Path, flags: list[str], threshold: float) -> None:
+    """Without --threshold the merge keeps the shards' own (0.05 here), not merge's default
+    (0.10); with it, the flag's."""
+    import json
+
+    from kernbench.cli.main import main
+
+    out = tmp_path / "out"
+    code = main(["merge", str(out), *map(str, shard_dirs(tmp_path, ab=True)), "--allow-mixed",
+                 "--format", "json", *flags])
+    assert code == 0
+    written = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert written["settings"]["threshold"] == threshold
+
+
+def test_a_mixed_merge_does_not_claim_the_first_machines_selection_for_all() -> None:
+    """The CPU pool ran `--backends cpu`, the GPU node `--backends cuda`: the merged settings
+    say neither for both (null), and each shard's entry says its own."""
+    pool = shard(("gemm", "softmax"), CPU, "cpu-pool", "AMD EPYC 7763")
+    node = shard(("rmsnorm",), GPU, "h100", "Intel Xeon 8480")
+    pool["settings"] = {**pool["settings"], "backends": ["cpu"]}
+    node["settings"] = {**node["settings"], "backends": ["cuda"]}
+    settings = merge_summaries([("pool", pool), ("node", node)], allow_mixed=True)["settings"]
+    assert settings["backends"] is None
+    assert settings["filters"] == pool["settings"].get("filters")  # alike: kept
+    assert [e["selection"]["backends"] for e in settings["shards"]] == [["cpu"], ["cuda"]]
+    node["settings"] = {**node["settings"], "backends": ["cpu"]}
+    alike = merge_summaries([("pool", pool), ("node", node)], allow_mixed=True)["settings"]
+    assert alike["backends"] == ["cpu"] and "selection" not in alike["shards"][0]

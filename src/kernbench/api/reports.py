@@ -83,7 +83,8 @@ def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any])
 
 
 def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool = False,
-                 markdown: bool = True, html: bool = False, history_root: Path | None = None
+                 markdown: bool = True, html: bool = False, history_root: Path | None = None,
+                 compare: Mapping[str, float] | None = None
                  ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Join shard outputs (each a report directory) into one report set under `output_dir`.
 
@@ -91,7 +92,10 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     merged into `output_dir/baseline` and the comparison is made again over all cases at once,
     with the shards' settings, so Benjamini-Hochberg control covers the whole suite; with
     several machines (`allow_mixed`), once per machine over that machine's cases (its A and B
-    ran on it), never across machines.
+    ran on it), never across machines. The shards must have compared alike (the same
+    threshold, accuracy drift and alpha; a KernbenchError names the one that did not), unless
+    `compare` (``threshold``, ``accuracy_drift``, ``alpha``: what the merge was asked for)
+    gives the value; each bench.yaml threshold still overrides its own kernel.
     Shards of different machines are refused unless `allow_mixed`
     (:func:`kernbench.execution.merging.merge_summaries`), before anything is written; a merge
     that fails later removes the `output_dir` it created.
@@ -121,7 +125,8 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
             return merged, None
         baseline = merge_report_sets([d / "baseline" for d in shard_dirs],
                                      output_dir / "baseline", allow_mixed)
-        comparison = _ab_comparison(output_dir, comparisons[0] or {}, baseline, merged)
+        comparison = _ab_comparison(output_dir, _shards_comparison(shard_dirs, [
+            c or {} for c in comparisons], compare or {}), baseline, merged)
         if markdown:  # again, with the comparison's Regressions section
             render_reports(output_dir, ["md"])
         return merged, comparison
@@ -131,6 +136,44 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
 
             shutil.rmtree(output_dir, ignore_errors=True)
         raise
+
+
+_COMPARED_ALIKE = {"threshold": "run them with the same --threshold, or give merge one",
+                   "accuracy_drift": "run them with the same --accuracy-drift, or give "
+                                     "merge one",
+                   "alpha": "run them with the same --alpha, or give merge one",
+                   "paired": "merge shards of --ab runs only"}
+"""comparison.json ``settings`` that every shard of a merged --ab run must share, and how."""
+
+
+def _shards_comparison(shard_dirs: Sequence[Path],
+                            comparisons: Sequence[Mapping[str, Any]],
+                            given: Mapping[str, float]) -> dict[str, Any]:
+    """The comparison.json of the first shard, with every shard's bench.yaml thresholds
+    (``settings.per_kernel``) joined and the settings `given` to the merge in place of the
+    shards', after checking that the shards compared alike where nothing is given: the same
+    ``--threshold``, ``--accuracy-drift``, ``--alpha`` and pairing, and no kernel given two
+    thresholds. The merge compares all their cases again with these settings, so shards run
+    with different ones would be judged by the first shard's without a word."""
+    first = comparisons[0]
+    settings = dict(first.get("settings") or {})
+    per_kernel: dict[str, Any] = {}
+    for directory, comparison in zip(shard_dirs, comparisons, strict=True):
+        theirs = comparison.get("settings") or {}
+        for key, flag in _COMPARED_ALIKE.items():
+            if key not in given and theirs.get(key) != settings.get(key):
+                raise KernbenchError(
+                    f"{directory / 'comparison.json'}: settings.{key} is "
+                    f"{theirs.get(key)!r}, but {shard_dirs[0] / 'comparison.json'} has "
+                    f"{settings.get(key)!r}: the shards of one --ab run must compare alike "
+                    f"({flag})")
+        for kernel, value in (theirs.get("per_kernel") or {}).items():
+            if per_kernel.setdefault(kernel, value) != value:
+                raise KernbenchError(
+                    f"{directory / 'comparison.json'}: settings.per_kernel.{kernel} is "
+                    f"{value!r}, another shard's is {per_kernel[kernel]!r}: the shards ran "
+                    f"from different bench.yaml files")
+    return {**first, "settings": {**settings, **given, "per_kernel": per_kernel}}
 
 
 def _ab_comparison(output_dir: Path, first: Mapping[str, Any], baseline: Mapping[str, Any],

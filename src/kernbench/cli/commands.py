@@ -105,9 +105,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from kernbench.cli.run import merge_html, merge_writes_html, merge_writes_md
 
     merged_md = merge_writes_md(args)
+    given = {key: value for key in ("threshold", "accuracy_drift", "alpha")
+             if (value := getattr(args, key)) is not None}
     document, shard_comparison = merge_shards(args.shards, args.output_dir, args.allow_mixed,
                                               markdown=merged_md, html=merge_writes_html(args),
-                                              history_root=args.root.resolve())
+                                              history_root=args.root.resolve(), compare=given)
     code = max(exit_code_for_counts(document["counts"]), _merge_status(args, document))
     if args.save_history:
         from kernbench.api.baselines import save_history_of_dir
@@ -115,13 +117,19 @@ def cmd_merge(args: argparse.Namespace) -> int:
         for path in save_history_of_dir(args.root.resolve(), args.output_dir):
             status(f"History record: {path}")
     if args.compare_to:  # a mixed merge: each machine with its own record
-        from kernbench.analysis.compare import Thresholds
+        from kernbench.analysis.compare import (
+            DEFAULT_ACCURACY_DRIFT,
+            DEFAULT_ALPHA,
+            DEFAULT_THRESHOLD,
+            Thresholds,
+        )
         from kernbench.api.baselines import compare_dir_to_ref
 
+        thresholds = Thresholds(given.get("threshold", DEFAULT_THRESHOLD),
+                                given.get("accuracy_drift", DEFAULT_ACCURACY_DRIFT),
+                                document.get("regression_thresholds") or {})
         comparison = compare_dir_to_ref(args.root.resolve(), args.compare_to, args.output_dir,
-                                        Thresholds(args.threshold, args.accuracy_drift,
-                                                   document.get("regression_thresholds") or {}),
-                                        args.alpha)
+                                        thresholds, given.get("alpha", DEFAULT_ALPHA))
         code = max(code, report_comparison(comparison, args.output_dir,
                                            args.fail_on_regression))
     elif shard_comparison is not None:  # shards of an --ab run

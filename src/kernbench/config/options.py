@@ -12,7 +12,7 @@ An option's ``help`` stops before its default: where ``shown_default`` is set, t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,6 +142,12 @@ COMPARISON = (
     Option(("--alpha",), "false discovery rate across all cases, between 0 and 1",
            "probability", 0.05, "0.05"),
 )
+
+MERGE_COMPARISON = tuple(replace(
+    option, default=None, shown_default=f"the --ab shards' own, which must agree; else "
+    f"{option.shown_default}") for option in COMPARISON[1:])
+"""`merge`'s --threshold, --accuracy-drift and --alpha: not given (None), the merge of --ab
+shards compares as the shards did."""
 
 DISCOVERY = (
     Option(("--root",), "repository whose discovery paths are scanned", "path", Path("."), ".",
@@ -374,7 +380,7 @@ COMMANDS = (
     Command("list", "discover kernels and print the manifest", (*DISCOVERY, *OUTPUT)),
     Command("history", "list benchmark history records", (*HISTORY, *OUTPUT)),
     Command("merge", "join shard outputs into one report set",
-            (*MERGE, *COMPARISON, FORMAT, *OUTPUT)),
+            (*MERGE, COMPARISON[0], *MERGE_COMPARISON, FORMAT, *OUTPUT)),
     Command("comment", "print the pull-request comment for a report directory",
             (*COMMENT, *OUTPUT)),
     Command("report", "re-render the reports of an earlier run from its JSON; runs nothing",

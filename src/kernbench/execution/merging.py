@@ -33,7 +33,12 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import ShardPlan, completeness_of, shard_plan
-from kernbench.execution.run_identity import OneRun, RunIdentity, run_identity
+from kernbench.execution.run_identity import (
+    SELECTION_SETTINGS,
+    OneRun,
+    RunIdentity,
+    run_identity,
+)
 from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
@@ -236,14 +241,32 @@ def _extreme(values: Sequence[Any], labels: Sequence[str], latest: bool) -> str 
 
 
 def _identity(source: str, document: Document) -> list[dict[str, Any]]:
-    """The shard identities a document lists (a merged one lists several), with its source."""
-    listed = (document.get("settings") or {}).get("shards") or []
+    """The shard identities a document lists (a merged one lists several), with its source
+    and what selected its cases (``selection``: the :data:`SELECTION_SETTINGS`)."""
+    settings = document.get("settings") or {}
+    listed = settings.get("shards") or []
     env = document.get("environment") or {}
     entries = [dict(entry) for entry in listed if isinstance(entry, Mapping)]
     if not entries:
         entries = [{"shard": None, "host": env.get("hostname"), "testbed": env.get("testbed"),
                     "fingerprint": env.get("fingerprint"), "scheduler": {}}]
-    return [{"source": source, **entry} for entry in entries]
+    selection = {key: settings.get(key) for key in SELECTION_SETTINGS}
+    return [{"source": source, **entry, "selection": entry.get("selection", selection)}
+            for entry in entries]
+
+
+def _merged_settings(first: Document, heads: Sequence[ShardHead]) -> dict[str, Any]:
+    """The first shard's settings, with every shard's identity in ``shards``. Machines of a
+    mixed merge may each have selected their own cases (backends, filters, ...): a selection
+    key the shards differ in is null, and each shard's entry says its own (``selection``, only
+    then)."""
+    shards = [entry for head in heads for entry in _identity(head.source, head.document)]
+    differ = [key for key in SELECTION_SETTINGS
+              if len({json.dumps(e["selection"].get(key), sort_keys=True, default=str)
+                      for e in shards}) > 1]
+    if not differ:
+        shards = [{k: v for k, v in entry.items() if k != "selection"} for entry in shards]
+    return {**(first.get("settings") or {}), **dict.fromkeys(differ), "shards": shards}
 
 
 def _environment(found: Sequence[Mapping[str, Any]], first: Document) -> dict[str, Any]:
@@ -271,8 +294,7 @@ def merged_header(heads: Sequence[ShardHead], found: Sequence[Mapping[str, Any]]
         "started_at": _extreme([d.get("started_at") for d in documents], sources, False),
         "finished_at": _extreme([d.get("finished_at") for d in documents], sources, True),
         "complete": check["complete"] and all(d.get("complete") is True for d in documents),
-        "settings": {**(first.get("settings") or {}),
-                     "shards": [e for h in heads for e in _identity(h.source, h.document)]},
+        "settings": _merged_settings(first, heads),
         "environment": _environment(found, first),
         "counts": tally,
         "regression_thresholds": {k: v for d in documents
