@@ -104,10 +104,14 @@ class HotNVML:
 
     def __init__(self, mask: int) -> None:
         self.mask, self.reads = mask, 0
+        self.open = 0
+        """nvmlInit calls not yet undone by nvmlShutdown."""
 
-    def nvmlInit(self) -> None: ...
+    def nvmlInit(self) -> None:
+        self.open += 1
 
-    def nvmlShutdown(self) -> None: ...
+    def nvmlShutdown(self) -> None:
+        self.open -= 1
 
     def nvmlDeviceGetCount(self) -> int:
         return 1
@@ -139,6 +143,7 @@ def test_nvml_guards_the_blocks_as_a_workers_guard_does(
     assert case.gpu_timing is not None
     cold = case.gpu_timing["modes"]["cold"]
     assert nvml.reads > 0
+    assert nvml.open == 0  # every init the measurement made is undone
     assert len(case.samples_ms) == 6
     if discarded:
         assert cold["discarded_blocks"] >= 1

@@ -251,3 +251,18 @@ def test_one_gpu_is_read_at_index_0_and_a_known_bus_id_by_its_address() -> None:
     known = gs.nvml_device("00000000:41:00.0", nvml=fake)
     assert known.refusal is None and known.state(nvml=fake)["pci_bus_id"] == "00000000:41:00.0"
     assert gs.nvml_device(None, nvml=FakeNVML(init_error=FakeNVMLError("x"))).refusal is None
+
+
+def test_a_guard_undoes_its_own_nvml_init_once_when_closed() -> None:
+    fake = FakeNVML()
+    guard = gs.block_guard(None, nvml=fake)
+    assert guard is not None and (fake.inits, fake.shutdowns) == (1, 0)
+    guard.close()
+    guard.close()
+    assert (fake.inits, fake.shutdowns) == (1, 1)
+
+
+def test_a_guard_that_finds_no_device_lets_nvml_go() -> None:
+    fake = FakeNVML(failing=frozenset({"handle"}))
+    assert gs.block_guard(None, nvml=fake) is None
+    assert (fake.inits, fake.shutdowns) == (1, 1)

@@ -88,8 +88,12 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
     memory = DeviceMemory(backend, name, gpu=True, wanted=True)
     nvml = case_nvml(backend, name)
     guard = nvml.guard() if nvml is not None else None
-    run = measure_gpu(call, clock, memory.start(), settled(protocol, backend.settle_s(name)),
-                      mode, guard)
+    try:
+        run = measure_gpu(call, clock, memory.start(), settled(protocol, backend.settle_s(name)),
+                          mode, guard)
+    finally:
+        if guard is not None:
+            guard.close()
     outcome = run.outcome
     m = outcome.measurement
     return {"samples_ms": [s / 1e6 for s in m.samples_ns], "inner_loops": m.inner_loops,

@@ -247,8 +247,12 @@ def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,
     from kernbench.measure.gpu_session import measure_gpu
 
     guard = nvml.guard() if nvml is not None else None
-    run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter,
-                      reset=reset)
+    try:
+        run = measure_gpu(call, clock, flush, job.settings, job.gpu_timing, guard, meter,
+                          reset=reset)
+    finally:
+        if guard is not None:
+            guard.close()
     outcome = Outcome(run.outcome.measurement, run.outcome.last_result)
     return (outcome, energy_record(run.energy_region, run.energy_calls, reset is not None),
             gpu_timing_raw(run.outcome, job.gpu_timing))

@@ -170,6 +170,13 @@ class ThrottleGuard:
         self._sm = getattr(nvml, "NVML_CLOCK_SM", _CLOCK_SM)
         self._max_sm = _query(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, self._sm))
         self._before: str | None = None
+        self._open = True
+
+    def close(self) -> None:
+        """Let NVML go (its init is counted: the guard's own is undone, once)."""
+        if self._open:
+            self._open = False
+            _query(lambda: self._nvml.nvmlShutdown())
 
     def begin(self) -> None:
         self._before = self._problem()
@@ -193,12 +200,17 @@ class ThrottleGuard:
 
 
 def block_guard(pci_bus_id: str | None, nvml: Any | None = None) -> ThrottleGuard | None:
-    """A guard on the device at `pci_bus_id` (index 0 where unknown); None without NVML."""
+    """A guard on the device at `pci_bus_id` (index 0 where unknown); None without NVML. It
+    holds NVML initialised until :meth:`ThrottleGuard.close`."""
     try:
         module = _load_nvml(nvml)
         module.nvmlInit()
+    except Exception:
+        return None
+    try:
         return ThrottleGuard(module, _handle(module, 0, pci_bus_id))
     except Exception:
+        _query(lambda: module.nvmlShutdown())
         return None
 
 
