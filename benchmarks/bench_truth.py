@@ -19,11 +19,19 @@ back-to-back calls. Where a kernel's calls are skewed (a few slow ones), the med
 the mean by design, so the table also gives kernbench's mean over timeit's: the same statistic
 on both sides.
 
+"Same process" takes the processes' luck out of the comparison: a second kernbench run of the
+same kernels, each of whose setup() first times the kernel's call with timeit (as above) inside
+kernbench's own worker process, before kernbench's protocol measures it there. The ratio is
+kernbench's median in that process over that timeit figure, the median over every process of
+every round, (min-max) beside it. Where it is near 1 and the cross-process ratio is not, the
+difference is between processes (their layout, the machine's moment), not in the harness.
+
 Goals (measurement-truth issue): the empty function within 2x of timeit; every kernel of 1 us
 or more within +-5 %; the 8 MB allocating kernel within +-5 %; the kernel that returns a list
 of a million floats within 1.5x.
 
-    python benchmarks/bench_truth.py [--rounds 3] [--iters 30] [--no-pyperf] [--only NAME,...]
+    python benchmarks/bench_truth.py [--rounds 3] [--iters 30] [--no-pyperf]
+        [--no-same-process] [--only NAME,...]
 """
 
 from __future__ import annotations
@@ -135,12 +143,42 @@ KERNELS = (
 )
 
 
-def write_tree(root: Path, kernels: list[Kernel]) -> None:
+PROBE = """
+
+# bench_truth's probe: timeit of this very call in the worker process kernbench measures it
+# in, before kernbench's protocol starts; one line per process to $KERNBENCH_TRUTH_PROBE.
+import functools as _functools
+import os as _os
+import statistics as _statistics
+import timeit as _timeit
+
+_kernel_setup = globals().get("setup")
+
+
+def setup():
+    kwargs = _kernel_setup() if _kernel_setup is not None else {{}}
+    call = _functools.partial(run_benchmark, **kwargs) if kwargs else run_benchmark  # as load()
+    timer = _timeit.Timer({timed})
+    timer.autorange()  # warms the call, its caches and thread pools, as timeit_one does
+    number, _ = timer.autorange()
+    ns = _statistics.median(timer.repeat({repeat}, number)) / number * 1e9
+    with open(_os.environ["KERNBENCH_TRUTH_PROBE"], "a", encoding="utf-8") as out:
+        out.write(f"{name} {{ns}}\\n")
+    return kwargs
+"""
+
+
+def write_tree(root: Path, kernels: list[Kernel], probe_repeat: int | None = None) -> None:
+    """Each kernel as a kernel file under `root`; with `probe_repeat`, each also times its own
+    call with timeit in kernbench's worker first (:data:`PROBE`)."""
     for kernel in kernels:
         folder = root / "kernels" / kernel.name
         folder.mkdir(parents=True)
-        (folder / f"{kernel.name}.py").write_text(textwrap.dedent(kernel.source),
-                                                  encoding="utf-8")
+        source = textwrap.dedent(kernel.source)
+        if probe_repeat is not None:
+            timed = f"lambda: call(){kernel.wait}" if kernel.wait else "call"
+            source += PROBE.format(timed=timed, repeat=probe_repeat, name=kernel.name)
+        (folder / f"{kernel.name}.py").write_text(source, encoding="utf-8")
 
 
 def load(root: Path, kernel: Kernel) -> Callable[[], object]:
@@ -212,6 +250,33 @@ def kernbench_ns(root: Path, iters: int, processes: int, scratch: Path
     return figures
 
 
+def same_process_ratios(root: Path, iters: int, processes: int, scratch: Path
+                        ) -> dict[str, list[float]]:
+    """Per worker process, kernbench's median over timeit's figure for the same call in that
+    same process (the :data:`PROBE` tree): no between-process luck on either side."""
+    import os
+
+    probe = scratch / "probe.txt"
+    probe.unlink(missing_ok=True)
+    os.environ["KERNBENCH_TRUTH_PROBE"] = str(probe)
+    settings = RunSettings(root=root, processes=processes,
+                           protocol=ProtocolSettings(iterations=iters))
+    outcome = run_suite(settings, scratch / "kernbench-probe")
+    timeit_by_kernel: dict[str, list[float]] = {}
+    for line in probe.read_text(encoding="utf-8").splitlines():
+        name, ns = line.split()
+        timeit_by_kernel.setdefault(name, []).append(float(ns))
+    ratios: dict[str, list[float]] = {}
+    for result in outcome.run.results:
+        samples, start = result.samples_ms, 0
+        for count, ti in zip(result.process_sample_counts or [len(samples)],
+                             timeit_by_kernel[result.kernel_name], strict=True):
+            own = statistics.median(samples[start:start + count]) * 1e6
+            ratios.setdefault(result.kernel_name, []).append(own / ti)
+            start += count
+    return ratios
+
+
 def fmt_ns(value: float | None) -> str:
     if value is None:
         return "-"
@@ -241,16 +306,21 @@ def main() -> int:
                         help="kernbench's worker processes per case, and timeit's fresh "
                              "interpreters per round (default: kernbench's default)")
     parser.add_argument("--no-pyperf", action="store_true")
+    parser.add_argument("--no-same-process", action="store_true",
+                        help="skip the run that times each call with timeit inside "
+                             "kernbench's own worker processes too")
     parser.add_argument("--only", default="", help="comma list of kernel names")
     args = parser.parse_args()
     wanted = set(filter(None, args.only.split(",")))
     kernels = [k for k in KERNELS if (not wanted or k.name in wanted)
                and (k.needs is None or importlib.util.find_spec(k.needs) is not None)]
     runs: dict[str, dict[str, list[float]]] = {
-        k.name: {"kb": [], "kb_mean": [], "ti": [], "pp": []} for k in kernels}
+        k.name: {"kb": [], "kb_mean": [], "ti": [], "pp": [], "same": []} for k in kernels}
     with tempfile.TemporaryDirectory(prefix="kernbench-truth-") as tmp:
         root, scratch = Path(tmp) / "tree", Path(tmp) / "scratch"
         write_tree(root, kernels)
+        if not args.no_same_process:
+            write_tree(Path(tmp) / "probe", kernels, probe_repeat=args.repeat)
         scratch.mkdir()
         for round_index in range(args.rounds):
             print(f"round {round_index + 1}/{args.rounds}", file=sys.stderr)
@@ -265,7 +335,18 @@ def main() -> int:
                     value = pyperf_ns(root, kernel, scratch)
                     if value is not None:
                         runs[kernel.name]["pp"].append(value)
+            if not args.no_same_process:
+                for name, ratios in same_process_ratios(Path(tmp) / "probe", args.iters,
+                                                        args.processes, scratch).items():
+                    runs[name]["same"].extend(ratios)
     return report(kernels, runs, args)
+
+
+def same_text(ratios: list[float]) -> str:
+    """The median of the per-process same-process ratios, (min-max)."""
+    if not ratios:
+        return "-"
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def report(kernels: list[Kernel], runs: dict[str, dict[str, list[float]]],
@@ -274,8 +355,8 @@ def report(kernels: list[Kernel], runs: dict[str, dict[str, list[float]]],
           f"(kernbench --iters {args.iters}, {args.processes} processes; timeit in "
           f"{args.processes} fresh interpreters a round; medians over rounds)\n")
     print("| kernel | timeit | pyperf | kernbench | kernbench / timeit | kernbench / pyperf "
-          "| kernbench mean / timeit | goal | met |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+          "| kernbench mean / timeit | same process | goal | met |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     failed = 0
     for kernel in kernels:
         data = runs[kernel.name]
@@ -294,7 +375,8 @@ def report(kernels: list[Kernel], runs: dict[str, dict[str, list[float]]],
         print(f"| {kernel.name} | {fmt_ns(statistics.median(data['ti']))} | {fmt_ns(pp)} | "
               f"{fmt_ns(statistics.median(data['kb']))} | {ratio:.2f} "
               f"({min(ratios):.2f}-{max(ratios):.2f}) | "
-              f"{'-' if pp_ratio is None else f'{pp_ratio:.2f}'} | {means:.2f} | {goal} | "
+              f"{'-' if pp_ratio is None else f'{pp_ratio:.2f}'} | {means:.2f} | "
+              f"{same_text(data['same'])} | {goal} | "
               f"{'yes' if met else 'NO'} |")
     print(json.dumps({k: {t: [round(v, 1) for v in vs] for t, vs in d.items()}
                       for k, d in runs.items()}), file=sys.stderr)
