@@ -268,6 +268,9 @@ def same_process_ratios(root: Path, iters: int, processes: int, scratch: Path
         timeit_by_kernel.setdefault(name, []).append(float(ns))
     ratios: dict[str, list[float]] = {}
     for result in outcome.run.results:
+        if result.status != "ok":
+            raise SystemExit(f"same process: {result.case_id}: {result.status}: "
+                             f"{result.reason}")
         samples, start = result.samples_ms, 0
         for count, ti in zip(result.process_sample_counts or [len(samples)],
                              timeit_by_kernel[result.kernel_name], strict=True):

@@ -896,6 +896,39 @@ def test_a_gpu_without_a_bus_id_on_a_two_gpu_machine_reads_no_nvml(
     assert reply.energy["reason"] == why
 
 
+def test_a_gpu_case_lets_go_of_every_nvml_init_it_made(
+        tmp_path: Path, simulated_gpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device lookup, the state reads and the throttle guard each undo their nvmlInit
+    (NVML counts them); energy is left out here (its meter keeps NVML by design)."""
+    from kernbench.measure.backends.torch_backend import TorchBackend
+    from kernbench.measure.metrics import gpu_state
+
+    class OneGpu:
+        open = 0
+
+        def nvmlInit(self) -> None:
+            OneGpu.open += 1
+
+        def nvmlShutdown(self) -> None:
+            OneGpu.open -= 1
+
+        def nvmlDeviceGetCount(self) -> int:
+            return 1
+
+        def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+            return f"h{index}"
+
+    monkeypatch.setattr(TorchBackend, "pci_bus_id", lambda self, backend: None)
+    monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: OneGpu())
+    job = dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    reply = run_job(job)
+    assert reply.status == "ok", reply.reason
+    assert reply.gpu_state is not None and reply.gpu_state["before"]["source"] == "nvml"
+    assert OneGpu.open == 0
+
+
 JAX_GPU_KERNEL = """\
 import torch
 

@@ -270,3 +270,64 @@ def test_a_mixed_merge_does_not_claim_the_first_machines_selection_for_all() -> 
     node["settings"] = {**node["settings"], "backends": ["cpu"]}
     alike = merge_summaries([("pool", pool), ("node", node)], allow_mixed=True)["settings"]
     assert alike["backends"] == ["cpu"] and "selection" not in alike["shards"][0]
+
+
+def test_a_refused_merge_of_ab_shards_leaves_an_existing_report_set_as_it_was(
+        tmp_path: Path) -> None:
+    """The shards' settings are checked before anything is written: a merge into a folder
+    that holds an earlier merge (or into a shard itself) that is refused leaves it whole."""
+    from kernbench.api import merge_shards
+    from kernbench.errors import KernbenchError
+
+    pool, node = shard_dirs(tmp_path, ab=True)
+    out = tmp_path / "out"
+    merge_shards([pool, node], out, allow_mixed=True)
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    shard_before = {p: p.read_bytes() for p in sorted(pool.rglob("*")) if p.is_file()}
+    _comparison_settings(node, threshold=0.1)
+    for target in (out, pool):
+        with pytest.raises(KernbenchError, match=r"settings\.threshold"):
+            merge_shards([pool, node], target, allow_mixed=True)
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    assert {p: p.read_bytes() for p in sorted(pool.rglob("*")) if p.is_file()} == shard_before
+
+
+@pytest.mark.parametrize(("pool_paired", "accepted"), [(None, True), (True, False)])
+def test_a_shard_that_does_not_record_pairing_compared_unpaired(
+        tmp_path: Path, pool_paired: bool | None, accepted: bool) -> None:
+    """Shards of versions before `paired` was recorded compared unpaired: alike with a shard
+    that says False, and told apart, with the version named as the cause, from one that
+    says True."""
+    from kernbench.api import merge_shards
+    from kernbench.errors import KernbenchError
+    from kernbench.results.files import write_json_atomic
+
+    pool, node = shard_dirs(tmp_path, ab=True)
+    settings = {"threshold": 0.05, "alpha": 0.05}
+    write_json_atomic(pool / "comparison.json", {"settings": {
+        **settings, **({} if pool_paired is None else {"paired": pool_paired})}})
+    write_json_atomic(node / "comparison.json", {"settings": settings})
+    if accepted:
+        merge_shards([pool, node], tmp_path / "out", allow_mixed=True)
+        return
+    with pytest.raises(KernbenchError, match=r"settings\.paired is False.*one version"):
+        merge_shards([pool, node], tmp_path / "out", allow_mixed=True)
+
+
+def test_mixed_merges_of_mixed_merges_compare_what_each_machine_selected() -> None:
+    """A mixed merge whose machines selected differently has null there: merged again with
+    another mixed merge, that null is not a difference (each shard's own selection is kept)."""
+    def part(kernel: str, mark: str, backends: list[str]) -> dict[str, Any]:
+        document = shard((kernel,), mark * 16, f"box-{mark}", "AMD EPYC 7763")
+        document["settings"] = {**document["settings"], "backends": backends}
+        return document
+
+    ac = merge_summaries([("A", part("gemm", "a", ["cpu"])),
+                          ("C", part("rmsnorm", "c", ["cuda"]))], allow_mixed=True)
+    bd = merge_summaries([("B", part("softmax", "b", ["cpu"])),
+                          ("D", part("drifty", "d", ["cpu"]))], allow_mixed=True)
+    assert ac["settings"]["backends"] is None and bd["settings"]["backends"] == ["cpu"]
+    settings = merge_summaries([("AC", ac), ("BD", bd)], allow_mixed=True)["settings"]
+    assert settings["backends"] is None
+    assert [e["selection"]["backends"] for e in settings["shards"]] == [
+        ["cpu"], ["cuda"], ["cpu"], ["cpu"]]

@@ -117,16 +117,17 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     if any(has_baseline) and not (all(has_baseline) and all(comparisons)):
         raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
                              "comparison.json) and some do not: merge shards of one run")
+    compared = (_shards_comparison(shard_dirs, [c or {} for c in comparisons], compare or {})
+                if any(has_baseline) else None)  # checked before anything is written
     created = not output_dir.exists()
     try:
         merged = merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown,
                                    html and not any(has_baseline), history_root)
-        if not any(has_baseline):
+        if compared is None:
             return merged, None
         baseline = merge_report_sets([d / "baseline" for d in shard_dirs],
                                      output_dir / "baseline", allow_mixed)
-        comparison = _ab_comparison(output_dir, _shards_comparison(shard_dirs, [
-            c or {} for c in comparisons], compare or {}), baseline, merged)
+        comparison = _ab_comparison(output_dir, compared, baseline, merged)
         if markdown:  # again, with the comparison's Regressions section
             render_reports(output_dir, ["md"])
         return merged, comparison
@@ -138,12 +139,16 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
         raise
 
 
-_COMPARED_ALIKE = {"threshold": "run them with the same --threshold, or give merge one",
-                   "accuracy_drift": "run them with the same --accuracy-drift, or give "
-                                     "merge one",
-                   "alpha": "run them with the same --alpha, or give merge one",
-                   "paired": "merge shards of --ab runs only"}
-"""comparison.json ``settings`` that every shard of a merged --ab run must share, and how."""
+_COMPARED_ALIKE = {
+    "threshold": (DEFAULT_THRESHOLD, "run them with the same --threshold, or give merge one"),
+    "accuracy_drift": (DEFAULT_ACCURACY_DRIFT,
+                       "run them with the same --accuracy-drift, or give merge one"),
+    "alpha": (DEFAULT_ALPHA, "run them with the same --alpha, or give merge one"),
+    "paired": (False, "kernbench versions that compare --ab rounds otherwise made them; run "
+                      "every shard with one version"),
+}
+"""comparison.json ``settings`` that every shard of a merged --ab run must share: the value
+a shard that does not record one (an older version's) compared with, and how to agree."""
 
 
 def _shards_comparison(shard_dirs: Sequence[Path],
@@ -156,17 +161,18 @@ def _shards_comparison(shard_dirs: Sequence[Path],
     thresholds. The merge compares all their cases again with these settings, so shards run
     with different ones would be judged by the first shard's without a word."""
     first = comparisons[0]
-    settings = dict(first.get("settings") or {})
+    settings = {**{key: default for key, (default, _) in _COMPARED_ALIKE.items()},
+                **(first.get("settings") or {})}
     per_kernel: dict[str, Any] = {}
     for directory, comparison in zip(shard_dirs, comparisons, strict=True):
         theirs = comparison.get("settings") or {}
-        for key, flag in _COMPARED_ALIKE.items():
-            if key not in given and theirs.get(key) != settings.get(key):
+        for key, (default, how) in _COMPARED_ALIKE.items():
+            if key not in given and theirs.get(key, default) != settings[key]:
                 raise KernbenchError(
                     f"{directory / 'comparison.json'}: settings.{key} is "
-                    f"{theirs.get(key)!r}, but {shard_dirs[0] / 'comparison.json'} has "
-                    f"{settings.get(key)!r}: the shards of one --ab run must compare alike "
-                    f"({flag})")
+                    f"{theirs.get(key, default)!r}, but {shard_dirs[0] / 'comparison.json'} "
+                    f"has {settings[key]!r}: the shards of one --ab run must compare alike "
+                    f"({how})")
         for kernel, value in (theirs.get("per_kernel") or {}).items():
             if per_kernel.setdefault(kernel, value) != value:
                 raise KernbenchError(

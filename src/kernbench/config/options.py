@@ -144,8 +144,8 @@ COMPARISON = (
 )
 
 MERGE_COMPARISON = tuple(replace(
-    option, default=None, shown_default=f"the --ab shards' own, which must agree; else "
-    f"{option.shown_default}") for option in COMPARISON[1:])
+    option, default=None, shown_default=f"for the comparison of --ab shards, theirs (which "
+    f"must agree); else {option.shown_default}") for option in COMPARISON[1:])
 """`merge`'s --threshold, --accuracy-drift and --alpha: not given (None), the merge of --ab
 shards compares as the shards did."""
 

@@ -323,10 +323,12 @@ def merge_summaries(documents: Sequence[tuple[str, Document]],
     complete; shards that are not of one run (measured otherwise, another suite or tree) are
     a KernbenchError naming two of them and what differs, even with `allow_mixed`
     (:class:`kernbench.execution.run_identity.OneRun`), so ``settings`` are the first
-    document's, and true of every case, with ``settings["shards"]`` listing each
-    shard's identity (source, shard, host, testbed, fingerprint, scheduler ids) in the order
-    given. Inputs are not modified, unless `owned` (documents read for this merge alone: their
-    records then go into the result as they are, without a copy).
+    document's, and true of every case, but for a selection key (backends, filters, ...) the
+    machines of a mixed merge differ in, which is null; ``settings["shards"]`` lists each
+    shard's identity (source, shard, host, testbed, fingerprint, scheduler ids, and then its
+    ``selection``) in the order given. Inputs are not modified, unless `owned` (documents
+    read for this merge alone: their records then go into the result as they are, without a
+    copy).
     """
     if not documents:
         raise KernbenchError("no shard summaries to merge")

@@ -1,7 +1,8 @@
 """Are the shards of a merge one run? A merged summary has one ``settings`` for all its cases.
 
 A merge writes the first shard's ``settings`` for every case (each shard's identity is listed
-in ``settings.shards``), so every shard must have been measured the same way, from the same
+in ``settings.shards``; a selection key the machines of a mixed merge differ in is null there,
+each entry giving its own), so every shard must have been measured the same way, from the same
 tree: the shards of one ``--shard K/N`` run (by hand, by ``--shards N`` on any executor, or of
 an ``--ab`` run), on one machine or on several (``--allow-mixed``). :class:`OneRun` refuses a
 shard that is not, naming it, the shard it differs from and what differs. ``--allow-mixed``
@@ -64,8 +65,9 @@ def run_identity(source: str, document: Mapping[str, Any], suite: str | None,
     """The identity of the shard `source` from its summary `document` (its ``settings`` and
     ``environment``), its suite digest (None: no plan recorded) and its machine."""
     settings = document.get("settings") or {}
+    varies = _varying_selection(settings)
     values = {key: settings.get(key)
-              for key in (*MEASURED_SETTINGS, *SELECTION_SETTINGS, "root")}
+              for key in (*MEASURED_SETTINGS, *SELECTION_SETTINGS, "root") if key not in varies}
     if suite is not None:
         values["suite"] = suite
     git = (document.get("environment") or {}).get("git")
@@ -73,6 +75,18 @@ def run_identity(source: str, document: Mapping[str, Any], suite: str | None,
     if commit:
         values["commit"] = commit
     return RunIdentity(source, machine, values)
+
+
+def _varying_selection(settings: Mapping[str, Any]) -> set[str]:
+    """The selection keys a merged document's machines differ in (null in its settings; each
+    ``settings.shards`` entry's ``selection`` says its own): they stand for no one selection,
+    so they are not compared. Only a mixed merge has them."""
+    seen: dict[str, set[str]] = {}
+    for entry in settings.get("shards") or []:
+        selection = entry.get("selection") if isinstance(entry, Mapping) else None
+        for key, value in (selection or {}).items():
+            seen.setdefault(key, set()).add(json.dumps(value, sort_keys=True, default=str))
+    return {key for key, found in seen.items() if len(found) > 1}
 
 
 def _shown(value: Any) -> str:
