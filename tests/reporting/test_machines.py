@@ -314,20 +314,15 @@ def test_a_shard_that_does_not_record_pairing_compared_unpaired(
         merge_shards([pool, node], tmp_path / "out", allow_mixed=True)
 
 
-def test_mixed_merges_of_mixed_merges_compare_what_each_machine_selected() -> None:
-    """A mixed merge whose machines selected differently has null there: merged again with
-    another mixed merge, that null is not a difference (each shard's own selection is kept)."""
-    def part(kernel: str, mark: str, backends: list[str]) -> dict[str, Any]:
-        document = shard((kernel,), mark * 16, f"box-{mark}", "AMD EPYC 7763")
-        document["settings"] = {**document["settings"], "backends": backends}
-        return document
+def test_a_merge_of_several_machines_is_not_merged_again() -> None:
+    """Its records would be filed under one machine (its own has no fingerprint): the merge
+    names it and says to merge the shards it was made of."""
+    from kernbench.errors import KernbenchError
 
-    ac = merge_summaries([("A", part("gemm", "a", ["cpu"])),
-                          ("C", part("rmsnorm", "c", ["cuda"]))], allow_mixed=True)
-    bd = merge_summaries([("B", part("softmax", "b", ["cpu"])),
-                          ("D", part("drifty", "d", ["cpu"]))], allow_mixed=True)
-    assert ac["settings"]["backends"] is None and bd["settings"]["backends"] == ["cpu"]
-    settings = merge_summaries([("AC", ac), ("BD", bd)], allow_mixed=True)["settings"]
-    assert settings["backends"] is None
-    assert [e["selection"]["backends"] for e in settings["shards"]] == [
-        ["cpu"], ["cuda"], ["cpu"], ["cpu"]]
+    pool = shard(("gemm", "softmax"), CPU, "cpu-pool", "AMD EPYC 7763")
+    node = shard(("rmsnorm",), GPU, "h100", "Intel Xeon 8480")
+    both = merge_summaries([("pool", pool), ("node", node)], allow_mixed=True)
+    other = shard(("drifty",), "ab" * 8, "arm", "Neoverse V2")
+    with pytest.raises(KernbenchError, match=r"both is itself a merge of 2 machines \(cpu-pool"
+                                             r", h100\).*Merge the shards it was made of"):
+        merge_summaries([("both", both), ("other", other)], allow_mixed=True)

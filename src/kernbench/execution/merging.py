@@ -97,9 +97,18 @@ def read_shard(source: str, document: dict[str, Any],
     With `texts` (each record's JSON text on one line, aligned with the results, as
     :func:`kernbench.results.jsontext.split_records` gives them), an entry holds the record
     and that text (made anew only for a record that changed); without, the record alone. An
-    unknown status is a KernbenchError naming the source."""
+    unknown status is a KernbenchError naming the source, and so is a summary that is itself a
+    merge of several machines (its records would be filed under one)."""
     version = document.get("schema_version")
     document = migrate(document, source)
+    several = document.get("machines")
+    if isinstance(several, list) and len(several) > 1:
+        names = ", ".join(str(m.get("testbed") or m.get("fingerprint")) for m in several
+                          if isinstance(m, Mapping))
+        raise KernbenchError(
+            f"{source} is itself a merge of {len(several)} machines ({names}): merged again, "
+            "they would be filed under one machine. Merge the shards it was made of instead "
+            "(with --allow-mixed)")
     keep_texts = texts is not None and version == SCHEMA_VERSION  # a migration may change them
     results = document.get("results") or []
     env = document.get("environment") or {}

@@ -65,9 +65,8 @@ def run_identity(source: str, document: Mapping[str, Any], suite: str | None,
     """The identity of the shard `source` from its summary `document` (its ``settings`` and
     ``environment``), its suite digest (None: no plan recorded) and its machine."""
     settings = document.get("settings") or {}
-    varies = _varying_selection(settings)
     values = {key: settings.get(key)
-              for key in (*MEASURED_SETTINGS, *SELECTION_SETTINGS, "root") if key not in varies}
+              for key in (*MEASURED_SETTINGS, *SELECTION_SETTINGS, "root")}
     if suite is not None:
         values["suite"] = suite
     git = (document.get("environment") or {}).get("git")
@@ -75,18 +74,6 @@ def run_identity(source: str, document: Mapping[str, Any], suite: str | None,
     if commit:
         values["commit"] = commit
     return RunIdentity(source, machine, values)
-
-
-def _varying_selection(settings: Mapping[str, Any]) -> set[str]:
-    """The selection keys a merged document's machines differ in (null in its settings; each
-    ``settings.shards`` entry's ``selection`` says its own): they stand for no one selection,
-    so they are not compared. Only a mixed merge has them."""
-    seen: dict[str, set[str]] = {}
-    for entry in settings.get("shards") or []:
-        selection = entry.get("selection") if isinstance(entry, Mapping) else None
-        for key, value in (selection or {}).items():
-            seen.setdefault(key, set()).add(json.dumps(value, sort_keys=True, default=str))
-    return {key for key, found in seen.items() if len(found) > 1}
 
 
 def _shown(value: Any) -> str:
