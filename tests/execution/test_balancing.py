@@ -214,3 +214,18 @@ def test_shards_without_a_history_say_they_split_by_count(tmp_path: Path) -> Non
     counts = [int(n) for n in re.findall(r"(\d+) cases", line)]
     merged = load(tmp_path / "out" / "summary.json")
     assert sum(counts) == merged["counts"]["total"] == 3
+
+
+def test_without_a_history_every_shard_gets_its_share_of_the_kernels(tmp_path: Path) -> None:
+    """By count means by count: 4 one-case kernels over 2 shards are 2 and 2, and 3 over 3
+    are one each, whatever their names hash to."""
+    from kernbench.api.run import shard_split
+    from kernbench.execution.settings import RunSettings
+
+    root = tmp_path / "tree"
+    for name in ("a", "b", "c", "d"):
+        kernel(root, name, GOOD)
+    settings = RunSettings(root=root, backends=("cpu",))
+    assert shard_split(settings, 2)["cases"] == [2, 2]
+    assert shard_split(settings, 4)["cases"] == [1, 1, 1, 1]
+    assert shard_split(settings, 3)["cases"] == [2, 1, 1]

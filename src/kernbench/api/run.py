@@ -201,18 +201,22 @@ def _shard_items(settings: RunSettings, suite: list[Case | KernelSpec]
 def _split(settings: RunSettings, suite: list[Case | KernelSpec], total: int
            ) -> tuple[list[int], dict[str, Any]]:
     """The shard (1..total) of each suite item and how the suite was split: by measured wall
-    time when the history under the root measured a planned case, else by count
-    (:mod:`kernbench.execution.balancing`)."""
+    time when the history under the root measured a planned case, else by count: the same
+    greedy split with every case counting one, so shards differ by at most one kernel's
+    cases (a hash of the kernel name put both of two kernels on one of two shards half the
+    time) (:mod:`kernbench.execution.balancing`)."""
     from kernbench.execution.balancing import balanced_groups, case_walls_s
     from kernbench.execution.resume import plan_id
-    from kernbench.execution.sharding import shard_of
     from kernbench.results.history import load_records
 
     records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
     walls = case_walls_s(records, settings.protocol.warmup_time_s)
     balance = balanced_groups(suite, plan_key, plan_id, walls, total)
     if balance is None:
-        return [shard_of(plan_key(item), total) for item in suite], {"by": "count"}
+        counted = balanced_groups(suite, plan_key, plan_id,
+                                  dict.fromkeys(map(plan_id, suite), 1.0), total)
+        return [counted.shard_of[plan_key(item)] if counted else 1 for item in suite], {
+            "by": "count"}
     return [balance.shard_of[plan_key(item)] for item in suite], {
         "by": "history", "known_cases": balance.known_cases, "suite_cases": len(suite),
         "expected_s": [round(s, 3) for s in balance.expected_s]}

@@ -1,11 +1,13 @@
 """Balance ``--shard K/N`` by measured wall time, when a history says how long cases take.
 
-Without a history a suite is split by :func:`kernbench.execution.sharding.shard_of` (a hash of
-the kernel name: balanced by count). With one, :func:`balanced_groups` puts each kernel (all its
-cases stay together) on a shard by longest-first greedy: kernels in order of expected wall time,
-longest first (ties by name), each onto the shard with the least expected time so far (ties by
-shard number). The split depends only on the suite and the history, so every shard that sees
-the same history computes the same split.
+With a history, :func:`balanced_groups` puts each kernel (all its cases stay together) on a
+shard by longest-first greedy: kernels in order of expected wall time, longest first (ties by
+name), each onto the shard with the least expected time so far (ties by shard number).
+Without one, the same greedy split with every case counting one balances the shards by count
+(:func:`kernbench.api.run.shard_split`). The split depends only on the suite and the
+history, so every shard that sees the same ones computes the same split. (``--ab`` shards
+split by :func:`kernbench.execution.sharding.shard_of`, a hash of the kernel name, so that a
+kernel's baseline and candidate, whose trees may hold different kernels, share a shard.)
 
 A case's expected wall time (:func:`case_walls_s`) is what the newest history record holding
 it measured: the sum of its samples times the inner loop count (1 where an older record does
