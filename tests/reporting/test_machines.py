@@ -326,3 +326,14 @@ def test_a_merge_of_several_machines_is_not_merged_again() -> None:
     with pytest.raises(KernbenchError, match=r"both is itself a merge of 2 machines \(cpu-pool"
                                              r", h100\).*Merge the shards it was made of"):
         merge_summaries([("both", both), ("other", other)], allow_mixed=True)
+
+
+def test_a_merge_of_one_machines_shards_can_be_merged_again() -> None:
+    one = [shard((name,), CPU, "cpu-pool", "AMD EPYC 7763") for name in ("gemm", "softmax",
+                                                                        "rmsnorm")]
+    first = merge_summaries([("a", one[0]), ("b", one[1])])
+    again = merge_summaries([("ab", first), ("c", one[2])])
+    assert sorted({r["kernel_name"] for r in again["results"]}) == ["gemm", "rmsnorm",
+                                                                    "softmax"]
+    assert [e["source"] for e in again["settings"]["shards"]] == ["a", "b", "c"]
+    assert "machines" not in again
