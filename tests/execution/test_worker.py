@@ -784,6 +784,13 @@ def run_benchmark(scratch):
 """
 
 
+def gpu_job(tmp_path: Path, gpu_timing: str, **changes: Any) -> WorkerJob:
+    """The job of GPU_KERNEL on the simulated CUDA device, timed in `gpu_timing`."""
+    return dataclasses.replace(
+        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
+                 backend="cuda", warmup_time_s=0.0), gpu_timing=gpu_timing, **changes)
+
+
 @pytest.fixture
 def simulated_gpu(monkeypatch: pytest.MonkeyPatch) -> Any:
     """`torch` is the simulator (kernel 3 us, launch 5 us, sync 8 us) and NVML is absent."""
@@ -810,9 +817,7 @@ def simulated_gpu(monkeypatch: pytest.MonkeyPatch) -> Any:
     ("sync", 16_000.0)])
 def test_a_gpu_case_is_timed_in_the_requested_mode(tmp_path: Path, simulated_gpu: Any,
                                                    mode: str, figure_ns: float) -> None:
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
-                 backend="cuda", warmup_time_s=0.0), gpu_timing=mode)
+    job = gpu_job(tmp_path, mode)
     reply = run_job(job)
     assert reply.status == "ok", reply.reason
     assert reply.samples_ns is not None and set(reply.samples_ns) == {figure_ns}
@@ -829,9 +834,7 @@ def test_a_gpu_case_is_timed_in_the_requested_mode(tmp_path: Path, simulated_gpu
 
 
 def test_all_modes_in_one_gpu_case(tmp_path: Path, simulated_gpu: Any) -> None:
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
-                 backend="cuda", warmup_time_s=0.0), gpu_timing="all")
+    job = gpu_job(tmp_path, "all")
     reply = run_job(job)
     assert reply.status == "ok", reply.reason
     assert reply.gpu_timing is not None
@@ -847,9 +850,7 @@ def test_kernel_mode_without_a_profiler_skips_the_case_with_the_reason(
     """No figure stands in for the kernels' device time: the case is not timed, and says why;
     the mode's record is null with the same reason."""
     monkeypatch.delattr(sys.modules["torch"], "profiler")
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
-                 backend="cuda", warmup_time_s=0.0), gpu_timing="kernel")
+    job = gpu_job(tmp_path, "kernel")
     reply = run_job(job)
     assert reply.status == "skipped"
     assert reply.reason is not None
@@ -883,9 +884,7 @@ def test_a_gpu_without_a_bus_id_on_a_two_gpu_machine_reads_no_nvml(
     monkeypatch.setattr(TorchBackend, "pci_bus_id", lambda self, backend: None)
     monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: TwoGpus())
     monkeypatch.setattr(energy, "import_optional", lambda name: TwoGpus())
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
-                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    job = gpu_job(tmp_path, "cold")
     reply = run_job(job)
     assert reply.status == "ok", reply.reason
     why = ("NVML not read: the PCI bus id of the GPU that ran the case is unknown and NVML "
@@ -920,9 +919,7 @@ def test_a_gpu_case_lets_go_of_every_nvml_init_it_made(
 
     monkeypatch.setattr(TorchBackend, "pci_bus_id", lambda self, backend: None)
     monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: OneGpu())
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
-                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold")
+    job = gpu_job(tmp_path, "cold")
     reply = run_job(job)
     assert reply.status == "ok", reply.reason
     assert reply.gpu_state is not None and reply.gpu_state["before"]["source"] == "nvml"
@@ -1002,9 +999,7 @@ def test_jax_memory_is_read_after_warm_up_before_the_flush_buffer_exists(
 
 
 def test_no_l2_flush_leaves_the_gpu_cache_alone(tmp_path: Path, simulated_gpu: Any) -> None:
-    job = dataclasses.replace(
-        make_job(write_kernel(tmp_path, "gpu", GPU_KERNEL), framework="pytorch",
-                 backend="cuda", warmup_time_s=0.0), gpu_timing="cold", flush_l2=False)
+    job = gpu_job(tmp_path, "cold", flush_l2=False)
     reply = run_job(job)
     assert reply.status == "ok", reply.reason
     assert "flush" not in simulated_gpu.log
