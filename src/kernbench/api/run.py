@@ -212,11 +212,11 @@ def _split(settings: RunSettings, suite: list[Case | KernelSpec], total: int
     records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
     walls = case_walls_s(records, settings.protocol.warmup_time_s)
     balance = balanced_groups(suite, plan_key, plan_id, walls, total)
-    if balance is None:
+    if balance is None:  # every case counts one (None again only for an empty suite)
         counted = balanced_groups(suite, plan_key, plan_id,
                                   dict.fromkeys(map(plan_id, suite), 1.0), total)
-        return [counted.shard_of[plan_key(item)] if counted else 1 for item in suite], {
-            "by": "count"}
+        shards = counted.shard_of if counted is not None else {}
+        return [shards[plan_key(item)] for item in suite], {"by": "count"}
     return [balance.shard_of[plan_key(item)] for item in suite], {
         "by": "history", "known_cases": balance.known_cases, "suite_cases": len(suite),
         "expected_s": [round(s, 3) for s in balance.expected_s]}

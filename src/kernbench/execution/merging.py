@@ -259,9 +259,9 @@ def _identity(source: str, document: Document) -> list[dict[str, Any]]:
     if not entries:
         entries = [{"shard": None, "host": env.get("hostname"), "testbed": env.get("testbed"),
                     "fingerprint": env.get("fingerprint"), "scheduler": {}}]
-    selection = {key: settings.get(key) for key in SELECTION_SETTINGS}
-    return [{"source": source, **entry, "selection": entry.get("selection", selection)}
-            for entry in entries]
+    selection = {key: settings.get(key) for key in SELECTION_SETTINGS}  # one per document:
+    # a merge of one machine's shards shares one, and one of several is refused (read_shard)
+    return [{"source": source, **entry, "selection": selection} for entry in entries]
 
 
 def _merged_settings(first: Document, heads: Sequence[ShardHead]) -> dict[str, Any]:
