@@ -1,4 +1,4 @@
-"""Sharding: --shard K/N parsing, the stable case -> shard map, and merging shard summaries."""
+"""Sharding: --shard K/N parsing and merging shard summaries."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from kernbench.errors import KernbenchError
 from kernbench.execution.merging import merge_summaries
-from kernbench.execution.sharding import parse_shard, select_shard, shard_of
+from kernbench.execution.sharding import parse_shard
 from kernbench.results.schema import SCHEMA_VERSION
 from kernbench.results.serialize import counts, results_from_summary
 from support.summaries import result, summary
@@ -40,58 +40,6 @@ def test_parse_shard_refuses_with_a_clear_message(text: str, detail: str) -> Non
     assert message.startswith(f"--shard {text!r}")
     assert detail in message
     assert "K/N" in message
-
-
-# --- shard_of / select_shard ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("case_id", "of4", "of7"), [
-    # Computed once from int(sha256(case_id).hexdigest(), 16) % N + 1; must never change,
-    # or machines running different kernbench versions would split a suite differently.
-    ("gemm[cpu,fp32]", 1, 1),
-    ("softmax[cuda,fp16]", 4, 7),
-    ("fft[cpu,native]", 1, 4),
-    ("layernorm[rocm,bf16]", 2, 5),
-])
-def test_shard_of_is_stable(case_id: str, of4: int, of7: int) -> None:
-    assert shard_of(case_id, 4) == of4
-    assert shard_of(case_id, 7) == of7
-
-
-def test_shard_of_one_shard_is_always_one() -> None:
-    assert {shard_of(f"k{i}[cpu,fp32]", 1) for i in range(50)} == {1}
-
-
-def test_shard_of_refuses_zero_shards() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        shard_of("gemm[cpu,fp32]", 0)
-
-
-IDS = [f"kernel{i}[{('cpu', 'cuda')[i % 2]},{('fp32', 'fp16', 'bf16')[i % 3]}]"
-       for i in range(1000)]
-
-
-@pytest.mark.parametrize("total", [2, 3, 4, 8])
-def test_every_case_lands_in_one_shard_and_shards_are_balanced(total: int) -> None:
-    shards = [select_shard(IDS, str, (k, total)) for k in range(1, total + 1)]
-    placed = [case_id for shard in shards for case_id in shard]
-    assert sorted(placed) == sorted(IDS)                # union is everything
-    assert len(placed) == len(set(placed))              # and disjoint
-    expected = len(IDS) / total
-    for shard in shards:                                # within 20% of an even split
-        assert abs(len(shard) - expected) < 0.2 * expected, [len(s) for s in shards]
-
-
-def test_select_shard_keeps_order_and_uses_the_key() -> None:
-    items = [{"id": case_id} for case_id in IDS[:40]]
-    chosen = select_shard(items, lambda item: item["id"], (2, 3))
-    assert chosen == [item for item in items if shard_of(item["id"], 3) == 2]
-    assert chosen
-
-
-def test_select_shard_refuses_a_bad_shard() -> None:
-    with pytest.raises(ValueError):
-        select_shard(IDS, str, (4, 3))
 
 
 # --- merge_summaries -----------------------------------------------------------------------
@@ -205,8 +153,7 @@ def test_nothing_to_merge() -> None:
 def test_merge_of_sharded_suite_equals_the_whole_suite() -> None:
     cases = [result(f"k{i}", ("cpu", "cuda")[i % 2]) for i in range(30)]
     whole = summary(*cases)
-    parts = [(f"shard{k}", summary(*select_shard(cases, lambda r: r.case_id, (k, 3))))
-             for k in (1, 2, 3)]
+    parts = [(f"shard{k}", summary(*cases[k - 1::3])) for k in (1, 2, 3)]
     merged = merge_summaries(parts)
     expected = sorted(whole["results"],
                       key=lambda r: (r["kernel_name"], r["backend"], r["precision"]))

@@ -39,7 +39,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
 
     The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
     and the comparison (regressions.md, comparison.json) to `output_dir`."""
-    from kernbench.execution.ab import interleave, make_side, worktree
+    from kernbench.execution.ab import interleave, make_side, shard_sides, worktree
 
     started = now_iso()
     clear_previous_reports(output_dir)
@@ -53,6 +53,8 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
                              select_kernels(base_specs, settings.filters))
         candidate = make_side("B", settings.root, settings,
                               select_kernels(cand_specs, settings.filters))
+        if settings.shard is not None:
+            baseline, candidate = shard_sides(baseline, candidate, settings.shard)
         if not baseline.planned and not candidate.planned and settings.shard is None:
             raise KernbenchError("--ab: no cases to run on either side")
         base_results, cand_results = interleave(baseline, candidate, rounds, progress)

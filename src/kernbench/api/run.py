@@ -205,17 +205,15 @@ def _split(settings: RunSettings, suite: list[Case | KernelSpec], total: int
     greedy split with every case counting one, so shards differ by at most one kernel's
     cases (a hash of the kernel name put both of two kernels on one of two shards half the
     time) (:mod:`kernbench.execution.balancing`)."""
-    from kernbench.execution.balancing import balanced_groups, case_walls_s
+    from kernbench.execution.balancing import balanced_groups, case_walls_s, counted_groups
     from kernbench.execution.resume import plan_id
     from kernbench.results.history import load_records
 
     records = load_records(settings.root, limit=HISTORY_RECORDS, on_error=lambda _: None)
     walls = case_walls_s(records, settings.protocol.warmup_time_s)
     balance = balanced_groups(suite, plan_key, plan_id, walls, total)
-    if balance is None:  # every case counts one (None again only for an empty suite)
-        counted = balanced_groups(suite, plan_key, plan_id,
-                                  dict.fromkeys(map(plan_id, suite), 1.0), total)
-        shards = counted.shard_of if counted is not None else {}
+    if balance is None:
+        shards = counted_groups(suite, plan_key, plan_id, total)
         return [shards[plan_key(item)] for item in suite], {"by": "count"}
     return [balance.shard_of[plan_key(item)] for item in suite], {
         "by": "history", "known_cases": balance.known_cases, "suite_cases": len(suite),

@@ -32,6 +32,7 @@ from kernbench.analysis.compare import case_key
 from kernbench.analysis.gitref import resolve_ref
 from kernbench.errors import KernbenchError
 from kernbench.execution.outcomes import invalid_result
+from kernbench.execution.planning import plan_key
 from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.runner import BenchmarkRunner, make_launcher
 from kernbench.execution.settings import RunSettings
@@ -151,11 +152,29 @@ def _merged(side: Side, runs: dict[tuple[str, str], list[CaseResult]]) -> list[C
 
 def make_side(label: str, root: Path, settings: RunSettings,
               specs: Sequence[KernelSpec]) -> Side:
-    """A side whose every case runs one process per round."""
-    runner = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1))
-    suite = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1, shard=None)
-                            ).plan(specs)
-    return Side(label, root, runner, runner.plan(specs), suite)
+    """A side whose every case runs one process per round; its whole suite is planned (see
+    :func:`shard_sides` for ``--shard``)."""
+    runner = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1, shard=None))
+    suite = runner.plan(specs)
+    return Side(label, root, runner, suite, suite)
 
 
-__all__ = ["Side", "case_key", "interleave", "make_side", "worktree"]
+def shard_sides(baseline: Side, candidate: Side, shard: tuple[int, int]) -> tuple[Side, Side]:
+    """Both sides cut to shard K of N. The kernels of both suites are split together by count
+    (:func:`kernbench.execution.balancing.counted_groups`, every case of either side counting
+    one), so a kernel's baseline and candidate share a shard, every machine that sees the same
+    two trees computes the same split, and no shard is empty while there are N kernels."""
+    from kernbench.execution.balancing import counted_groups
+    from kernbench.execution.resume import plan_id
+
+    index, total = shard
+    shard_of = counted_groups([*baseline.suite, *candidate.suite], plan_key, plan_id, total)
+
+    def cut(side: Side) -> Side:
+        return dataclasses.replace(side, planned=[
+            item for item in side.suite if shard_of[plan_key(item)] == index])
+
+    return cut(baseline), cut(candidate)
+
+
+__all__ = ["Side", "case_key", "interleave", "make_side", "shard_sides", "worktree"]

@@ -3,11 +3,11 @@
 With a history, :func:`balanced_groups` puts each kernel (all its cases stay together) on a
 shard by longest-first greedy: kernels in order of expected wall time, longest first (ties by
 name), each onto the shard with the least expected time so far (ties by shard number).
-Without one, the same greedy split with every case counting one balances the shards by count
-(:func:`kernbench.api.run.shard_split`). The split depends only on the suite and the
-history, so every shard that sees the same ones computes the same split. (``--ab`` shards
-split by :func:`kernbench.execution.sharding.shard_of`, a hash of the kernel name, so that a
-kernel's baseline and candidate, whose trees may hold different kernels, share a shard.)
+Without one, :func:`counted_groups`, the same greedy split with every case counting one,
+balances the shards by count. The split depends only on the suite and the history, so every
+shard that sees the same ones computes the same split. (``--ab`` shards split both sides'
+suites together by count, so that a kernel's baseline and candidate, whose trees may hold
+different kernels, share a shard: :func:`kernbench.execution.ab.shard_sides`.)
 
 A case's expected wall time (:func:`case_walls_s`) is what the newest history record holding
 it measured: the sum of its samples times the inner loop count (1 where an older record does
@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 from kernbench.results.model import case_id_of, point_of, record_case_id
 
-__all__ = ["Balance", "balanced_groups", "case_walls_s", "describe_balance", "describe_split",
-           "history_ids"]
+__all__ = ["Balance", "balanced_groups", "case_walls_s", "counted_groups", "describe_balance",
+           "describe_split", "history_ids"]
 
 T = TypeVar("T")
 
@@ -116,6 +116,14 @@ def balanced_groups(items: Sequence[T], group: Callable[[T], str], ident: Callab
         assigned[key] = index + 1
         loads[index] += wall
     return Balance(assigned, tuple(loads), known)
+
+
+def counted_groups(items: Sequence[T], group: Callable[[T], str], ident: Callable[[T], str],
+                   total: int) -> dict[str, int]:
+    """Group key -> shard (1..`total`) by count: :func:`balanced_groups` with every item
+    counting one, so shards differ by at most one group's items ({} for no items)."""
+    counted = balanced_groups(items, group, ident, dict.fromkeys(map(ident, items), 1.0), total)
+    return dict(counted.shard_of) if counted is not None else {}
 
 
 def describe_balance(shard: tuple[int, int], balance: Mapping[str, Any]) -> str:

@@ -40,7 +40,7 @@ from kernbench.execution.outcomes import (
     unavailable_result,
     work_record,
 )
-from kernbench.execution.planning import plan_cases, plan_key
+from kernbench.execution.planning import plan_cases
 from kernbench.execution.references import (
     ReferenceKey,
     is_reference,
@@ -49,7 +49,6 @@ from kernbench.execution.references import (
 )
 from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.settings import RunSettings
-from kernbench.execution.sharding import select_shard
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.results.files import (
     live_scratch,
@@ -105,17 +104,16 @@ class BenchmarkRunner:
         self._cpu_peak: dict[str, Any] | None = None
 
     def plan(self, specs: Iterable[KernelSpec]) -> list[Case | KernelSpec]:
-        """Cases to run, plus invalid kernels (which become `invalid` records); with
-        `shard`, only this shard's stable share of them."""
+        """Cases to run, plus invalid kernels (which become `invalid` records): the whole suite
+        (a shard's share is cut by :mod:`kernbench.api.run`, and for ``--ab`` by
+        :func:`kernbench.execution.ab.shard_sides`)."""
         planned: list[Case | KernelSpec] = []
         for spec in select_kernels(specs, self.settings.filters):
             if spec.status == "invalid":
                 planned.append(spec)
             else:
                 planned.extend(plan_cases(spec, self.settings))
-        if self.settings.shard is None:
-            return planned
-        return select_shard(planned, plan_key, self.settings.shard)
+        return planned
 
     def run(self, planned: Sequence[Case | KernelSpec],
             on_result: Callable[[CaseResult, int, int], None] | None = None,

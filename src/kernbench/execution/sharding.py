@@ -1,25 +1,18 @@
-"""Spread a suite over machines (``--shard K/N``).
+"""``--shard K/N``: run shard K of N of a suite, one machine each.
 
-Every item goes to exactly one of N shards, chosen from a key alone with SHA-256
-(:func:`shard_of`), so the split is the same on every machine, Python version and run (unlike
-``hash()``, which is salted per process) and needs no coordination. The runner keys by kernel
-name, so all cases of a kernel (and its bench.yaml reference case) share a shard.  Each machine runs
-``--shard K/N`` and writes its own summary.json; :mod:`kernbench.execution.merging` joins
-them into one.
+The split itself is by measured wall time or by count (:mod:`kernbench.execution.balancing`,
+:func:`kernbench.api.run.shard_split`; for ``--ab``, :func:`kernbench.execution.ab.shard_sides`):
+the same on every machine that sees the same suite, so it needs no coordination. Each machine
+writes its own summary.json; :mod:`kernbench.execution.merging` joins them into one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 from kernbench.errors import KernbenchError
 
-__all__ = ["parse_shard", "select_shard", "shard_of"]
-
-T = TypeVar("T")
+__all__ = ["parse_shard"]
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 _FORM = "expected K/N with 1 <= K <= N, e.g. --shard 2/4"
@@ -39,20 +32,3 @@ def parse_shard(text: str) -> tuple[int, int]:
     if index > total:
         raise KernbenchError(f"--shard {text!r}: K ({index}) is larger than N ({total}); {_FORM}")
     return index, total
-
-
-def shard_of(case_id: str, total: int) -> int:
-    """The shard (1..total) of a case: SHA-256 of its UTF-8 ``case_id``, as an integer, mod N."""
-    if total < 1:
-        raise ValueError(f"the number of shards must be at least 1 (got {total})")
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return int.from_bytes(digest, "big") % total + 1
-
-
-def select_shard(items: Sequence[T], key: Callable[[T], str],
-                 shard: tuple[int, int]) -> list[T]:
-    """The items of shard ``(K, N)``, in their original order; ``key`` gives an item's case id."""
-    index, total = shard
-    if not 1 <= index <= total:
-        raise ValueError(f"shard {index}/{total}: expected 1 <= K <= N")
-    return [item for item in items if shard_of(key(item), total) == index]
