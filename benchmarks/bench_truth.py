@@ -11,8 +11,11 @@ worker processes (3 by default), so timeit's is the median over as many fresh in
 giving its median of ``--repeat`` repeats. On a shared VM one process can run the same call up
 to 2x slower than another (its heap, stack offset and code placement differ), so a
 comparison of one timeit process against several of kernbench's measures luck, not the
-harness. Rounds alternate the tools so that a drift of the machine hits all of them; the figure
-shown is the median over rounds, and each ratio is the median of the per-round ratios.
+harness. Within a round each kernel is timed by kernbench (a run of that kernel alone) and by
+timeit right after one another, kernbench first in odd rounds and timeit first in even ones, so
+that the VM's drift (its speed moves by 10 % or more over minutes) falls between the tools as
+little as it can; the figure shown is the median over rounds, and each ratio is the median of
+the per-round ratios.
 
 kernbench's figure is the median of its per-call samples; timeit's and pyperf's are means of
 back-to-back calls. Where a kernel's calls are skewed (a few slow ones), the median is below
@@ -55,7 +58,7 @@ sys.path.insert(0, str(SRC))
 
 from kernbench.analysis.stats import percentile  # noqa: E402
 from kernbench.api import run_suite  # noqa: E402
-from kernbench.execution.runner import RunSettings  # noqa: E402
+from kernbench.execution.settings import RunSettings  # noqa: E402
 from kernbench.results.model import ProtocolSettings  # noqa: E402
 
 
@@ -230,15 +233,16 @@ def pyperf_ns(root: Path, kernel: Kernel, scratch: Path) -> float | None:
     subprocess.run([sys.executable, "-m", "pyperf", "timeit", "--fast", "--quiet",
                     "-o", str(out), "-s", setup, f"f(**kw){kernel.wait}"],
                    check=True, capture_output=True)
-    import pyperf
+    import pyperf  # type: ignore[import-untyped]
 
     return float(pyperf.Benchmark.load(str(out)).median()) * 1e9
 
 
-def kernbench_ns(root: Path, iters: int, processes: int, scratch: Path
+def kernbench_ns(root: Path, iters: int, processes: int, scratch: Path, only: str
                  ) -> dict[str, tuple[float, float]]:
-    """(p50, mean) of every kernel in one kernbench run, as a user's run takes it."""
-    settings = RunSettings(root=root, processes=processes,
+    """(p50, mean) of kernel `only` in one kernbench run, as a user's
+    ``kernbench run --filter ONLY --iters ITERS`` takes it."""
+    settings = RunSettings(root=root, processes=processes, filters=(only,),
                            protocol=ProtocolSettings(iterations=iters))
     outcome = run_suite(settings, scratch / "kernbench")
     figures = {}
@@ -248,6 +252,24 @@ def kernbench_ns(root: Path, iters: int, processes: int, scratch: Path
         figures[result.kernel_name] = (percentile(result.samples_ms, 50) * 1e6,
                                        statistics.fmean(result.samples_ms) * 1e6)
     return figures
+
+
+def time_side_by_side(root: Path, kernel: Kernel, args: argparse.Namespace, scratch: Path,
+                      into: dict[str, list[float]], timeit_first: bool) -> None:
+    """One round of one kernel: a kernbench run of it and timeit in as many fresh interpreters,
+    one right after the other, so that the machine's drift between them is seconds, not the
+    minutes a whole suite takes; which goes first alternates from round to round."""
+    def with_kernbench() -> None:
+        p50, mean = kernbench_ns(root, args.iters, args.processes, scratch,
+                                 kernel.name)[kernel.name]
+        into["kb"].append(p50)
+        into["kb_mean"].append(mean)
+
+    def with_timeit() -> None:
+        into["ti"].append(timeit_over_processes(root, kernel, args.repeat, args.processes))
+
+    for step in (with_timeit, with_kernbench) if timeit_first else (with_kernbench, with_timeit):
+        step()
 
 
 def same_process_ratios(root: Path, iters: int, processes: int, scratch: Path
@@ -327,13 +349,9 @@ def main() -> int:
         scratch.mkdir()
         for round_index in range(args.rounds):
             print(f"round {round_index + 1}/{args.rounds}", file=sys.stderr)
-            for name, (p50, mean) in kernbench_ns(root, args.iters, args.processes,
-                                                  scratch).items():
-                runs[name]["kb"].append(p50)
-                runs[name]["kb_mean"].append(mean)
             for kernel in kernels:
-                runs[kernel.name]["ti"].append(timeit_over_processes(
-                    root, kernel, args.repeat, args.processes))
+                time_side_by_side(root, kernel, args, scratch, runs[kernel.name],
+                                  timeit_first=round_index % 2 == 1)
                 if not args.no_pyperf:
                     value = pyperf_ns(root, kernel, scratch)
                     if value is not None:
