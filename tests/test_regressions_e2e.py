@@ -898,6 +898,23 @@ def test_a_missing_shard_is_named_and_fails_the_merge_under_strict(
     assert load(tmp_path / "half" / "summary.json")["complete"] is False
     code, _, err = cli("merge", tmp_path / "strict", shards[0], "--strict")
     assert code == 1 and "missing: shard 2/2" in err
+
+
+def test_a_partial_merge_is_not_resumed_as_a_shard_and_history_says_merge_again(
+        shards: tuple[Path, Path], tmp_path: Path) -> None:
+    # Resuming it ran "shard 1/2" again in the merge's folder, deleted the other shard's
+    # records and marked the set complete.
+    half = tmp_path / "half"
+    assert cli("merge", half, shards[0])[0] == 0
+    before = sorted(p.name for p in (half / "kernels").iterdir())
+    code, _, err = cli("run", "--resume", half)
+    assert code == 2
+    assert "is a merge of shards" in err and "then merge again" in err
+    assert sorted(p.name for p in (half / "kernels").iterdir()) == before
+    assert load(half / "summary.json")["complete"] is False
+    code, _, err = cli("history", "--root", half, "--add", half)
+    assert code == 2
+    assert "--resume" not in err and f"kernbench merge {half} again" in err
     assert cli("merge", tmp_path / "whole", *shards, "--strict")[0] == 0
 
 

@@ -541,6 +541,25 @@ def test_quiet_run_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (tmp_path / "out" / "summary.json").is_file()
 
 
+def test_quiet_run_still_names_its_failed_and_invalid_cases(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A bare exit code in a CI log, with no reason, was all -q left of a failure.
+    write(tmp_path / "kernels" / "good.py", GOOD)
+    write(tmp_path / "kernels" / "boom.py", "def run_benchmark():\n    raise ValueError('no')\n")
+    write(tmp_path / "kernels" / "bad.py", GOOD)
+    write(tmp_path / "kernels" / "bad.bench.yaml", "problem_size: {nn: 5}\n")
+    code = main(["run", "--quiet", "--root", str(tmp_path), "--output-dir",
+                 str(tmp_path / "out"), *FAST, "--processes", "1"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert any(line.startswith("boom[") and ": FAILED: " in line and "no" in line
+               for line in lines), lines
+    assert any(line.startswith("bad[") and ": INVALID: " in line for line in lines), lines
+    assert not any(line.startswith("good[") for line in lines)
+
+
 def test_run_prints_progress_and_tally(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path / "kernels" / "good.py", GOOD)

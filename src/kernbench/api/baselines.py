@@ -39,11 +39,20 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
     if summary.get("complete") is False:
         raise KernbenchError(f"{run_dir / 'summary.json'}: the run did not finish (complete: "
                              f"false), so its record would be a baseline with cases left out; "
-                             f"finish it first (kernbench run --resume {run_dir})")
+                             f"finish it first ({_how_to_finish(run_dir, summary)})")
     parts = split_summary(summary)
     if not parts:
         return [append_record(root, history_record(summary, environment))]
     return [append_record(root, history_record(part, part["environment"])) for _, part in parts]
+
+
+def _how_to_finish(run_dir: Path, summary: Mapping[str, Any]) -> str:
+    from kernbench.execution.resume import merged_sources
+
+    if merged_sources(summary):
+        return (f"a merge: its summary.md names the missing shards or cases; resume or run "
+                f"them, then kernbench merge {run_dir} again with them")
+    return f"kernbench run --resume {run_dir}"
 
 
 def _documents(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernbench.cli.console import log, report_comparison, result, run_tally, status
+from kernbench.cli.console import error, log, report_comparison, result, run_tally, status
 from kernbench.config.options import DEFAULT_PROFILE_ITERS
 from kernbench.errors import KernbenchError
 from kernbench.results.files import default_cache_dir
@@ -92,10 +92,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         status(describe_balance(settings.shard, balance))
     code = max(outcome.exit_code, _after_run(args, outcome.run))
+    _quiet_errors(args, outcome.run.results)
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))
     result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
     return code
+
+
+def _quiet_errors(args: argparse.Namespace, results: Any) -> None:
+    """With -q no case's line is shown as it finishes, but a failed, timed-out or invalid case
+    is an error (it sets the exit code): its line goes to stderr all the same."""
+    if not args.quiet:
+        return
+    from kernbench.cli.progress import result_line
+
+    for record in results:
+        if record.status in ("failed", "timeout", "invalid"):
+            error(result_line(record))
 
 
 def _render_partial(args: argparse.Namespace) -> None:
@@ -234,6 +247,7 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     finally:
         if progress is not None:
             progress.close()
+    _quiet_errors(args, outcome.run.results)
     written = render(args, args.output_dir)
     code = max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))

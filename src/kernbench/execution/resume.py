@@ -121,12 +121,26 @@ def load_previous(directory: Path) -> PreviousRun:
         raise KernbenchError(f"--resume {directory}: no run to resume there (no summary.json); "
                              "start a new run with --output-dir instead")
     summary = read_document(summary_path)
+    merged = merged_sources(summary)
+    if merged:
+        raise KernbenchError(
+            f"--resume {directory}: this is a merge of shards ({', '.join(merged)}), not a run "
+            "to resume; resume an interrupted shard in its own output directory (kernbench run "
+            "--resume SHARD_DIR) or run a missing one (--shard K/N), then merge again")
     found: dict[str, CaseResult] = {r.case_id: r for r in records_of(summary, summary_path)}
     for path in sorted((directory / "kernels").glob("*.json")):
         for record in records_of(read_document(path), path):
             if not started_before_run(record.started_at, summary.get("started_at")):
                 found.setdefault(record.case_id, record)
     return PreviousRun(directory, summary, tuple(found.values()))
+
+
+def merged_sources(summary: Mapping[str, Any]) -> list[str]:
+    """The shard outputs a merged summary was joined from (``settings.shards[].source``); []
+    for a run's own summary."""
+    shards = (summary.get("settings") or {}).get("shards") or []
+    return [str(entry["source"]) for entry in shards
+            if isinstance(entry, Mapping) and entry.get("source") is not None]
 
 
 def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],
