@@ -243,8 +243,8 @@ RUN = (
            "this tree, in alternating rounds; writes regressions.md", metavar="REF"),
     Option(("--rounds",), "--ab rounds: processes per case and side (30 caught 100% of +10% "
            f"and 90% of +5% slowdowns here, with no false alarm; at most {MAX_PROCESSES})",
-           "count", 30, "30; the sign test over rounds cannot reach p < 0.05 with fewer than 6",
-           "N", minimum=2, maximum=MAX_PROCESSES),
+           "count", 30, "30; p < 0.05 needs 6 rounds, and q < 0.05 among m compared cases "
+           "more than log2(40 m), 8 for 4", "N", minimum=2, maximum=MAX_PROCESSES),
     Option(("--debug-inject-slowdown",), "testing aid: matching kernels' calls take FACTOR "
            "times as long (with --ab: on this tree's side only)", "slowdowns", (),
            metavar="GLOB=FACTOR[,...]"),

@@ -100,7 +100,7 @@ def _verdict_blocks(comparison: Mapping[str, Any] | None,
         [table_row(VERDICTS), "|" + "---:|" * len(VERDICTS),
          table_row([str(counts[v]) for v in VERDICTS])])
     return [f"**{line}**", *_warnings(comparison), table,
-            _method_note(comparison, len(cases), several)]
+            _method_note(comparison, sum(c.get("q_value") is not None for c in cases), several)]
 
 
 def _warnings(comparison: Mapping[str, Any]) -> list[str]:
@@ -122,7 +122,7 @@ def _method_note(comparison: Mapping[str, Any], n_cases: int, several: bool) -> 
             f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across "
             + (f"each machine's cases ({n_cases} in all); each machine is compared only with "
                "its own baseline, and no case is compared across machines." if several else
-               f"all {n_cases} cases."))
+               f"the {n_cases} compared cases."))
     skipped = comparison.get("skipped_both")
     if isinstance(skipped, list) and skipped:
         text += f" {len(skipped)} cases were skipped on both sides and are not judged."
