@@ -900,6 +900,31 @@ def test_a_missing_shard_is_named_and_fails_the_merge_under_strict(
     assert code == 1 and "missing: shard 2/2" in err
 
 
+def test_a_partial_merge_merged_again_with_the_late_shard_is_complete(
+        shards: tuple[Path, Path], tmp_path: Path) -> None:
+    # The merge keeps each shard's plan in settings.shards, so the second merge checks the
+    # suite through it instead of calling the first merge "unchecked" and its shards missing.
+    half, whole = tmp_path / "half", tmp_path / "whole"
+    assert cli("merge", half, shards[0])[0] == 0
+    kept = load(half / "summary.json")["settings"]["shards"][0]["plan"]
+    assert kept["planned"] >= 1 and kept["missing"] == []
+    code, _, err = cli("merge", whole, half, shards[1], "--strict")
+    assert code == 0, err
+    assert "missing" not in err and "unchecked" not in err
+    merged = load(whole / "summary.json")
+    assert merged["complete"] is True
+    assert merged["completeness"]["unchecked"] == []
+    assert [e["shard"] for e in merged["settings"]["shards"]] == ["1/2", "2/2"]
+    direct = load(tmp_path / "direct" / "summary.json") if cli(
+        "merge", tmp_path / "direct", *shards)[0] == 0 else None
+    assert direct is not None
+    assert [r["kernel_name"] for r in merged["results"]] == [
+        r["kernel_name"] for r in direct["results"]]
+    # merged with itself, the half is still half: shard 2/2 is named as missing
+    code, _, err = cli("merge", tmp_path / "again", half, "--strict")
+    assert code == 1 and "missing: shard 2/2" in err
+
+
 def test_a_partial_merge_is_not_resumed_as_a_shard_and_history_says_merge_again(
         shards: tuple[Path, Path], tmp_path: Path) -> None:
     # Resuming it ran "shard 1/2" again in the merge's folder, deleted the other shard's

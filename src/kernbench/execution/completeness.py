@@ -8,7 +8,9 @@ record of (an interrupted or killed shard), a shard given twice by one machine, 
 split the suite differently (their plans do not add up to the suite). Machines are kept apart
 but share the suite: shard 1/2 from one machine and 2/2 from another (two hosted runners of
 different CPUs) leave nothing missing, and a shard that ran on two machines is measured twice,
-not duplicated. Summaries without a plan (older files, merged ones) are listed as unchecked.
+not duplicated. A merged summary keeps each of its shards' plans (:func:`kept_plan`), so a
+merge of it with a late shard is checked too; summaries without a plan (older files) are
+listed as unchecked.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 from kernbench.execution.balancing import history_ids
 from kernbench.results.model import record_case_id
 
-__all__ = ["ShardPlan", "completeness", "completeness_of", "plan_record", "problems", "shard_plan"]
+__all__ = ["ShardPlan", "completeness", "completeness_of", "kept_plan", "plan_record", "problems",
+           "shard_plan", "shard_plans"]
 
 
 def suite_digest(case_ids: Iterable[str]) -> str:
@@ -85,6 +88,34 @@ def shard_plan(source: str, document: Mapping[str, Any],
                      int(plan.get("suite_cases") or 0), len(ids), tuple(missing))
 
 
+def shard_plans(source: str, document: Mapping[str, Any],
+                records: Iterable[Mapping[str, Any]]) -> tuple[ShardPlan, ...]:
+    """The plans of the shards `document` holds: its own (:func:`shard_plan`), or for a merged
+    summary those its ``settings.shards`` entries kept (:func:`kept_plan`), so that a merge
+    can be merged again with a late shard and still be checked; () when none is recorded."""
+    own = shard_plan(source, document, records)
+    if own is not None:
+        return (own,)
+    plans = []
+    for entry in (document.get("settings") or {}).get("shards") or []:
+        kept = entry.get("plan") if isinstance(entry, Mapping) else None
+        where = str(entry.get("shard") or "") if isinstance(entry, Mapping) else ""
+        index, _, total = (where or "1/1").partition("/")  # not sharded: the whole suite
+        if not isinstance(kept, Mapping) or not (index.isdigit() and total.isdigit()):
+            return ()  # a shard of it is unchecked, so the merge of it is too
+        plans.append(ShardPlan(source, str(entry.get("fingerprint") or "unknown"),
+                               str(kept.get("suite_digest")), int(index), int(total),
+                               int(kept.get("suite_cases") or 0), int(kept.get("planned") or 0),
+                               tuple(str(c) for c in kept.get("missing") or [])))
+    return tuple(plans)
+
+
+def kept_plan(plan: ShardPlan) -> dict[str, Any]:
+    """What a merged summary keeps of a shard's plan, in its ``settings.shards`` entry."""
+    return {"suite_cases": plan.suite_cases, "suite_digest": plan.suite, "planned": plan.planned,
+            "missing": list(plan.missing)}
+
+
 def _check_suite(digest: str, shards: Sequence[ShardPlan],
                  found: dict[str, Any]) -> None:
     """Adds the suite's missing shards, missing cases and doubled shards to `found`."""
@@ -121,8 +152,9 @@ def _check_suite(digest: str, shards: Sequence[ShardPlan],
 def completeness(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """What of each suite is missing or doubled across the shard `documents`
     (``(source, migrated summary)`` pairs): ``complete`` is true when nothing is."""
-    return completeness_of([(source, shard_plan(source, document, document.get("results") or []))
-                            for source, document in documents])
+    return completeness_of([(source, plan) for source, document in documents
+                            for plan in (shard_plans(source, document,
+                                                     document.get("results") or []) or (None,))])
 
 
 def completeness_of(plans: Sequence[tuple[str, ShardPlan | None]]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from kernbench import __version__
 from kernbench.errors import KernbenchError
-from kernbench.execution.completeness import ShardPlan, completeness_of, shard_plan
+from kernbench.execution.completeness import ShardPlan, completeness_of, kept_plan, shard_plans
 from kernbench.execution.run_identity import (
     SELECTION_SETTINGS,
     OneRun,
@@ -64,8 +64,15 @@ class ShardHead:
 
     source: str
     document: dict[str, Any]
-    plan: ShardPlan | None
+    plans: tuple[ShardPlan, ...]
+    """Its own plan, or for a merged summary its shards' (() when none is recorded)."""
     tally: dict[str, int]
+
+    @property
+    def merged(self) -> bool:
+        """A merge of shards (its ``settings.shards`` entries name their sources)."""
+        shards = (self.document.get("settings") or {}).get("shards") or []
+        return any(isinstance(e, Mapping) and e.get("source") is not None for e in shards)
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -80,7 +87,7 @@ class ShardHead:
         """What it shares with every other shard of its run
         (:mod:`kernbench.execution.run_identity`)."""
         return run_identity(self.source, self.document,
-                            self.plan.suite if self.plan else None, self.machine)
+                            self.plans[0].suite if self.plans else None, self.machine)
 
 
 def _order(record: Mapping[str, Any]) -> Key:
@@ -131,12 +138,12 @@ def read_shard(source: str, document: dict[str, Any],
             payload = (record, text)
         entries.append((_order(record), record_case_id(record), payload))
     entries.sort(key=lambda entry: entry[0])
-    plan = shard_plan(source, document, results)
+    plans = shard_plans(source, document, results)
     head = {k: v for k, v in document.items() if k != "results"}
     settings = head.get("settings")
     if isinstance(settings, Mapping) and "plan" in settings:  # its case ids are in `plan`
         head["settings"] = {k: v for k, v in settings.items() if k != "plan"}
-    return ShardHead(source, head, plan, tally), entries
+    return ShardHead(source, head, plans, tally), entries
 
 
 def _machine_label(environment: Mapping[str, Any]) -> str:
@@ -249,9 +256,17 @@ def _extreme(values: Sequence[Any], labels: Sequence[str], latest: bool) -> str 
     return pick(times, key=lambda pair: pair[0])[1]
 
 
-def _identity(source: str, document: Document) -> list[dict[str, Any]]:
-    """The shard identities a document lists (a merged one lists several), with its source
-    and what selected its cases (``selection``: the :data:`SELECTION_SETTINGS`)."""
+def _finished(head: ShardHead) -> bool:
+    """The shard says it finished; a merge's own flag counts only where its shards' plans are
+    not all kept (the check of this merge redoes what that flag said)."""
+    return head.document.get("complete") is True or (head.merged and bool(head.plans))
+
+
+def _identity(head: ShardHead) -> list[dict[str, Any]]:
+    """The shard identities a document lists (a merged one lists several), with its source,
+    its plan (:func:`kept_plan`) and what selected its cases (``selection``: the
+    :data:`SELECTION_SETTINGS`)."""
+    source, document = head.source, head.document
     settings = document.get("settings") or {}
     listed = settings.get("shards") or []
     env = document.get("environment") or {}
@@ -259,6 +274,8 @@ def _identity(source: str, document: Document) -> list[dict[str, Any]]:
     if not entries:
         entries = [{"shard": None, "host": env.get("hostname"), "testbed": env.get("testbed"),
                     "fingerprint": env.get("fingerprint"), "scheduler": {}}]
+    if not head.merged and len(head.plans) == len(entries) == 1:
+        entries[0]["plan"] = kept_plan(head.plans[0])
     selection = {key: settings.get(key) for key in SELECTION_SETTINGS}  # one per document:
     # a merge of one machine's shards shares one, and one of several is refused (read_shard)
     return [{"source": source, **entry, "selection": selection} for entry in entries]
@@ -269,7 +286,7 @@ def _merged_settings(first: Document, heads: Sequence[ShardHead]) -> dict[str, A
     mixed merge may each have selected their own cases (backends, filters, ...): a selection
     key the shards differ in is null, and each shard's entry says its own (``selection``, only
     then)."""
-    shards = [entry for head in heads for entry in _identity(head.source, head.document)]
+    shards = [entry for head in heads for entry in _identity(head)]
     differ = [key for key in SELECTION_SETTINGS
               if len({json.dumps(e["selection"].get(key), sort_keys=True, default=str)
                       for e in shards}) > 1]
@@ -293,7 +310,8 @@ def merged_header(heads: Sequence[ShardHead], found: Sequence[Mapping[str, Any]]
     :func:`merge_summaries`. `found`: the :func:`machines` of `heads`."""
     documents = [head.document for head in heads]
     sources = [head.source for head in heads]
-    check = completeness_of([(head.source, head.plan) for head in heads])
+    check = completeness_of([(head.source, plan) for head in heads
+                             for plan in (head.plans or (None,))])
     first = documents[0]
     tally: dict[str, int] = {"total": sum(sum(head.tally.values()) for head in heads)}
     tally.update({status: sum(head.tally[status] for head in heads) for status in STATUSES})
@@ -302,7 +320,7 @@ def merged_header(heads: Sequence[ShardHead], found: Sequence[Mapping[str, Any]]
         "kernbench_version": __version__,
         "started_at": _extreme([d.get("started_at") for d in documents], sources, False),
         "finished_at": _extreme([d.get("finished_at") for d in documents], sources, True),
-        "complete": check["complete"] and all(d.get("complete") is True for d in documents),
+        "complete": check["complete"] and all(_finished(head) for head in heads),
         "settings": _merged_settings(first, heads),
         "environment": _environment(found, first),
         "counts": tally,
