@@ -466,3 +466,65 @@ def test_a_resumed_shard_runs_the_cases_its_run_was_given_not_a_new_split(
     assert sorted(r["kernel_name"] for r in after["results"]) == sorted(
         case_id.split("[")[0] for case_id in given)
     assert after["settings"]["plan"]["case_ids"] == given
+
+
+# --- an interrupted --ab run --------------------------------------------------------------
+
+
+MARKED = """
+import os
+import time
+
+def setup():
+    time.sleep(0.2)
+    open(os.path.join(os.environ["KB_TEST_MARKS"], str(os.getpid())), "w").close()
+    return {}
+
+def run_benchmark():
+    return 1.0
+"""
+
+
+@pytest.mark.slow
+def test_an_interrupted_ab_run_keeps_the_rounds_that_finished(tmp_path: Path) -> None:
+    # Both sides' records were held in memory until the last round: Ctrl-C lost them all.
+    from support.git import git
+
+    repo, out, marks = tmp_path / "repo", tmp_path / "out", tmp_path / "marks"
+    marks.mkdir()
+    for name in ("a", "b", "c"):
+        kernel(repo, name, MARKED)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", "run", "--root", str(repo), "--output-dir",
+         str(out), "--ab", "HEAD", "--rounds", "20", *FAST, "--debug-fake-timer", "2",
+         "--no-cpu-peak"], cwd=tmp_path, env={**subprocess_env(), "KB_TEST_MARKS": str(marks)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 90
+        while len(list(marks.iterdir())) < 9:  # round 1 (six processes) and some of round 2
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never got that far"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert f"the rounds that finished are saved in {out} and {out}/baseline" in err
+    sides = [load(out / "summary.json"), load(out / "baseline" / "summary.json")]
+    for summary in sides:
+        assert summary["complete"] is False
+        assert {r["kernel_name"] for r in summary["results"]} == {"a", "b", "c"}
+        assert all(r["status"] == "ok" for r in summary["results"])
+    rounds = [{r["kernel_name"]: len(r["timing"]["process_sample_counts"])
+               for r in s["results"]} for s in sides]
+    assert rounds[0] == rounds[1]  # a case keeps the rounds both sides finished
+    assert all(1 <= n < 20 for n in rounds[0].values())
+    assert "Incomplete run" in (out / "summary.md").read_text(encoding="utf-8")
+    assert not (out / "comparison.json").exists()

@@ -4,7 +4,7 @@ case in alternating rounds, so both sides share the machine's drift."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +25,10 @@ from kernbench.errors import KernbenchError
 from kernbench.execution.runner import check_sweep_globs, now_iso, select_kernels
 from kernbench.execution.settings import RunSettings
 from kernbench.results.inputs import run_from_document
-from kernbench.results.model import RunResult
+from kernbench.results.model import CaseResult, KernelSpec, RunResult
 
 if TYPE_CHECKING:
-    from kernbench.execution.ab import Progress
+    from kernbench.execution.ab import Progress, Runs, Side
 
 def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
            thresholds: Thresholds, alpha: float = DEFAULT_ALPHA,
@@ -38,13 +38,17 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     """Interleaved A/B of REF (baseline, in a temporary worktree) against this tree.
 
     The candidate's report set goes to `output_dir`, the baseline's to `output_dir/baseline`,
-    and the comparison (regressions.md, comparison.json) to `output_dir`."""
-    from kernbench.execution.ab import interleave, make_side, shard_sides, worktree
+    and the comparison (regressions.md, comparison.json) to `output_dir`. Ctrl-C or SIGTERM
+    stops it between writes: both report sets are written from the rounds that finished
+    (``complete: false``), with no comparison, and the interrupt goes on."""
+    from kernbench.execution.ab import finished_rounds, interleave, make_side, shard_sides, worktree
+    from kernbench.execution.interrupts import signals_handled
 
     started = now_iso()
     clear_previous_reports(output_dir)
     environment = run_environment(settings)
-    with worktree(settings.root, ref) as (base_root, sha):
+    runs: Runs = {}
+    with signals_handled() as guard, worktree(settings.root, ref) as (base_root, sha):
         base_specs, base_manifest = discover(base_root, paths, log)
         cand_specs, cand_manifest = discover(settings.root, paths, log)
         check_sweep_globs(settings, cand_specs)
@@ -57,27 +61,65 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
             baseline, candidate = shard_sides(baseline, candidate, settings.shard)
         if not baseline.planned and not candidate.planned and settings.shard is None:
             raise KernbenchError("--ab: no cases to run on either side")
-        base_results, cand_results = interleave(baseline, candidate, rounds, progress)
+        sides = _Sides(settings, ref, sha, rounds, started, environment, output_dir,
+                       (base_specs, base_manifest, baseline),
+                       (cand_specs, cand_manifest, candidate), extra_settings)
+        try:
+            base_results, cand_results = interleave(baseline, candidate, rounds, progress, runs)
+        except KeyboardInterrupt:
+            with guard.critical():
+                sides.write(*finished_rounds(baseline, candidate, runs), complete=False)
+            raise
+    cand_run, base_run = sides.write(base_results, cand_results, complete=True)
     # bench.yaml `regression` thresholds of this tree's kernels apply, as in `compare`.
     thresholds = replace(thresholds, per_kernel={
         **{s.name: dict(s.config.regression) for s in cand_specs
            if s.config is not None and s.config.regression}, **thresholds.per_kernel})
-    record = {**settings_record(settings, output_dir, cand_manifest["paths"]),
-              **identity_record(environment, settings),
-              **(extra_settings or {}), "ab": {"ref": ref, "commit": sha, "rounds": rounds}}
-    finished = now_iso()
-    cand_run = RunResult(started, finished, True, {**record, "plan": candidate.plan_record()},
-                         environment, tuple(select_kernels(cand_specs, settings.filters)),
-                         tuple(cand_results))
-    git = {**(environment.get("git") or {}), "commit": sha, "short_commit": sha[:12],
-           "branch": None, "dirty": False, "ref": ref}
-    base_run = RunResult(started, finished, True, {**record, "plan": baseline.plan_record()},
-                         {**environment, "git": git},
-                         tuple(select_kernels(base_specs, settings.filters)),
-                         tuple(base_results))
-    write_report_set(output_dir, cand_run, cand_manifest)
-    write_report_set(output_dir / "baseline", base_run, base_manifest)
     base = run_from_document(summary_dict(base_run), f"{ref} ({sha[:12]}), interleaved")
     cand = run_from_document(summary_dict(cand_run), "this tree, interleaved")
     document = write_run_comparison(base, cand, output_dir, thresholds, alpha, paired=True)
     return RunOutcome(cand_run, output_dir, exit_code_for(cand_results)), document
+
+
+SideParts = tuple[list[KernelSpec], dict[str, Any], "Side"]
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """What both sides' report sets are written from, but their results."""
+
+    settings: RunSettings
+    ref: str
+    sha: str
+    rounds: int
+    started: str
+    environment: dict[str, Any]
+    output_dir: Path
+    baseline: SideParts
+    candidate: SideParts
+    extra_settings: Mapping[str, Any] | None
+
+    def write(self, base_results: list[CaseResult], cand_results: list[CaseResult],
+              complete: bool) -> tuple[RunResult, RunResult]:
+        """Both report sets: this tree's in `output_dir`, the baseline's in its baseline/."""
+        settings, environment = self.settings, self.environment
+        base_specs, base_manifest, baseline = self.baseline
+        cand_specs, cand_manifest, candidate = self.candidate
+        record = {**settings_record(settings, self.output_dir, cand_manifest["paths"]),
+                  **identity_record(environment, settings), **(self.extra_settings or {}),
+                  "ab": {"ref": self.ref, "commit": self.sha, "rounds": self.rounds}}
+        finished = now_iso()
+        cand_run = RunResult(self.started, finished, complete,
+                             {**record, "plan": candidate.plan_record()}, environment,
+                             tuple(select_kernels(cand_specs, settings.filters)),
+                             tuple(cand_results))
+        git = {**(environment.get("git") or {}), "commit": self.sha,
+               "short_commit": self.sha[:12], "branch": None, "dirty": False, "ref": self.ref}
+        base_run = RunResult(self.started, finished, complete,
+                             {**record, "plan": baseline.plan_record()},
+                             {**environment, "git": git},
+                             tuple(select_kernels(base_specs, settings.filters)),
+                             tuple(base_results))
+        write_report_set(self.output_dir, cand_run, cand_manifest)
+        write_report_set(self.output_dir / "baseline", base_run, base_manifest)
+        return cand_run, base_run

@@ -41,8 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _how_to_continue(args: argparse.Namespace | None) -> str:
     """What an interrupted command kept and how to go on from it ("" for nothing)."""
-    if args is None or args.command != "run" or args.ab:
+    if args is None or args.command != "run":
         return ""
+    if args.ab:
+        return (f"; the rounds that finished are saved in {args.output_dir} and "
+                f"{args.output_dir}/baseline (complete: false, not compared); an --ab run "
+                "cannot be resumed: run it again")
     if getattr(args, "shards", None):
         out = args.output_dir
         return (f"; finished cases are saved in each shard's folder: continue each with "

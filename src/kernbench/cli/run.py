@@ -244,6 +244,9 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
                                    args.alpha, args.paths,
                                    log(), progress,
                                    extra_settings=_suite_settings(args))
+    except KeyboardInterrupt:
+        _render_partial(args)
+        raise
     finally:
         if progress is not None:
             progress.close()

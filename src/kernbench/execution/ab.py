@@ -100,12 +100,19 @@ def _git(root: Path, *args: str, check: bool = True) -> None:
         raise KernbenchError(f"git {' '.join(args[:2])} failed: {done.stderr.strip()}")
 
 
+Runs = dict[tuple[str, str], list[CaseResult]]
+"""Each (side label, case key)'s records, one per round it finished."""
+
+
 def interleave(baseline: Side, candidate: Side, rounds: int,
-               progress: Progress | None = None) -> tuple[list[CaseResult], list[CaseResult]]:
-    """Run both sides' cases in alternating rounds; one merged record per case and side."""
+               progress: Progress | None = None, runs: Runs | None = None
+               ) -> tuple[list[CaseResult], list[CaseResult]]:
+    """Run both sides' cases in alternating rounds; one merged record per case and side.
+    `runs` (filled as rounds finish) keeps what finished when Ctrl-C or SIGTERM stops it
+    (:func:`finished_rounds`)."""
     keyed = {side.label: side.keyed() for side in (baseline, candidate)}
     keys = sorted(set(keyed[baseline.label]) | set(keyed[candidate.label]))
-    runs: dict[tuple[str, str], list[CaseResult]] = {}
+    runs = {} if runs is None else runs
     total = rounds * sum(len(cases) for cases in keyed.values())
     done = 0
     launcher = make_launcher(baseline.runner.settings)
@@ -122,7 +129,7 @@ def interleave(baseline: Side, candidate: Side, rounds: int,
 
 
 def _round(order: tuple[Side, Side], keyed: dict[str, dict[str, Case]], keys: Sequence[str],
-           runs: dict[tuple[str, str], list[CaseResult]], label: str, counts: tuple[int, int],
+           runs: Runs, label: str, counts: tuple[int, int],
            progress: Progress | None) -> int:
     """One round: each case (`keyed`: each side's cases by key) once on each side, the sides
     in `order`; the count of cases done after it."""
@@ -143,11 +150,28 @@ def _round(order: tuple[Side, Side], keyed: dict[str, dict[str, Case]], keys: Se
     return done
 
 
-def _merged(side: Side, runs: dict[tuple[str, str], list[CaseResult]]) -> list[CaseResult]:
+def _merged(side: Side, runs: Runs) -> list[CaseResult]:
     results = [invalid_result(s) for s in side.planned if isinstance(s, KernelSpec)]
     for key in sorted(side.keyed()):
-        results.append(merge_replicates(runs[(side.label, key)]))
+        if runs.get((side.label, key)):
+            results.append(merge_replicates(runs[(side.label, key)]))
     return results
+
+
+def finished_rounds(baseline: Side, candidate: Side, runs: Runs
+                    ) -> tuple[list[CaseResult], list[CaseResult]]:
+    """Both sides' records from the rounds that finished before an interruption. A case on
+    both sides keeps the rounds both finished (its k-th processes still ran side by side);
+    a case no round finished is left out."""
+    on_both = set(baseline.keyed()) & set(candidate.keyed())
+    trimmed: Runs = {}
+    for (label, key), records in runs.items():
+        other = candidate.label if label == baseline.label else baseline.label
+        count = (min(len(records), len(runs.get((other, key), []))) if key in on_both
+                 else len(records))
+        if count:
+            trimmed[(label, key)] = records[:count]
+    return _merged(baseline, trimmed), _merged(candidate, trimmed)
 
 
 def make_side(label: str, root: Path, settings: RunSettings,
@@ -177,4 +201,5 @@ def shard_sides(baseline: Side, candidate: Side, shard: tuple[int, int]) -> tupl
     return cut(baseline), cut(candidate)
 
 
-__all__ = ["Side", "case_key", "interleave", "make_side", "shard_sides", "worktree"]
+__all__ = ["Runs", "Side", "case_key", "finished_rounds", "interleave", "make_side",
+           "shard_sides", "worktree"]
