@@ -188,7 +188,22 @@ def test_ctrl_c_on_a_sharded_run_says_how_to_go_on_without_tracebacks(tmp_path: 
         _stop(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert f"kernbench run --resume {out}/shards/K-of-N, then kernbench merge {out}" in err
+    assert f"kernbench run --resume {out}/shards/K-of-N" in err
+    assert f"then kernbench merge {out} {out}/shards/*" in err
+
+
+def test_the_hint_names_the_shards_that_never_started(tmp_path: Path) -> None:
+    # "resume each" cannot finish a shard that has no folder: it needs a run of its own.
+    from kernbench.cli.main import _how_to_continue_shards
+
+    out = tmp_path / "out"
+    for folder in ("1-of-3", "2-of-3", "1-of-2", "2-of-2"):
+        (out / "shards" / folder).mkdir(parents=True)
+        (out / "shards" / folder / "summary.json").write_text("{}")
+    hint = _how_to_continue_shards(out, 3)
+    assert "shard 3 of 3 never started" in hint
+    assert f"--shard K/3 --output-dir {out}/shards/K-of-3" in hint
+    assert "never started" not in _how_to_continue_shards(out, 2)
 
 
 def test_sigterm_to_a_sharded_run_stops_its_shards_instead_of_waiting_for_them(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from kernbench.cli.commands import dispatch
 from kernbench.cli.console import configure, error
@@ -48,8 +49,18 @@ def _how_to_continue(args: argparse.Namespace | None) -> str:
                 f"{args.output_dir}/baseline (complete: false, not compared); an --ab run "
                 "cannot be resumed: run it again")
     if getattr(args, "shards", None):
-        out = args.output_dir
-        return (f"; finished cases are saved in each shard's folder: continue each with "
-                f"kernbench run --resume {out}/shards/K-of-N, then kernbench merge {out} "
-                f"{out}/shards/*")
+        return _how_to_continue_shards(args.output_dir, args.shards)
     return f"; finished cases are saved: continue with --resume {args.output_dir}"
+
+
+def _how_to_continue_shards(out: Path, total: int) -> str:
+    """A sharded run's folders: resume the shards that started, run those that did not."""
+    started = [k for k in range(1, total + 1)
+               if (out / "shards" / f"{k}-of-{total}" / "summary.json").is_file()]
+    never = [str(k) for k in range(1, total + 1) if k not in started]
+    text = ("; finished cases are saved in each shard's folder: continue each started shard "
+            f"with kernbench run --resume {out}/shards/K-of-N")
+    if never:
+        text += (f"; shard {', '.join(never)} of {total} never started: run it with the same "
+                 f"flags and --shard K/{total} --output-dir {out}/shards/K-of-{total}")
+    return f"{text}; then kernbench merge {out} {out}/shards/*"
