@@ -127,3 +127,14 @@ def test_shards_without_a_plan_are_still_compared_by_their_settings() -> None:
     old, new = part("a"), part("b", index=(2, 2), iterations=3)
     del old["settings"]["plan"], new["settings"]["plan"]
     assert "iterations (old: 5, new: 3)" in refusal([("old", old), ("new", new)])
+
+
+def test_of_two_settings_mappings_only_the_entries_that_differ_are_named() -> None:
+    # --ab shards of 10 and 8 rounds: the message cut the mapping off at 80 characters, before
+    # the rounds, on both sides.
+    commit = "9be653fdabb6" * 3
+    one = part("a", ab={"commit": commit, "ref": "HEAD~1", "rounds": 10})
+    two = part("b", index=(2, 2), ab={"commit": commit, "ref": "HEAD~1", "rounds": 8})
+    message = refusal([("s1", one), ("s2", two)])
+    assert "ab.rounds (s1: 10, s2: 8)" in message
+    assert "ab.ref" not in message and "ab.commit" not in message

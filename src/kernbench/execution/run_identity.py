@@ -83,12 +83,21 @@ def _shown(value: Any) -> str:
 
 def _differences(first: RunIdentity, other: RunIdentity, keys: tuple[str, ...] | None
                  ) -> list[str]:
-    """`first` and `other`'s values that differ (of `keys`; None: every key both hold)."""
-    return [f"{key} ({first.source}: {_shown(value)}, {other.source}: "
-            f"{_shown(other.values[key])})"
-            for key, value in first.values.items()
-            if (keys is None or key in keys) and key in other.values
-            and value != other.values[key]]
+    """`first` and `other`'s values that differ (of `keys`; None: every key both hold); of
+    two mappings, the entries that differ (``ab.rounds``), so a long value is not cut off
+    before the part that differs."""
+    found = []
+    for key, value in first.values.items():
+        if (keys is not None and key not in keys) or key not in other.values:
+            continue
+        theirs = other.values[key]
+        pairs = ([(f"{key}.{sub}", value.get(sub), theirs.get(sub))
+                  for sub in sorted({*value, *theirs}, key=str)]
+                 if isinstance(value, Mapping) and isinstance(theirs, Mapping)
+                 else [(key, value, theirs)])
+        found += [f"{name} ({first.source}: {_shown(mine)}, {other.source}: {_shown(its)})"
+                  for name, mine, its in pairs if mine != its]
+    return found
 
 
 class OneRun:
