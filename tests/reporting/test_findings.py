@@ -254,3 +254,33 @@ def test_advice_names_the_knobs_of_the_runner_that_measured() -> None:
     assert "--iters" not in noisy and "the marker's processes= (with isolation='fork')" in noisy
     tails = tail_advice(("k",), plugin)[0].message
     assert "raise --kernbench-warmup (or the marker's warmup=), now 2." in tails
+
+
+# -- caveats: what a figure may not mean -----------------------------------------------------
+
+
+def test_a_case_measured_while_other_processes_kept_a_core_busy_is_a_caveat() -> None:
+    # A torch kernel read 30-90x slow while a test suite loaded one of two cores, and a
+    # single run's summary.md presented the figure as fine.
+    busy = rec("busy", machine={"other_cpu_cores": 1.02, "steal_share": 0.0, "cpus": 2})
+    quiet = rec("quiet", machine={"other_cpu_cores": 0.1, "steal_share": 0.0, "cpus": 2})
+    stolen = rec("stolen", machine={"other_cpu_cores": 0.0, "steal_share": 0.2})
+    failed = rec("failed", status="failed", machine={"other_cpu_cores": 1.5})
+    found = [f for f in key_findings(doc(busy, quiet, stolen, failed)) if f.group == "Caveats"]
+    assert kinds(found) == [("busy_machine", "busy[cpu,fp32]"),
+                            ("busy_machine", "stolen[cpu,fp32]")]
+    assert "other processes kept 1.0 of 2 CPUs busy" in found[0].message
+    assert "the hypervisor stole 20% of the CPU time" in found[1].message
+
+
+def test_a_case_whose_output_is_in_another_float_precision_is_a_caveat() -> None:
+    def out(precision: str, output: str) -> dict[str, Any]:
+        return rec("k", precision, output={"precision": output})
+
+    found = key_findings(doc(out("fp16", "fp32"), out("bf16", "bf16"), out("fp8_e4m3", "bf16"),
+                             out("fp32", "int32"), out("fp32", "fp64")))
+    caveats = [f for f in found if f.kind == "output_precision"]
+    assert kinds(caveats) == [("output_precision", "k[cpu,fp16]"),
+                              ("output_precision", "k[cpu,fp32]")]
+    assert caveats[0].message == ("k[cpu,fp16]: timed as fp16, but its output is fp32: check "
+                                  "that the kernel computes in fp16")

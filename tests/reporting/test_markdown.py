@@ -140,6 +140,19 @@ def test_long_finding_groups_are_cut_short() -> None:
     assert findings.count("spans 87% of its p50") == MAX_LISTED
 
 
+def test_key_findings_list_a_busy_machine_and_another_output_precision_as_caveats() -> None:
+    summary = copy.deepcopy(dict(load_fixture().summary))
+    for record in summary["results"]:
+        if record["case_id"] == "rmsnorm[cpu,fp32]":
+            record["machine"] = {"other_cpu_cores": 1.0, "steal_share": 0.0, "cpus": 2}
+            record["output"] = {"precision": "fp64"}
+    findings = section(render_summary(summary, load_fixture().environment), "Key Findings")
+    assert "- **Caveats** (2):" in findings
+    assert ("rmsnorm\\[cpu,fp32\\]: its samples were taken while other processes kept 1.0 "
+            "of 2 CPUs busy") in findings
+    assert "timed as fp32, but its output is fp64" in findings
+
+
 def test_a_percentage_of_peak_above_100_is_flagged_with_why() -> None:
     inputs = load_fixture(comparison=False)
     summary = copy.deepcopy(dict(inputs.summary))

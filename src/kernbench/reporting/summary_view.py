@@ -70,7 +70,7 @@ class SummaryView:
             "problems", "flagged", "failing", "passing", "worked", "over_peak", "profiles",
             "gpu", "unchecked", "failures", "accuracy", "tails", "unstable", "narrow",
             "growth", "narrow_advice", "memory_advice", "backend_advice", "failed_ids",
-            "timeout_ids", "invalid_ids", "low_compute", "low_bandwidth")}
+            "timeout_ids", "invalid_ids", "low_compute", "low_bandwidth", "caveats")}
         self.skipped: dict[str, Firsts] = {}
         self.boards: dict[Hashable, Firsts] = {}
         self.extremes: dict[str, tuple[Any, Record]] = {}
@@ -146,6 +146,8 @@ class SummaryView:
         if (record.get("profile") or {}).get("path"):
             rows["profiles"].add(position, record, machine)
         self._add_accuracy(machine, position, record)
+        for finding in fx.caveat_findings(record):
+            rows["caveats"].add((position, finding.kind), finding, machine)
         work = record.get("work")
         if status == "ok" and work:
             rows["worked"].add(position, record, machine)
@@ -317,7 +319,7 @@ class SummaryView:
         tails = [fx.tail_finding(r) for r in self.items("tails")[:MAX_LISTED]]
         for name, items in (("failures", self.items("failures")), ("narrow", self.items("narrow")),
                             ("tails", [f for f in tails if f is not None]),
-                            ("growth", self.items("growth"))):
+                            ("growth", self.items("growth")), ("caveats", self.items("caveats"))):
             found.append((items[:MAX_LISTED], rows[name].count))
         groups: dict[str, tuple[list[fx.Finding], int]] = {}
         for items, count in found:
