@@ -264,6 +264,9 @@ def test_a_case_that_fails_in_the_candidate_is_a_regression_with_a_note() -> Non
     assert "no longer runs" in case.note
     assert "failed" in case.note and "bad input shape 42" in case.note
     assert regressions_found([case])
+    # the baseline's figure stays beside the verdict (regressions.md showed "n/a")
+    assert case.baseline_p50_ms == pytest.approx(np.median(baseline[0].samples_ms))
+    assert case.candidate_p50_ms is None
 
 
 def test_a_case_that_times_out_in_the_candidate_is_a_regression() -> None:

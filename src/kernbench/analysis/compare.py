@@ -141,9 +141,10 @@ def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
     """Verdicts that need no statistics: a case that stopped or started running."""
     if base.status == "ok" and cand.status == "ok":
         return None
-    if base.status == "ok":
-        return _unpaired(key, cand, "regressed", threshold,
-                         f"the candidate no longer runs: {cand.status}: {cand.reason}")
+    if base.status == "ok":  # the baseline's figure stays beside the verdict
+        return replace(_unpaired(key, cand, "regressed", threshold,
+                                 f"the candidate no longer runs: {cand.status}: {cand.reason}"),
+                       baseline_p50_ms=_p50(base))
     if cand.status == "ok":
         return _unpaired(key, cand, "new", threshold,
                          f"the baseline did not run ({base.status}): nothing to compare with")
@@ -165,7 +166,8 @@ def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
            "fallback in some of them, see the mode's reason)" if mixed else
            f"timed in different GPU modes (baseline {before}, candidate {after}); run both "
            "with the same --gpu-timing")
-    return _unpaired(key, cand, "inconclusive", threshold, f"not compared: {why}")
+    return replace(_unpaired(key, cand, "inconclusive", threshold, f"not compared: {why}"),
+                   baseline_p50_ms=_p50(base))
 
 
 def _pair_native(base_by_key: dict[str, CaseResult], cand_by_key: dict[str, CaseResult]) -> None:
