@@ -754,6 +754,9 @@ def test_the_other_writing_commands_refuse_a_file_as_output_folder(
 @pytest.mark.parametrize(("argv", "expected"), [
     (["--since", "garbage"], "--since 'garbage': expected an ISO date"),
     (["--since", "26-11-2026"], "--since '26-11-2026': expected an ISO date"),
+    (["--since", "2026-13"], "--since '2026-13': expected an ISO date"),  # was: 0 records
+    (["--since", "2026-02-30"], "--since '2026-02-30': expected an ISO date"),
+    (["--since", "2026-11-26T25"], "--since '2026-11-26T25': expected an ISO date"),
     (["--root", "{missing}"], "no such folder"),
 ])
 def test_history_refuses_a_bad_date_or_root_instead_of_listing_nothing(
@@ -766,7 +769,7 @@ def test_history_refuses_a_bad_date_or_root_instead_of_listing_nothing(
 
 
 @pytest.mark.parametrize("since", ["2026", "2026-11", "2026-11-26", "2026-11-26T12:00",
-                                   "2026-11-26T12:00:00Z"])
+                                   "2026-11-26T12:00:00Z", "2024-02-29 23:59:59.5"])
 def test_history_takes_an_iso_date_or_a_prefix_of_one(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], since: str) -> None:
     assert main(["history", "--root", str(tmp_path), "--since", since]) == 0

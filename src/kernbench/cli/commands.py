@@ -68,11 +68,25 @@ ISO_PREFIX = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)
 """What --since takes: an ISO date or time, or a prefix of one (2026, 2026-11, 2026-11-26T12)."""
 
 
+def _iso_prefix(text: str) -> bool:
+    """An ISO date or time, or a prefix of one, whose every part is in range (not 2026-13)."""
+    import datetime
+
+    if not ISO_PREFIX.fullmatch(text):
+        return False
+    shown = text.rstrip("Z").replace(" ", "T")[:19]
+    try:  # the parts not given are the earliest
+        datetime.datetime.fromisoformat(shown + "2000-01-01T00:00:00"[len(shown):])
+    except ValueError:
+        return False
+    return True
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     if not args.root.is_dir():
         raise KernbenchError(f"--root {args.root}: no such folder (expected the repository "
                              "whose benchmarks/history to use)")
-    if args.since is not None and not ISO_PREFIX.fullmatch(args.since):
+    if args.since is not None and not _iso_prefix(args.since):
         raise KernbenchError(f"--since {args.since!r}: expected an ISO date or time, or a "
                              "prefix of one (2026-11, 2026-11-26, 2026-11-26T12:00)")
     if args.add is not None:
