@@ -967,6 +967,9 @@ def test_merging_ab_shards_compares_all_cases_at_once(tmp_path: Path) -> None:
     assert code == 0, err
     assert set(verdicts(merged)) == {"k0", "k1", "k2", "k3"}
     assert verdicts(merged)["k0"] == "regressed"
+    settings = load(merged / "summary.json")["settings"]
+    assert settings["processes"] == 8  # a case's processes a side, one per round (not 3)
+    assert settings["output_dir"] is None  # not shard 1's
     document = load(merged / "comparison.json")
     assert document["settings"]["paired"] is True
     assert document["counts"]["regressed"] == 1

@@ -70,7 +70,8 @@ def test_merge_times_settings_and_environment() -> None:
     assert merged["finished_at"] == "2024-01-01T10:06:00Z"
     assert merged["complete"] is True
     identity = {"shard": None, "fingerprint": "f00d", "scheduler": {}}
-    assert merged["settings"] == {"iterations": 3, "warmup": 1, "seed": 1, "shards": [
+    assert merged["settings"] == {"iterations": 3, "warmup": 1, "seed": 1,
+                                  "output_dir": None, "shards": [
         {"source": "shard-1/summary.json", "host": "a", "testbed": "a", **identity},
         {"source": "shard-2/summary.json", "host": "b", "testbed": "b", **identity}]}
     assert merged["environment"]["hostname"] == "a"

@@ -107,6 +107,7 @@ class _Sides:
         cand_specs, cand_manifest, candidate = self.candidate
         record = {**settings_record(settings, self.output_dir, cand_manifest["paths"]),
                   **identity_record(environment, settings), **(self.extra_settings or {}),
+                  "processes": self.rounds,  # a case's processes a side: one per round
                   "ab": {"ref": self.ref, "commit": self.sha, "rounds": self.rounds}}
         finished = now_iso()
         cand_run = RunResult(self.started, finished, complete,

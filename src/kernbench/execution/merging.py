@@ -292,7 +292,9 @@ def _merged_settings(first: Document, heads: Sequence[ShardHead]) -> dict[str, A
                       for e in shards}) > 1]
     if not differ:
         shards = [{k: v for k, v in entry.items() if k != "selection"} for entry in shards]
-    return {**(first.get("settings") or {}), **dict.fromkeys(differ), "shards": shards}
+    # output_dir: the first shard's was shown as the merge's; each shard's is in its `source`
+    return {**(first.get("settings") or {}), **dict.fromkeys(differ), "output_dir": None,
+            "shards": shards}
 
 
 def _environment(found: Sequence[Mapping[str, Any]], first: Document) -> dict[str, Any]:
