@@ -245,3 +245,15 @@ def test_minimal_documents_with_a_failed_case_without_timing_render() -> None:
     assert "RuntimeError: boom" in page
     assert "No case finished successfully." in page
     assert "1 failed" in page and "n/a" in page
+
+
+def test_the_machine_row_names_the_testbed_as_summary_md_does() -> None:
+    from kernbench.reporting.html import environment_rows
+
+    def machine(env: dict[str, str]) -> str:
+        return dict(environment_rows(env))["Machine"]
+
+    assert machine({"fingerprint": "f00d", "hostname": "vm", "testbed": "gpu-box"}) == (
+        "f00d (testbed gpu-box, host vm)")
+    assert machine({"fingerprint": "f00d", "hostname": "vm", "testbed": "vm"}) == "f00d (vm)"
+    assert machine({"fingerprint": "f00d", "hostname": "vm"}) == "f00d (vm)"

@@ -213,7 +213,13 @@ def environment_rows(env: Record) -> list[tuple[str, str]]:
                    f"({os_.get('machine', 'n/a')})"),
             ("Python", str(section(env, "python").get("version", "n/a"))),
             ("Libraries", libraries or "n/a"),
-            ("Machine", f"{env.get('fingerprint') or 'n/a'} ({env.get('hostname') or 'n/a'})")]
+            ("Machine", f"{env.get('fingerprint') or 'n/a'} ({_where(env)})")]
+
+
+def _where(env: Mapping[str, Any]) -> str:
+    """The host, and the testbed where it is not the host's name (as summary.md names it)."""
+    host, testbed = env.get("hostname") or "n/a", env.get("testbed")
+    return host if not testbed or testbed == host else f"testbed {testbed}, host {host}"
 
 
 def settings_rows(settings: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
