@@ -220,6 +220,8 @@ def test_tests_of_the_same_name_in_two_folders_are_two_cases(pytester: pytest.Py
     ("--kernbench-iterations", "1000000", "expected an integer from 1 to 100000, got 1000000"),
     ("--kernbench-save", "../base", "must be a plain directory name"),
     ("--kernbench-format", "bogus", "--kernbench-format: unknown format 'bogus'"),
+    # a typo in the saved set's name compared nothing and passed, exit 0
+    ("--kernbench-compare", "nosuch", "--kernbench-compare nosuch: no saved report set"),
 ])
 def test_bad_options_are_usage_errors_before_any_test_runs(
         pytester: pytest.Pytester, option: str, value: str, message: str) -> None:
@@ -228,6 +230,27 @@ def test_bad_options_are_usage_errors_before_any_test_runs(
     assert outcome.ret == pytest.ExitCode.USAGE_ERROR
     assert message in outcome.stderr.str()
     outcome.stdout.no_fnmatch_line("*passed*")
+
+
+def test_a_test_that_fails_after_measuring_is_saved_as_a_failed_case(
+        pytester: pytest.Pytester) -> None:
+    # It was saved as ok: a clean baseline, "every case ran" in summary.md, no JUnit failure.
+    pytester.makepyfile(test_fail="""
+def test_wrong(kernbench):
+    assert kernbench(sum, [1, 2]) == 4
+
+def test_right(kernbench):
+    assert kernbench(sum, [1, 2]) == 3
+""")
+    outcome = pytester.runpytest_subprocess(*FAST, "--kernbench-save", "base")
+    outcome.assert_outcomes(passed=1, failed=1)
+    by_name = {r["case_id"].split("[")[0]: r for r in _summary(pytester, "base")["results"]}
+    wrong, right = by_name["test_fail.test_wrong"], by_name["test_fail.test_right"]
+    assert wrong["status"] == "failed"
+    assert wrong["reason"].startswith("the test failed after kernbench measured it: "
+                                      "AssertionError")
+    assert right["status"] == "ok"
+    assert _summary(pytester, "base")["counts"]["failed"] == 1
 
 
 def test_a_save_that_fails_fails_the_session(pytester: pytest.Pytester) -> None:

@@ -88,6 +88,12 @@ def _check_save_options(config: pytest.Config) -> None:
     name = config.getoption("kernbench_save", None)
     if name is not None and (not name or Path(name).name != name or name.startswith(".")):
         raise pytest.UsageError(f"--kernbench-save: {name!r} must be a plain directory name")
+    compare = config.getoption("kernbench_compare", None)
+    storage = config.rootpath / str(config.getoption("kernbench_storage", ".kernbench"))
+    if compare and not (storage / compare / "summary.json").is_file():
+        saved = sorted(p.parent.name for p in storage.glob("*/summary.json"))
+        raise pytest.UsageError(f"--kernbench-compare {compare}: no saved report set "
+                                f"{storage / compare} (saved: {', '.join(saved) or 'none'})")
     formats = config.getoption("kernbench_format", None)
     if formats:
         from kernbench.reporting.formats import check_libraries, parse_formats
@@ -131,6 +137,18 @@ def kernbench(request: pytest.FixtureRequest) -> Iterator[KernbenchFixture]:
     node = request.node
     assert isinstance(node, pytest.Item)
     yield KernbenchFixture(node, request.config.stash[_SESSION])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    """A test that failed after measuring: its case is saved as failed, not as a clean ok."""
+    outcome: Any = yield
+    report = outcome.get_result()
+    plugin = item.config.stash.get(_SESSION, None)
+    if plugin is not None and report.when == "call" and report.failed:
+        why = call.excinfo.exconly() if call.excinfo is not None else "failed"
+        plugin.test_failed(item.nodeid, why.splitlines()[0] if why else "failed")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

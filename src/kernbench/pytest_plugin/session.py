@@ -128,6 +128,14 @@ class PluginSession:
         self.kernels.setdefault(name, (path, getattr(node, "originalname", node.name)))
         return result, value
 
+    def test_failed(self, node_id: str, why: str) -> None:
+        """The test whose case `node_id` measured failed afterwards: the case is failed."""
+        for index, result in enumerate(self.results):
+            if result.case.worker.get("node_id") == node_id and result.case.status == "ok":
+                self.results[index] = type(result)(dataclasses.replace(
+                    result.case, status="failed",
+                    reason=f"the test failed after kernbench measured it: {why}"))
+
     # ------------------------------------------------------------------ end of the session
 
     def finish(self) -> bool:
