@@ -150,7 +150,9 @@ def _row(cells: Sequence[str], item: Mapping[str, Any], tag: MachineTag | None) 
 
 
 def _case_name(case: Mapping[str, Any]) -> str:
-    return escape(case.get("key") or case.get("label"))
+    """The case id, as summary.json, regressions.md and --filter know it (its matching key
+    glued a problem size's JSON onto it and dropped the sweep point)."""
+    return escape(case.get("label") or case.get("key"))
 
 
 def _interval(low: object, high: object) -> str:
