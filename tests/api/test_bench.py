@@ -89,6 +89,15 @@ def test_a_backend_label_off_the_gpu_is_kept(isolation: str) -> None:
     assert kernbench.bench(len, "abc", iterations=2).case.backend == "cpu"
 
 
+def test_a_precision_label_must_be_a_known_precision_or_dtype_name() -> None:
+    # "fp33" made a case id no saved run would ever match, silently.
+    with pytest.raises(KernbenchError, match=r"precision must be one of fp64, .* not 'fp33'"):
+        kernbench.bench(len, "abc", precision="fp33", iterations=2)
+    for label, shown in (("int64", "int64"), ("native", "native"), ("float32", "fp32"),
+                         ("fp8", "fp8_e4m3"), ("complex64", "complex64")):
+        assert kernbench.bench(len, "abc", precision=label, iterations=2).case.precision == shown
+
+
 def test_a_result_without_dtype_is_native() -> None:
     assert kernbench.bench(len, "abc", iterations=2).case.precision == "native"
 
