@@ -71,6 +71,10 @@ def test_save_writes_the_run_report_set(pytester: pytest.Pytester) -> None:
     folder = pytester.path / ".kernbench" / "base"
     assert (folder / "kernels" / "test_kernels.test_param.json").is_file()
     assert (folder / "summary.md").is_file() and (folder / "bmf.json").is_file()
+    # test_param's marker took 4 samples: the protocol line says so, and no "seed None"
+    markdown = (folder / "summary.md").read_text(encoding="utf-8")
+    assert "6 samples after 1 warmup calls per case unless a test's" in markdown
+    assert "seed None" not in markdown
     from kernbench.results.inputs import load_run
 
     assert len(load_run(folder).results) == 3  # kernbench's own reader takes it back
