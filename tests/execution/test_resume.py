@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,16 @@ def start(root: Path, out: Path, *extra: str, tmp: Path | None = None) -> subpro
 def interrupt_after(proc: subprocess.Popen[str], out: Path, finished: int,
                     signum: int) -> tuple[int, str]:
     """Send `signum` once `finished` kernel files exist; (exit code, stderr)."""
+    return interrupt_when(proc, lambda: len(list((out / "kernels").glob("*.json"))) >= finished,
+                          signum)
+
+
+def interrupt_when(proc: subprocess.Popen[str], ready: Callable[[], bool],
+                   signum: int) -> tuple[int, str]:
+    """Send `signum` once `ready()`; (exit code, stderr)."""
     try:
         deadline = time.monotonic() + 90
-        while len(list((out / "kernels").glob("*.json"))) < finished:
+        while not ready():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the run never got that far"
             time.sleep(0.02)
@@ -503,19 +511,9 @@ def test_an_interrupted_ab_run_keeps_the_rounds_that_finished(tmp_path: Path) ->
          "--no-cpu-peak"], cwd=tmp_path, env={**subprocess_env(), "KB_TEST_MARKS": str(marks)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        deadline = time.monotonic() + 90
-        while len(list(marks.iterdir())) < 9:  # round 1 (six processes) and some of round 2
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run never got that far"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    # round 1 (six processes) and some of round 2
+    code, err = interrupt_when(proc, lambda: len(list(marks.iterdir())) >= 9, signal.SIGINT)
+    assert code == 130, err
     assert f"the rounds that finished are saved in {out} and {out}/baseline" in err
     sides = [load(out / "summary.json"), load(out / "baseline" / "summary.json")]
     for summary in sides:
