@@ -773,3 +773,20 @@ def test_history_refuses_a_bad_date_or_root_instead_of_listing_nothing(
 def test_history_takes_an_iso_date_or_a_prefix_of_one(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], since: str) -> None:
     assert main(["history", "--root", str(tmp_path), "--since", since]) == 0
+
+
+def test_a_run_measured_on_a_busy_machine_warns_at_its_end(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from kernbench.cli.run import _busy_warning
+
+    quiet = {"other_cpu_cores": 0.1, "steal_share": 0.0}
+    busy = {"other_cpu_cores": 1.0, "steal_share": 0.0, "cpus": 2}
+    _busy_warning([SimpleNamespace(status="ok", machine=quiet),
+                   SimpleNamespace(status="ok", machine=busy),
+                   SimpleNamespace(status="failed", machine=busy)])
+    assert "warning: 1 of 2 cases were measured while other processes kept CPUs busy" in (
+        capsys.readouterr().err)
+    _busy_warning([SimpleNamespace(status="ok", machine=quiet)])
+    assert capsys.readouterr().err == ""

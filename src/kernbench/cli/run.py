@@ -7,7 +7,15 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernbench.cli.console import error, log, report_comparison, result, run_tally, status
+from kernbench.cli.console import (
+    error,
+    log,
+    report_comparison,
+    result,
+    run_tally,
+    status,
+    warnings,
+)
 from kernbench.config.options import DEFAULT_PROFILE_ITERS
 from kernbench.errors import KernbenchError
 from kernbench.results.files import default_cache_dir
@@ -95,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _quiet_errors(args, outcome.run.results)
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))
+    _busy_warning(outcome.run.results)
     result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
     return code
 
@@ -109,6 +118,18 @@ def _quiet_errors(args: argparse.Namespace, results: Any) -> None:
     for record in results:
         if record.status in ("failed", "timeout", "invalid"):
             error(result_line(record))
+
+
+def _busy_warning(results: Any) -> None:
+    """A run measured on a busy machine says so at its end, not only in summary.md."""
+    from kernbench.analysis.machine_caveats import busy
+
+    ok = [r for r in results if r.status == "ok"]
+    hit = [r for r in ok if busy(r.machine)]
+    if hit:
+        warnings([f"{len(hit)} of {len(ok)} cases were measured while other processes kept "
+                  "CPUs busy or the hypervisor stole CPU time (summary.md, Key Findings, "
+                  "Caveats): their figures may be slow; run again on a quiet machine"])
 
 
 def _render_partial(args: argparse.Namespace) -> None:
