@@ -4,7 +4,7 @@ disk as it goes (:mod:`kernbench.api.sink`), resuming an interrupted run on requ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,7 +166,7 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list
         what = f"matching {', '.join(settings.filters)} " if settings.filters else ""
         raise KernbenchError(f"no kernels {what}found under {manifest['root']} "
                              f"(paths: {where}); see --paths, --filter or [tool.kernbench] paths")
-    suite = BenchmarkRunner(replace(settings, shard=None)).plan(selected)
+    suite = BenchmarkRunner(settings).plan(selected)
     if settings.shard is not None and recorded is not None:
         ids = set(recorded["case_ids"])
         planned: list[Case | KernelSpec] = [i for i in suite if plan_id(i) in ids]
@@ -226,7 +226,7 @@ def shard_split(settings: RunSettings, shards: int,
     will say), with the case count of each shard (``cases``, shard 1 first)."""
     specs, _ = discover(settings.root, paths)
     selected = select_kernels(specs, settings.filters)
-    suite = BenchmarkRunner(replace(settings, shard=None)).plan(selected)
+    suite = BenchmarkRunner(settings).plan(selected)
     where, balance = _split(settings, suite, shards)
     return {**balance, "suite_cases": len(suite),
             "cases": [where.count(k) for k in range(1, shards + 1)]}

@@ -178,7 +178,7 @@ def make_side(label: str, root: Path, settings: RunSettings,
               specs: Sequence[KernelSpec]) -> Side:
     """A side whose every case runs one process per round; its whole suite is planned (see
     :func:`shard_sides` for ``--shard``)."""
-    runner = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1, shard=None))
+    runner = BenchmarkRunner(dataclasses.replace(settings, root=root, processes=1))
     suite = runner.plan(specs)
     return Side(label, root, runner, suite, suite)
 
