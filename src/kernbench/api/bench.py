@@ -30,14 +30,14 @@ from typing import Any
 
 from kernbench.api.display import BenchComparison, BenchResult
 from kernbench.config.values import MAX_ITERATIONS
-from kernbench.errors import KernbenchError
+from kernbench.errors import KernbenchError, UnsupportedPrecision
 from kernbench.execution.settings import check_timeout
 from kernbench.results.model import NATIVE, CaseResult, ProtocolSettings
 from kernbench.results.vocabulary import (
     GPU_BACKENDS,
     GPU_TIMING_CHOICES,
-    PRECISION_ALIASES,
     PRECISION_NAMES,
+    canonical_precision,
 )
 
 __all__ = ["ISOLATIONS", "BenchOptions", "bench", "compare", "measure_function"]
@@ -118,15 +118,14 @@ class BenchOptions:
             if value is not None and (not isinstance(value, str) or not value):
                 raise KernbenchError(f"{source}: {key} must be a non-empty string, not "
                                      f"{value!r}")
-        _check_precision(self.precision, source)
+        precision = _precision_label(self.precision, source)
         if self.timeout_s is not None:
             check_timeout(self.timeout_s, f"{source}: timeout_s")
             if self.isolation != "fork":
                 raise KernbenchError(f"{source}: timeout_s needs isolation='fork' (a call in "
                                      "this process cannot be stopped; a forked child is killed)")
-        if self.precision is not None and self.precision in PRECISION_ALIASES:  # as bench.yaml
-            return dataclasses.replace(self, precision=PRECISION_ALIASES[self.precision])
-        return self
+        return self if precision == self.precision else dataclasses.replace(
+            self, precision=precision)
 
     @property
     def protocol(self) -> ProtocolSettings:
@@ -137,15 +136,18 @@ _OTHER_DTYPES = re.compile(r"(u?int|complex)\d+|bool")
 """Precision labels besides the floating ones: integer, complex and bool dtype names."""
 
 
-def _check_precision(precision: str | None, source: str) -> None:
-    """A typo in the precision label (``fp33``) made a case id no baseline would ever match.
-    (A backend label stays free: ``mps`` or ``xpu`` names a device kernbench times as CPU.)"""
+def _precision_label(precision: str | None, source: str) -> str | None:
+    """The label as bench.yaml writes it (``float32`` -> ``fp32``); a typo (``fp33``) made a
+    case id no baseline would ever match, and is a KernbenchError. (A backend label stays
+    free: ``mps`` or ``xpu`` names a device kernbench times as CPU.)"""
     if precision is None or precision == NATIVE or _OTHER_DTYPES.fullmatch(precision):
-        return
-    if PRECISION_ALIASES.get(precision, precision) not in PRECISION_NAMES:
+        return precision
+    try:
+        return canonical_precision(precision)
+    except UnsupportedPrecision:
         raise KernbenchError(f"{source}: precision must be one of {', '.join(PRECISION_NAMES)}"
                              f", {NATIVE}, or an integer, complex or bool dtype name (int64), "
-                             f"not {precision!r}")
+                             f"not {precision!r}") from None
 
 
 def bench(fn: Callable[..., object], *args: Any, backend: str | None = None,

@@ -19,7 +19,7 @@ from kernbench.errors import EXIT_FAILURES, KernbenchError
 from kernbench.execution.executors import Attempt, ExecutorSettings, ShardRunner, executor_for
 from kernbench.execution.settings import RunSettings
 
-__all__ = ["ShardTask", "ShardedOutcome", "run_shard_task", "run_sharded"]
+__all__ = ["ShardTask", "ShardedOutcome", "run_shard_task", "run_sharded", "shard_dir"]
 
 Log = Callable[[str], None]
 
@@ -54,6 +54,11 @@ class ShardedOutcome:
     missing: tuple[str, ...]
     """Shards (``k/N``) that did not finish after their retry, with why."""
     exit_code: int
+
+
+def shard_dir(output_dir: Path, index: int, total: int) -> Path:
+    """Where ``--shards N`` writes shard K's report set: OUTPUT_DIR/shards/K-of-N."""
+    return output_dir / "shards" / f"{index}-of-{total}"
 
 
 def shard_label(index: int, total: int) -> str:
@@ -111,8 +116,7 @@ def run_sharded(settings: RunSettings, output_dir: Path,
         from kernbench.execution.balancing import describe_split
 
         log(describe_split(shards, shard_split(settings, shards, paths)))
-    tasks = {k: ShardTask(replace(settings, shard=(k, shards)),
-                          output_dir / "shards" / f"{k}-of-{shards}",
+    tasks = {k: ShardTask(replace(settings, shard=(k, shards)), shard_dir(output_dir, k, shards),
                           tuple(paths) if paths is not None else None, extra_settings)
              for k in range(1, shards + 1)}
     attempts = _run_round(runner, tasks, shards, log)

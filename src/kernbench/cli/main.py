@@ -55,8 +55,10 @@ def _how_to_continue(args: argparse.Namespace | None) -> str:
 
 def _how_to_continue_shards(out: Path, total: int) -> str:
     """A sharded run's folders: resume the shards that started, run those that did not."""
+    from kernbench.api.scale import shard_dir
+
     started = [k for k in range(1, total + 1)
-               if (out / "shards" / f"{k}-of-{total}" / "summary.json").is_file()]
+               if (shard_dir(out, k, total) / "summary.json").is_file()]
     never = [str(k) for k in range(1, total + 1) if k not in started]
     text = ("; finished cases are saved in each shard's folder: continue each started shard "
             f"with kernbench run --resume {out}/shards/K-of-N")

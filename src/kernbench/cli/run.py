@@ -114,9 +114,10 @@ def _quiet_errors(args: argparse.Namespace, results: Any) -> None:
     if not args.quiet:
         return
     from kernbench.cli.progress import result_line
+    from kernbench.reporting.views import PROBLEM_STATUSES
 
     for record in results:
-        if record.status in ("failed", "timeout", "invalid"):
+        if record.status in PROBLEM_STATUSES:
             error(result_line(record))
 
 

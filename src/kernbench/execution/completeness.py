@@ -20,7 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernbench.errors import KernbenchError
 from kernbench.execution.balancing import history_ids
+from kernbench.execution.sharding import parse_shard
 from kernbench.results.model import record_case_id
 
 __all__ = ["ShardPlan", "completeness", "completeness_of", "kept_plan", "plan_record", "problems",
@@ -99,12 +101,14 @@ def shard_plans(source: str, document: Mapping[str, Any],
     plans = []
     for entry in (document.get("settings") or {}).get("shards") or []:
         kept = entry.get("plan") if isinstance(entry, Mapping) else None
-        where = str(entry.get("shard") or "") if isinstance(entry, Mapping) else ""
-        index, _, total = (where or "1/1").partition("/")  # not sharded: the whole suite
-        if not isinstance(kept, Mapping) or not (index.isdigit() and total.isdigit()):
+        if not isinstance(kept, Mapping):
             return ()  # a shard of it is unchecked, so the merge of it is too
+        try:  # not sharded: the whole suite
+            index, total = parse_shard(str(entry.get("shard") or "1/1"))
+        except KernbenchError:
+            return ()
         plans.append(ShardPlan(source, str(entry.get("fingerprint") or "unknown"),
-                               str(kept.get("suite_digest")), int(index), int(total),
+                               str(kept.get("suite_digest")), index, total,
                                int(kept.get("suite_cases") or 0), int(kept.get("planned") or 0),
                                tuple(str(c) for c in kept.get("missing") or [])))
     return tuple(plans)

@@ -33,6 +33,7 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.execution.completeness import ShardPlan, completeness_of, kept_plan, shard_plans
+from kernbench.execution.resume import merged_sources
 from kernbench.execution.run_identity import (
     SELECTION_SETTINGS,
     OneRun,
@@ -71,8 +72,7 @@ class ShardHead:
     @property
     def merged(self) -> bool:
         """A merge of shards (its ``settings.shards`` entries name their sources)."""
-        shards = (self.document.get("settings") or {}).get("shards") or []
-        return any(isinstance(e, Mapping) and e.get("source") is not None for e in shards)
+        return bool(merged_sources(self.document))
 
     @property
     def environment(self) -> dict[str, Any]:
