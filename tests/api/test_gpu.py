@@ -13,6 +13,7 @@ import kernbench
 from kernbench.api.gpu import gpu_target
 from kernbench.errors import KernbenchError
 from support.fake_cuda import FakeDevice, fake_torch
+from support.nvml import OneGpuNVML
 
 KERNEL_NS, LAUNCH_NS, SYNC_NS = 3_000.0, 5_000.0, 8_000.0
 
@@ -97,27 +98,14 @@ def test_arrays_on_the_cpu_are_no_gpu_target() -> None:
     assert gpu_target(on_cpu) is None
 
 
-class HotNVML:
+class HotNVML(OneGpuNVML):
     """pynvml on one GPU whose every second read says it slowed down for heat (0x40)."""
 
     NVML_CLOCK_SM = 1
 
     def __init__(self, mask: int) -> None:
+        super().__init__()
         self.mask, self.reads = mask, 0
-        self.open = 0
-        """nvmlInit calls not yet undone by nvmlShutdown."""
-
-    def nvmlInit(self) -> None:
-        self.open += 1
-
-    def nvmlShutdown(self) -> None:
-        self.open -= 1
-
-    def nvmlDeviceGetCount(self) -> int:
-        return 1
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
-        return f"h{index}"
 
     def nvmlDeviceGetHandleByPciBusId(self, bus_id: str) -> str:
         return bus_id

@@ -901,29 +901,16 @@ def test_a_gpu_case_lets_go_of_every_nvml_init_it_made(
     (NVML counts them); energy is left out here (its meter keeps NVML by design)."""
     from kernbench.measure.backends.torch_backend import TorchBackend
     from kernbench.measure.metrics import gpu_state
+    from support.nvml import OneGpuNVML
 
-    class OneGpu:
-        open = 0
-
-        def nvmlInit(self) -> None:
-            OneGpu.open += 1
-
-        def nvmlShutdown(self) -> None:
-            OneGpu.open -= 1
-
-        def nvmlDeviceGetCount(self) -> int:
-            return 1
-
-        def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
-            return f"h{index}"
-
+    nvml = OneGpuNVML()
     monkeypatch.setattr(TorchBackend, "pci_bus_id", lambda self, backend: None)
-    monkeypatch.setattr(gpu_state, "_load_nvml", lambda nvml: OneGpu())
+    monkeypatch.setattr(gpu_state, "_load_nvml", lambda module: nvml)
     job = gpu_job(tmp_path, "cold")
     reply = run_job(job)
     assert reply.status == "ok", reply.reason
     assert reply.gpu_state is not None and reply.gpu_state["before"]["source"] == "nvml"
-    assert OneGpu.open == 0
+    assert nvml.open == 0
 
 
 JAX_GPU_KERNEL = """\
