@@ -12,7 +12,7 @@ the same samples:
 * ``welch``: Welch's test on the log process medians, every process, the mean's ratio (the rule
   before the process-mode checks);
 * ``+typical``: a change is claimed only when the typical process moved too (Hodges-Lehmann
-  ratio of the process medians, :func:`kernbench.analysis.stats_compare.moved_by_few`);
+  ratio of the process medians, :func:`kernbench.analysis.verdicts.moved_by_few`);
 * ``+slow mode``: also leaving out the processes whose own speed probe ran more than 1.25x as
   long as the typical process's (:mod:`kernbench.analysis.process_modes`);
 * ``+trimmed``: also trimming a tenth of each side's process medians from each end from ten
@@ -39,7 +39,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from kernbench.analysis import process_modes, stats_compare
+from kernbench.analysis import process_modes, stats_compare, verdicts
 from kernbench.analysis.compare import Thresholds
 from kernbench.api.compare import run_comparison
 from kernbench.cli.main import main
@@ -72,7 +72,7 @@ def rule(name: str):  # type: ignore[no-untyped-def]
     """The comparison rule `name`, by switching the current rule's checks off."""
     with contextlib.ExitStack() as stack:
         if name == "welch":
-            stack.enter_context(mock.patch.object(stats_compare, "moved_by_few",
+            stack.enter_context(mock.patch.object(verdicts, "moved_by_few",
                                                   lambda *_: False))
         if name in ("welch", "+typical"):  # no typical probe: no process is left out
             stack.enter_context(mock.patch.object(process_modes, "typical_probe_us",

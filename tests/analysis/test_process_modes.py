@@ -21,7 +21,8 @@ from kernbench.analysis.process_modes import (
     steady_sides,
     typical_probe_us,
 )
-from kernbench.analysis.stats_compare import Comparison, moved_by_few
+from kernbench.analysis.stats_compare import Comparison
+from kernbench.analysis.verdicts import moved_by_few
 from kernbench.results.model import CaseResult
 
 NORMAL_PROBES = [140.0, 134.9, 137.7, 135.2, 129.9, 151.5, 143.2, 134.0, 144.0, 133.2]

@@ -3,7 +3,7 @@
 Cases are matched on (kernel, backend, precision, problem size). For each pair the samples are
 split into their worker-process groups and compared with :func:`kernbench.analysis.stats_compare.
 compare_groups`; the p-values of all compared cases go through Benjamini-Hochberg together, and
-:func:`kernbench.analysis.stats_compare.verdict` claims a change only when it is both significant
+:func:`kernbench.analysis.verdicts.verdict` claims a change only when it is both significant
 and beyond the practical threshold (global, per kernel in bench.yaml, per metric). Accuracy drift
 between the two runs is flagged separately.
 """
@@ -19,14 +19,8 @@ from typing import Any
 from kernbench.analysis import process_modes
 from kernbench.analysis.gpu_summary import MIXED_MODE, timing_mode
 from kernbench.analysis.stats import percentile
-from kernbench.analysis.stats_compare import (
-    PAIRED,
-    Comparison,
-    benjamini_hochberg,
-    compare_groups,
-    compare_paired,
-    verdict,
-)
+from kernbench.analysis.stats_compare import Comparison, compare_groups, compare_paired
+from kernbench.analysis.verdicts import benjamini_hochberg, short_of_significance, verdict
 from kernbench.errors import KernbenchError
 from kernbench.results.model import IMPL_PREFIX, NATIVE, CaseResult, case_id_of
 
@@ -264,28 +258,6 @@ def _note(comparison: Comparison, q_value: float | None, threshold: float, alpha
     parts = [process_modes.note(comparison, threshold, left_out, ADVICE),
              short_of_significance(comparison, q_value, threshold, alpha, family)]
     return "; ".join(p for p in parts if p) or None
-
-
-def short_of_significance(comparison: Comparison, q_value: float | None, threshold: float,
-                          alpha: float, family: int) -> str | None:
-    """Why a change beyond the threshold, its whole interval beyond no change, was not claimed:
-    its q-value (Benjamini-Hochberg over the `family` compared cases) did not reach `alpha`.
-    None for any other comparison. A sign test over n rounds cannot give p below 2^(1-n),
-    so for paired rounds it says how many rounds a lone change needs among `family` cases."""
-    ratio, low, high = comparison.ratio, comparison.ci_low, comparison.ci_high
-    if ratio is None or q_value is None or q_value < alpha or low is None or high is None:
-        return None
-    upper = 1.0 + threshold
-    if not ((ratio > upper and low > 1.0) or (ratio < 1.0 / upper and high < 1.0)):
-        return None
-    text = (f"beyond the threshold but not significant: q {q_value:.2g} >= {alpha:g} after "
-            f"Benjamini-Hochberg over {family} compared cases")
-    if comparison.method != PAIRED:
-        return f"{text}; more processes (--processes) can tell"
-    rounds = comparison.n_baseline
-    needed = math.floor(math.log2(2 * max(family, 1) / alpha)) + 1  # 2^(1-n) * family < alpha
-    return (f"{text}; {rounds} rounds give a sign-test p of {2 * 0.5 ** rounds:.2g} at best: "
-            f"run --rounds {max(needed, rounds + 1)} or more")
 
 
 def skipped_on_both_sides(baseline: Sequence[CaseResult],

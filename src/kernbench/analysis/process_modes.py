@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.analysis.stats_compare import Comparison, moved_by_few
+from kernbench.analysis.stats_compare import Comparison
+from kernbench.analysis.verdicts import moved_by_few
 from kernbench.results.model import CaseResult
 
 SLOW_PROCESS = 1.25

@@ -21,11 +21,9 @@ Design, in brief:
   a change is claimed only when both moved. With too few processes per side the only thing
   left is a Mann-Whitney U test on the pooled samples, which ignores between-process noise
   and is flagged as optimistic.
-* Across all cases of a run the p-values are adjusted together with Benjamini-Hochberg
-  (`benjamini_hochberg`), so the false discovery rate is controlled, not each case's error alone.
-* `verdict` claims a change only when it is both statistically significant (q < alpha, and the
-  interval excludes 1) and practically large (the point ratio is beyond the threshold);
-  "unchanged" only when the data support it; everything else is "inconclusive".
+
+What a comparison means for a run (Benjamini-Hochberg across cases, the verdict) is
+`kernbench.analysis.verdicts`.
 """
 
 from __future__ import annotations
@@ -329,72 +327,3 @@ def _bootstrap_ci(arrays_a: list[FloatArray], arrays_b: list[FloatArray], confid
     tail = 100.0 * (1.0 - confidence) / 2
     low, high = np.percentile(log_ratios, [tail, 100.0 - tail])
     return _exp(float(low)), _exp(float(high))
-
-
-def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
-    """Benjamini-Hochberg q-values (adjusted p-values), in the input order; None stays None.
-
-    The family is the non-None p-values, e.g. every comparable case of a run.
-    """
-    present = [i for i, p in enumerate(p_values) if p is not None]
-    values = [float(p) for p in p_values if p is not None]
-    q_values: list[float | None] = [None] * len(p_values)
-    if not present:
-        return q_values
-    from scipy import stats as sps
-
-    adjusted = sps.false_discovery_control(values)
-    for i, q in zip(present, adjusted, strict=True):
-        q_values[i] = float(q)
-    return q_values
-
-
-def verdict(comparison: Comparison, q_value: float | None, threshold: float,
-            alpha: float = 0.05) -> str:
-    """"regressed", "improved", "unchanged" or "inconclusive", from a comparison and its q-value.
-
-    With the practical band [1/(1+threshold), 1+threshold] around no change:
-
-    * "inconclusive" when there is no ratio or no q-value;
-    * "regressed" when q < alpha, the ratio exceeds 1+threshold and the interval lies above 1;
-    * "improved" when q < alpha, the ratio is below 1/(1+threshold) and the interval lies below 1;
-    * for both, the typical ratio (where there is one) must be beyond the band too, or a few
-      processes moved, not the kernel (`moved_by_few`): "inconclusive";
-    * "unchanged" when the whole interval lies inside the band (equivalence: any change there
-      may be is smaller than the threshold);
-    * "inconclusive" otherwise: significant but smaller than the threshold with an interval
-      reaching past the band, not significant with an interval too wide to rule out a change
-      beyond the threshold, or too few processes. Not significant is not the same as
-      unchanged: with three noisy processes a side, a 2x slowdown can fail a test.
-    """
-    if threshold < 0:
-        raise ValueError("threshold must be non-negative")
-    ratio = comparison.ratio
-    if ratio is None or q_value is None:
-        return "inconclusive"
-    upper = 1.0 + threshold
-    lower = 1.0 / upper
-    low, high = comparison.ci_low, comparison.ci_high
-    significant = q_value < alpha and not moved_by_few(comparison, threshold)
-    if significant and ratio > upper and low is not None and low > 1.0:
-        return "regressed"
-    if significant and ratio < lower and high is not None and high < 1.0:
-        return "improved"
-    if low is not None and high is not None and lower <= low and high <= upper:
-        return "unchanged"
-    return "inconclusive"
-
-
-def moved_by_few(comparison: Comparison, threshold: float) -> bool:
-    """The ratio is beyond the practical band but the typical process's ratio is not beyond it
-    on the same side: the mean of the process medians moved because a few processes did (the
-    typical process may even have moved the other way)."""
-    ratio, typical = comparison.ratio, comparison.typical_ratio
-    if ratio is None or typical is None:
-        return False
-    upper = 1.0 + threshold
-    if ratio > upper:
-        return typical <= upper
-    if ratio < 1.0 / upper:
-        return typical >= 1.0 / upper
-    return False
