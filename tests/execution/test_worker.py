@@ -105,6 +105,25 @@ def test_ok_case_has_samples_and_a_description(tmp_path: Path) -> None:
     json.dumps(to_data(result), allow_nan=False)  # the reply must be plain JSON
 
 
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+@pytest.mark.parametrize(("body", "said"), [
+    ("def run_benchmark():\n    return (i * i for i in range(10**6))", "a lazy generator"),
+    ("def run_benchmark():\n    return map(abs, range(10**6))", "a lazy map"),
+    ("import itertools\ndef run_benchmark():\n    return itertools.count()", "a lazy count"),
+    ("async def run_benchmark():\n    return sum(range(10**6))", "a coroutine"),
+])
+def test_a_result_whose_work_never_ran_fails(tmp_path: Path, body: str, said: str) -> None:
+    result = run_kernel(tmp_path, body)
+    assert result.status == "failed"
+    assert result.reason is not None and f"run_benchmark returned {said}" in result.reason
+    assert result.accuracy is not None and result.accuracy["passed"] is None
+
+
+def test_an_iterable_that_holds_its_values_is_not_lazy(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, "def run_benchmark():\n    return range(3), {1: 2}.items()")
+    assert result.status == "ok", result
+
+
 def test_custom_function_name(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
         def bench():
@@ -310,7 +329,7 @@ def test_kernel_raised_skip_exceptions_skip(tmp_path: Path, raised: str, reason:
     assert result == WorkerReply(status="skipped", reason=reason)
 
 
-def test_dtype_for_an_unknown_precision_in_setup_skips(tmp_path: Path) -> None:
+def test_dtype_for_an_unknown_precision_in_setup_fails(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
         from kernbench.measure.precision import dtype_for
 
@@ -320,8 +339,8 @@ def test_dtype_for_an_unknown_precision_in_setup_skips(tmp_path: Path) -> None:
         def run_benchmark(dtype):
             return dtype
     """, precision="fp4")
-    assert result.status == "skipped"
-    assert result.reason.startswith("UnsupportedPrecision: unknown precision 'fp4'")
+    assert result.status == "failed"
+    assert result.reason.startswith("ValueError: dtype_for: unknown precision 'fp4'")
 
 
 # --- the calling contract -------------------------------------------------------------------

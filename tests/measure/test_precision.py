@@ -89,18 +89,34 @@ def test_framework_aliases(framework: str, same_as: str) -> None:
         assert dtype_for(framework, precision) is dtype_for(same_as, precision)
 
 
-@pytest.mark.parametrize("precision", ["fp4", "tf32", "", "int4", "fp32 "])
-def test_unknown_precision_raises(precision: str) -> None:
-    with pytest.raises(UnsupportedPrecision, match="unknown precision"):
+@pytest.mark.parametrize("precision", ["fp4", "tf32", "", "int4", "fp32 ", "fp17"])
+def test_an_unknown_precision_is_the_kernels_mistake(precision: str) -> None:
+    with pytest.raises(ValueError, match=r"dtype_for: unknown precision .*; known: fp64, fp32"):
         dtype_for("numpy", precision)
     with pytest.raises(UnsupportedPrecision, match="known: fp64, fp32"):
         canonical(precision)
 
 
-@pytest.mark.parametrize("framework", ["python", "tensorflow", "numba", "jaxx"])
-def test_unsupported_combination_raises(framework: str) -> None:
-    with pytest.raises(UnsupportedPrecision, match=f"{framework} has no dtype for fp32"):
+@pytest.mark.parametrize("framework", ["python", "tensorflow", "numba", "jaxx", "numpyy"])
+def test_an_unknown_framework_is_the_kernels_mistake(framework: str) -> None:
+    with pytest.raises(ValueError, match=f"unknown framework '{framework}'; known: cupy, jax, "
+                                         "np, numpy, pytorch, torch, triton"):
         dtype_for(framework, "fp32")
+
+
+def test_a_precision_this_install_lacks_skips(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def without_ml_dtypes(name: str, *args: object) -> object:
+        if name == "ml_dtypes":
+            raise ImportError("No module named 'ml_dtypes'")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", without_ml_dtypes)
+    with pytest.raises(UnsupportedPrecision, match="bf16 on numpy needs ml_dtypes"):
+        dtype_for("numpy", "bf16")
 
 
 def test_unsupported_precision_is_not_a_kernbench_usage_error() -> None:

@@ -55,6 +55,26 @@ def _describe_leaf(leaf: object) -> dict[str, Any]:
     return info
 
 
+def unevaluated(value: object) -> str | None:
+    """Why a result shows that the work was never done inside the timed calls, or None: a
+    generator, an iterator (map, zip, itertools) or a coroutine (an ``async`` run_benchmark)
+    is returned before any of the work it describes has run, so each sample timed only its
+    creation. Timed as it stands, such a case would report nanoseconds for any kernel."""
+    import inspect
+    from collections.abc import AsyncIterator, Iterator
+
+    if inspect.iscoroutine(value):
+        value.close()  # no "coroutine was never awaited" warning for this one
+    if inspect.isawaitable(value):
+        return ("run_benchmark returned a coroutine: an async function's body runs only when "
+                "awaited, which no sample did; make run_benchmark a plain function")
+    if isinstance(value, (Iterator, AsyncIterator)):
+        return (f"run_benchmark returned a lazy {type(value).__name__}: its work runs only when "
+                f"it is consumed, which no sample did; return the computed values instead "
+                f"(e.g. list(...) or np.fromiter(...))")
+    return None
+
+
 def describe_device(backend: Backend, backend_name: str) -> dict[str, Any]:
     """The backend's device facts; a failure to read them is recorded, never raised."""
     try:

@@ -23,7 +23,7 @@ from kernbench.execution.checks import (
     work_counts,
 )
 from kernbench.execution.contract import BoundKernel, bind_kernel
-from kernbench.execution.describe import describe_device, describe_output
+from kernbench.execution.describe import describe_device, describe_output, unevaluated
 from kernbench.execution.jobs import WorkerJob, WorkerReply
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.compiling import CompileWatch, compile_function
@@ -271,6 +271,9 @@ def _verdict(job: WorkerJob, kernel: BoundKernel, value: object,
     """Status, reason and accuracy record: a failed accuracy check, or an output whose dtype
     ignored the requested precision, fails the case."""
     checked: dict[str, Any]
+    lazy = unevaluated(value)
+    if lazy is not None:
+        return "failed", lazy, {**NO_ACCURACY, "reason": "not checked: the case failed"}
     if job.skip_accuracy:
         checked = {**NO_ACCURACY, "reason": "checked in the case's first process"}
     else:

@@ -1,7 +1,8 @@
 """Precisions at run time: the dtype a framework uses for a precision, and back.
 
 Kernels call ``dtype_for("torch", precision)``; a precision the framework cannot represent
-raises :class:`~kernbench.errors.UnsupportedPrecision`, which the harness records as `skipped`.
+raises :class:`~kernbench.errors.UnsupportedPrecision`, which the harness records as `skipped`,
+and a name it does not know (a typo) raises ValueError, which fails the case.
 The names are the vocabulary's (:mod:`kernbench.results.vocabulary`); which dtype a framework
 uses for each is its backend's knowledge (``Backend.DTYPES``), asked here. Frameworks are
 imported lazily, only when asked for.
@@ -22,6 +23,8 @@ __all__ = ["canonical", "current_precision", "dtype_for", "ignored_precision",
 
 _FRAMEWORK_ALIASES = {"torch": "pytorch", "np": "numpy"}
 """Spellings kernels use for a framework, to the name discovery (and backend_for) uses."""
+_DTYPE_FRAMEWORKS = frozenset({"numpy", "pytorch", "jax", "cupy", "triton"})
+"""Frameworks with dtypes of their own (a Triton kernel's are PyTorch's)."""
 
 
 _CASE: dict[str, str | None] = {"precision": None}
@@ -44,9 +47,17 @@ def set_current_precision(precision: str | None) -> None:
 
 def dtype_for(framework: str, precision: str) -> Any:
     """The dtype object of `framework` ("numpy", "torch"/"pytorch", "jax", "cupy") for
-    `precision`, as that framework's backend names it."""
+    `precision`, as that framework's backend names it. A precision the framework cannot
+    represent here raises UnsupportedPrecision (the case is skipped); a framework or precision
+    name kernbench does not know is the kernel's mistake: ValueError (the case fails)."""
+    if _FRAMEWORK_ALIASES.get(framework, framework) not in _DTYPE_FRAMEWORKS:
+        raise ValueError(f"dtype_for: unknown framework {framework!r}; known: "
+                         f"{', '.join(sorted({*_DTYPE_FRAMEWORKS, *_FRAMEWORK_ALIASES}))}")
     backend = backend_for(_FRAMEWORK_ALIASES.get(framework, framework))
-    name = canonical(precision)
+    try:
+        name = canonical(precision)
+    except UnsupportedPrecision as exc:
+        raise ValueError(f"dtype_for: {exc}") from None
     location = backend.DTYPES.get(name)
     if location is None:
         raise UnsupportedPrecision(f"{framework} has no dtype for {precision}")
