@@ -31,6 +31,7 @@ from kernbench.analysis.machine_caveats import busy
 from kernbench.cli.main import main
 from kernbench.execution.forkserver import fork_supported
 from kernbench.results.history import append_record
+from kernbench.results.history_names import format_created_at
 from support.git import git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
@@ -1001,6 +1002,12 @@ def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> Non
     (record,) = json.loads(listing)
     assert sorted(r["kernel_name"] for r in record["results"]) == ["alpha", "beta"]
     assert record["results"][0]["latency_ms_p50"] == 2.0
+    # dated by the run, not by the add: a late add is not the newest run
+    summary = json.loads((out / "summary.json").read_text())
+    assert record["created_at"] == format_created_at(summary["finished_at"])
+    code, _, err = cli("history", "--root", repo, "--add", out)  # a second copy would count twice
+    assert code == 2 and f"the run that started at {summary['started_at']}" in err
+    assert "already; nothing added" in err and len(history_files(repo)) == 1
 
 
 def test_history_add_refuses_a_run_that_did_not_finish(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import copy
 import random
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -181,6 +182,40 @@ def test_regressed_verdict_marks_the_current_run_in_its_trend() -> None:
     regressed = sum(case["verdict"] == "regressed" for case in comparison["cases"])
     assert page.count('class="point regressed"') == regressed >= 1
     assert "verdict regressed" in page
+
+
+def test_this_runs_record_is_matched_by_its_start_not_by_when_it_was_saved() -> None:
+    # A record is saved at the end of its run: its created_at is minutes after started_at.
+    inputs = load_fixture()
+    history = copy.deepcopy(list(inputs.history))
+    assert history[0]["run"]["started_at"] == inputs.summary["started_at"]
+    history[0]["created_at"] = "2026-11-22T06:57:44.000Z"
+    page = render_html(ReportInputs(inputs.summary, inputs.environment, inputs.comparison,
+                                    tuple(history)))
+    assert "(this run): p50" in page and "this run: p50" not in page  # one point, not two
+    assert f"({len(history)} runs)" in page
+    page = render_html(ReportInputs(inputs.summary, inputs.environment, inputs.comparison,
+                                    tuple(history[1:])))  # not saved: appended from the summary
+    assert "(this run): p50" not in page and "this run: p50" in page
+    assert f"({len(history) - 1} runs, and this run)" in page
+
+
+def test_a_report_shows_only_the_history_its_run_had(tmp_path: Path) -> None:
+    from kernbench.reporting.bundle import machine_history
+    from kernbench.results.history import append_record
+
+    inputs = load_fixture()
+    for hour in ("05", "06", "07", "08"):
+        record = copy.deepcopy(dict(inputs.history[0]))
+        record["run"] = {**record["run"], "started_at": f"2026-11-22T{hour}:00:00Z"}
+        record["created_at"] = f"2026-11-22T{hour}:05:00.000Z"
+        append_record(tmp_path, record, fsync=False)
+    environment = {"fingerprint": inputs.history[0]["fingerprint"]}
+    shown = machine_history(tmp_path, environment, until="2026-11-22T07:00:00Z")
+    assert [r["run"]["started_at"] for r in shown] == [
+        "2026-11-22T07:00:00Z", "2026-11-22T06:00:00Z", "2026-11-22T05:00:00Z"]
+    assert len(machine_history(tmp_path, environment)) == 4
+    assert len(machine_history(tmp_path, environment, limit=1, until="2026-11-22T06:30Z")) == 1
 
 
 def _hostile_inputs() -> ReportInputs:

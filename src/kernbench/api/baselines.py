@@ -40,10 +40,30 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
         raise KernbenchError(f"{run_dir / 'summary.json'}: the run did not finish (complete: "
                              f"false), so its record would be a baseline with cases left out; "
                              f"finish it first ({_how_to_finish(run_dir, summary)})")
-    parts = split_summary(summary)
-    if not parts:
-        return [append_record(root, history_record(summary, environment))]
-    return [append_record(root, history_record(part, part["environment"])) for _, part in parts]
+    parts = [(summary, environment)] if not (split := split_summary(summary)) else \
+        [(part, part["environment"]) for _, part in split]
+    records = [history_record(part, env, created_at=part.get("finished_at") or None)
+               for part, env in parts]
+    for record in records:
+        _refuse_stored(root, run_dir, record)
+    return [append_record(root, record) for record in records]
+
+
+def _refuse_stored(root: Path, run_dir: Path, record: Mapping[str, Any]) -> None:
+    """KernbenchError when the history under `root` holds this run of this machine already
+    (the same fingerprint and start): a second copy would count twice in every trend and
+    look like a newer run."""
+    from kernbench.results.history import load_records
+
+    started = record["run"].get("started_at")
+    if not isinstance(started, str):
+        return
+    stored = load_records(root, fingerprint=record["fingerprint"], since=started[:10],
+                          on_error=lambda _: None)
+    if any((r.get("run") or {}).get("started_at") == started for r in stored):
+        raise KernbenchError(
+            f"{run_dir}: the run that started at {started} on machine {record['fingerprint']} "
+            f"is in {root / 'benchmarks' / 'history'} already; nothing added")
 
 
 def _how_to_finish(run_dir: Path, summary: Mapping[str, Any]) -> str:

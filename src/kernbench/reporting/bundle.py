@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,8 @@ def load_report_inputs(run_dir: Path, history_root: Path | None = None,
     comparison = _read(run_dir / "comparison.json")
     history: list[dict[str, Any]] = []
     if history_root is not None:
-        history = machine_history(history_root, environment, history_limit)
+        history = machine_history(history_root, environment, history_limit,
+                                  until=summary.get("started_at"))
     return ReportInputs(summary, environment, comparison, tuple(history))
 
 
@@ -84,13 +86,36 @@ def _finished_records(run_dir: Path, summary: Mapping[str, Any]) -> list[Any]:
     return found if len(found) > len(listed) else listed
 
 
-def machine_history(root: Path, environment: Mapping[str, Any],
-                    limit: int = 200) -> list[dict[str, Any]]:
-    """The history records of `environment`'s machine under `root`, newest first."""
+def machine_history(root: Path, environment: Mapping[str, Any], limit: int = 200,
+                    until: object = None) -> list[dict[str, Any]]:
+    """The history records of `environment`'s machine under `root`, newest first; with
+    `until` (a run's ``started_at``), only the runs that started no later than it: a report
+    rendered again later shows the history its run had, not runs made since as its past."""
     from kernbench.results.history import load_records
 
     fingerprint = environment.get("fingerprint")
     if not fingerprint:
         return []
-    return load_records(root, fingerprint=str(fingerprint), limit=limit,
-                        on_error=lambda message: None)
+    records = load_records(root, fingerprint=str(fingerprint),
+                           limit=None if until else limit, on_error=lambda message: None)
+    end = instant(until)
+    if end is not None:
+        records = [r for r in records if (instant(run_start(r)) or end) <= end]
+    return records[:limit]
+
+
+def run_start(record: Mapping[str, Any]) -> object:
+    """When a history record's run started (records without it: when the record was made)."""
+    run = record.get("run")
+    return (run.get("started_at") if isinstance(run, Mapping) else None) \
+        or record.get("created_at")
+
+
+def instant(text: object) -> datetime | None:
+    """An ISO time (a trailing Z, or no offset, is UTC), or None where `text` is not one."""
+    try:
+        # Python 3.10's fromisoformat does not read a trailing "Z" (3.11 does)
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

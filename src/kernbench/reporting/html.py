@@ -30,6 +30,7 @@ from kernbench.reporting.gpu_modes import mode_figures, timing_mode
 from kernbench.reporting.html_charts import (
     anchors_by_case,
     bandwidth_charts,
+    current_recorded,
     implementation_views,
     safe_svg,
     speedup_chart,
@@ -146,7 +147,7 @@ def render_page(inputs: ReportInputs, cases: PageCases, counts: Mapping[str, int
         implementations=implementation_views(cases.tables,
                                              anchors_by_case(cases.linked, anchors)),
         trends=trend_views(inputs, cases.linked, verdicts, anchors),
-        history_runs=len(inputs.history),
+        history_runs=len(inputs.history), this_run_recorded=current_recorded(inputs),
         comparison=comparison_view(inputs.comparison, cases.linked, anchors,
                                    None if bounded is None else MAX_ROWS),
         problems=[problem_view(r, anchors.get(id(r), ""), id(r) in carded)

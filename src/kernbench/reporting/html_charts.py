@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from markupsafe import Markup
 
-from kernbench.reporting.bundle import ReportInputs
+from kernbench.reporting.bundle import ReportInputs, instant, run_start
 from kernbench.reporting.implementations import ImplementationTable
 from kernbench.reporting.svg import (
     Bar,
@@ -147,25 +146,23 @@ def _case_key(record: Record) -> str:
     return json.dumps(key, sort_keys=True, default=str)
 
 
-def _instant(text: object) -> datetime | None:
-    try:
-        # Python 3.10's fromisoformat does not read a trailing "Z" (3.11 does)
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).replace(microsecond=0)
-    except ValueError:
-        return None
+def current_recorded(inputs: ReportInputs) -> bool:
+    """Whether this run's own history record is among the history (matched by its start)."""
+    started = inputs.summary.get("started_at")
+    return started is not None and any(run_start(h) == started for h in inputs.history)
 
 
 def trend_views(inputs: ReportInputs, results: Sequence[Record], verdicts: Mapping[str, str],
                 anchors: Mapping[int, str]) -> list[dict[str, Any]]:
-    """p50 over the history runs (oldest first) for each case with at least two points; the
-    current run is the record created when the summary started, else appended from it."""
+    """p50 over the history runs (oldest first) for each case with at least two points; this
+    run is its own history record where it was saved, else appended from its summary."""
     runs = list(reversed(inputs.history))
-    started = _instant(inputs.summary.get("started_at"))
-    current_in_history = any(_instant(h.get("created_at")) == started for h in runs)
+    started = inputs.summary.get("started_at")
+    recorded = current_recorded(inputs)
     views = []
     for record in results:
         points = [p for h in runs if (p := _history_point(h, record, started, verdicts))]
-        if not current_in_history and p50_ms(record) is not None:
+        if not recorded and p50_ms(record) is not None:
             points.append(_point(p50_ms(record) or 0.0, "this run", "this run",
                                  verdicts.get(str(record.get("case_id")))))
         if len(points) >= 2:
@@ -174,20 +171,20 @@ def trend_views(inputs: ReportInputs, results: Sequence[Record], verdicts: Mappi
     return views
 
 
-def _history_point(run: Record, record: Record, started: datetime | None,
+def _history_point(run: Record, record: Record, started: object,
                    verdicts: Mapping[str, str]) -> TrendPoint | None:
     key = _case_key(record)
     match = next((r for r in run.get("results") or [] if _case_key(r) == key), None)
     p50 = None if match is None else p50_ms(match)
     if p50 is None:
         return None
-    when = _instant(run.get("created_at"))
+    when = instant(run_start(run))
     git = section(run, "git")
     commit = git.get("short_commit") or str(git.get("commit") or "no commit")[:12]
-    is_current = when is not None and when == started
+    is_current = started is not None and run_start(run) == started
     label = when.strftime("%m-%d %H:%M") if when else "?"
-    title = (f"{when or run.get('created_at')} commit {commit}"
-             + (" (this run)" if is_current else ""))
+    title = (f"{when.strftime('%Y-%m-%d %H:%M:%S') if when else run.get('created_at')} "
+             f"commit {commit}" + (" (this run)" if is_current else ""))
     return _point(p50, label, title,
                   verdicts.get(str(record.get("case_id"))) if is_current else None)
 
