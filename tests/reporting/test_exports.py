@@ -109,6 +109,16 @@ def test_csv_keeps_full_float_precision_and_empty_cells() -> None:
     assert row["problem_size"] == '{"n":8}'
 
 
+@pytest.mark.parametrize("name", ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "=HYPERLINK(\"x\")"])
+def test_csv_text_cells_never_start_a_formula(name: str) -> None:
+    hostile = record(kernel=name, reason=f"{name} failed", status="failed")
+    row = next(csv.DictReader(io.StringIO(render_csv(inputs_of([hostile])))))
+    assert row["kernel_name"] == f"'{name}" and row["case_id"] == f"'{name}[cpu,fp32]"
+    assert row["reason"] == f"'{name} failed"
+    plain = next(csv.DictReader(io.StringIO(render_csv(inputs_of([record(kernel="gemm")])))))
+    assert plain["kernel_name"] == "gemm" and plain["latency_ms_p50"] == "2.0"
+
+
 def test_csv_matches_comparison_by_key_when_labels_repeat() -> None:
     small = record("gemm", problem_size={"n": 1})
     large = record("gemm", problem_size={"n": 2})

@@ -124,7 +124,18 @@ def _csv_row(record: Record, case: Record | None) -> dict[str, str]:
     values.update({name: dig(record, "timing", name) for name in _TIMING_COLUMNS})
     values.update({name: dig(record, *path) for name, path in _BLOCK_COLUMNS.items()})
     values.update({name: dig(case, key) for name, key in _COMPARISON_COLUMNS.items()})
-    return {name: exact_text(values[name]) or "" for name in CSV_COLUMNS}
+    return {name: _inert(values[name]) if isinstance(values[name], str)
+            else exact_text(values[name]) or "" for name in CSV_COLUMNS}
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula in a text cell."""
+
+
+def _inert(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one that starts like a formula (a kernel
+    file named ``=HYPERLINK(...).py``, from a fork's pull request) gets a leading ``'``."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
 def render_csv(inputs: ReportInputs) -> str:
@@ -145,7 +156,8 @@ def render_csv(inputs: ReportInputs) -> str:
     ``compile_first_call_s`` (compilation included) and ``compile_recompiles_during_timing``.
 
     Cells: empty for a missing value, floats with repr precision (never rounded), booleans
-    ``true`` / ``false``.
+    ``true`` / ``false``; a text cell that starts like a formula (``=``, ``+``, ``-``, ``@``)
+    starts with ``'``, so a spreadsheet shows it instead of evaluating it.
     """
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
