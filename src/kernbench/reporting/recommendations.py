@@ -106,7 +106,7 @@ def recommendations(document: Mapping[str, Any],
     regressed, inconclusive = comparison_advice(comparison)
     pairs = narrow_pairs(results)
     return [*map(accuracy_recommendation, filter(accuracy_failed, results)),
-            *_failure_advice(results, settings), *regressed,
+            *_failure_advice(results), *regressed,
             *noise_advice(_ids(findings, "unstable"), settings),
             *tail_advice(_ids(findings, "tail_latency"), settings),
             *narrow_advice(slower_pairs(results, pairs)),
@@ -174,14 +174,13 @@ def accuracy_recommendation(record: Record) -> Recommendation:
     return Recommendation("accuracy", (case_id(record),), text)
 
 
-def _failure_advice(results: Sequence[Record],
-                    settings: Mapping[str, Any]) -> list[Recommendation]:
+def _failure_advice(results: Sequence[Record]) -> list[Recommendation]:
     ids = {status: tuple(case_id(r) for r in results
                          if r.get("status") == status and not accuracy_failed(r))
            for status in FAILURE_KINDS}
     files = sorted({failure_file(r) for r in results
                     if r.get("status") == "failed" and not accuracy_failed(r)})
-    return failure_advice(ids, files, settings)
+    return failure_advice(ids, files)
 
 
 FAILURE_KINDS = {"failed": "failure", "timeout": "timeout", "invalid": "invalid"}
@@ -194,19 +193,18 @@ def failure_file(record: Record) -> str:
 
 
 def failure_advice(ids: Mapping[str, tuple[str, ...]], files: Sequence[str],
-                   settings: Mapping[str, Any], more: Mapping[str, int] | None = None,
+                   more: Mapping[str, int] | None = None,
                    more_files: int = 0) -> list[Recommendation]:
     """Advice on the failed, timed-out and invalid cases `ids` (by status; `more` of each
     not listed) and the kernel `files` holding the tracebacks (`more_files` not listed)."""
-    timeout = settings.get("timeout_s")
     also = f" and {more_files} more" if more_files else ""
     advice = {
         "failure": f"the traceback is in worker.traceback of {', '.join(files)}{also}. If a "
                    "case cannot run on this machine, declare it in bench.yaml skip_conditions "
                    "so it is reported as skipped.",
-        "timeout": "raise --timeout" + (f" (now {fmt_num(number(timeout))} s)" if timeout else "")
-                   + " or the kernel's bench.yaml timeout_s, or shrink its problem_size; a "
-                   "kernel that hangs needs fixing.",
+        "timeout": "raise the kernel's bench.yaml timeout_s, or --timeout where it has none "
+                   "(each case's reason gives the limit it ran under), or shrink its "
+                   "problem_size; a kernel that hangs needs fixing.",
         "invalid": "fix the kernel file or bench.yaml named in the reason.",
     }  # fmt: skip
     return [Recommendation(kind, ids[status], advice[kind], (more or {}).get(status, 0))

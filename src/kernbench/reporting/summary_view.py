@@ -354,7 +354,7 @@ class SummaryView:
         return rx.capped(MAX_NAMED, [
             *accuracy, *_more("accuracy", rows["accuracy"].count - len(accuracy),
                               "more cases fail their accuracy check (see Accuracy)"),
-            *rx.failure_advice(ids, files[:MAX_LISTED], settings,
+            *rx.failure_advice(ids, files[:MAX_LISTED],
                                {s: rows[f"{s}_ids"].more for s in rx.FAILURE_KINDS},
                                max(0, len(files) - MAX_LISTED)),
             *regressed,
