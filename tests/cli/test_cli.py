@@ -790,3 +790,21 @@ def test_a_run_measured_on_a_busy_machine_warns_at_its_end(
         capsys.readouterr().err)
     _busy_warning([SimpleNamespace(status="ok", machine=quiet)])
     assert capsys.readouterr().err == ""
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    # `kernbench list --json | head`: the manifest is larger than a pipe's buffer
+    for index in range(400):
+        (tmp_path / "kernels").mkdir(exist_ok=True)
+        (tmp_path / "kernels" / f"kernel_number_{index:04d}.py").write_text(
+            "def run_benchmark():\n    return 0\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernbench", "list", "--root", str(tmp_path), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(10).startswith(b"{")
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr

@@ -32,12 +32,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KernbenchError as exc:
         error(f"kernbench: error: {exc.message}")
         return exc.exit_code
+    except BrokenPipeError:  # `kernbench list --json | head`: the reader has what it wanted
+        return _reader_gone()
     except KeyboardInterrupt as exc:
         from kernbench.execution.interrupts import exit_code_for_interrupt
 
         what = exc.args[0] if exc.args else "SIGINT"
         error(f"kernbench: interrupted ({what}){_how_to_continue(args)}")
         return exit_code_for_interrupt(exc)
+
+
+EXIT_BROKEN_PIPE = 128 + 13
+"""What a shell reports for a command killed by SIGPIPE, as `git log | head` is."""
+
+
+def _reader_gone() -> int:
+    """Stdout's reader closed the pipe: no traceback, and no second error when Python
+    flushes stdout at exit (it is pointed at /dev/null, as Python's documentation advises)."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def _how_to_continue(args: argparse.Namespace | None) -> str:
