@@ -546,6 +546,23 @@ def test_precisions_on_a_kernel_without_precision_parameter_is_invalid(tmp_path:
     assert "expected" in spec.error
 
 
+@pytest.mark.parametrize(("backends", "ok"), [("", False), ("backends: [cpu, cuda]\n", True)])
+def test_a_reference_backend_the_kernel_does_not_run_on_is_invalid(
+        tmp_path: Path, backends: str, ok: bool) -> None:
+    write(tmp_path, "kernels/ref/bench.yaml",
+          f"{backends}reference: {{backend: cuda, precision: fp64}}\n")
+    write(tmp_path, "kernels/ref/ref.py",
+          "import numpy as np\n\ndef run_benchmark(precision='fp32'):\n"
+          "    return np.ones(4, dtype=precision)\n")
+    (spec,) = discover(tmp_path)
+    assert (spec.status == "ok") == ok, spec.error
+    if not ok:
+        assert spec.error == (
+            "kernels/ref/bench.yaml: key 'reference.backend': expected one of the kernel's "
+            "backends (cpu), got 'cuda': no case of the kernel could compute the reference, "
+            "so no case would be checked")
+
+
 def test_precisions_are_allowed_when_the_signature_is_unknown(tmp_path: Path) -> None:
     write(tmp_path, "kernels/alias/bench.yaml", "precisions: [fp32]\n")
     write(tmp_path, "kernels/alias/alias.py",

@@ -350,6 +350,12 @@ def _apply_config(spec: KernelSpec, config: BenchConfig) -> KernelSpec:
             f"{config.source}: key 'precisions': expected a kernel that reads its `precision` "
             f"parameter; {spec.path} declares it in {spec.function_name}() or setup() but never "
             "reads it, so every precision would be timed at the one it computes in"))
+    reference_backend = (config.reference or {}).get("backend")
+    if reference_backend is not None and reference_backend not in spec.backends:
+        return replace(spec, status="invalid", error=(
+            f"{config.source}: key 'reference.backend': expected one of the kernel's backends "
+            f"({', '.join(spec.backends)}), got {reference_backend!r}: no case of the kernel "
+            "could compute the reference, so no case would be checked"))
     if config.precisions and spec.signature_known and not spec.takes_precision:
         return replace(spec, status="invalid", error=(
             f"{config.source}: key 'precisions': expected a kernel that takes a `precision` "
