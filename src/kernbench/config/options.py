@@ -363,9 +363,8 @@ REPORT = (
            metavar="DIR"),
     Option(("--output-dir",), "write the reports here instead of into DIR", "path",
            metavar="DIR"),
-    Option(("--root",), "repository whose benchmarks/history feeds the trends (the runs that "
-           "started no later than DIR's: a report rendered again later shows the past its run "
-           "had)", "path", None, "the run's own --root, when it still exists"),
+    Option(("--root",), "repository whose benchmarks/history feeds the trends (runs started "
+           "after DIR's left out)", "path", None, "the run's own --root, when it still exists"),
 )
 
 COMPARE = (
