@@ -114,6 +114,28 @@ def test_precision_flag_selects_one_declared_precision(
     assert not kernel.with_name("seen_fp16.json").exists()
 
 
+def test_a_kernel_the_precision_flag_leaves_without_a_case_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, declared in (("both", "[fp32, fp16]"), ("wide", "[fp64, fp32]")):
+        kernel = write(tmp_path / "kernels" / name / f"{name}.py", PRECISION_AWARE)
+        write(kernel.with_name("bench.yaml"), f"precisions: {declared}\n")
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                                 "--precision", "fp16")
+    assert code == 0 and summary is not None
+    assert [r["case_id"] for r in summary["results"]] == ["both[cpu,fp16]"]
+    assert ("kernbench: 1 kernel ran no case: wide (none of its precisions (fp64, fp32) is "
+            "among --precision fp16)") in err
+    # run --list says the same before anything runs
+    assert main(["run", "--root", str(tmp_path), "--list", "--precision", "fp16"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert [line.split()[:4] for line in listing[1:]] == [
+        ["both", "numpy", "cpu", "fp16"], ["wide", "NOT", "RUN", "none"]]
+    assert main(["run", "--root", str(tmp_path), "--list", "--backends", "cuda", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["not_selected"] == {
+        "both": "none of its backends (cpu) is among --backends cuda",
+        "wide": "none of its backends (cpu) is among --backends cuda"}
+
+
 def test_precision_alias_fp8_selects_the_declared_fp8_case(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`--precision fp8` is an accepted choice; bench.yaml's `fp8` is stored as fp8_e4m3."""

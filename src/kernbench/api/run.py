@@ -4,7 +4,7 @@ disk as it goes (:mod:`kernbench.api.sink`), resuming an interrupted run on requ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ class RunOutcome:
     run: RunResult
     output_dir: Path
     exit_code: int
+    not_selected: Mapping[str, str] = field(default_factory=dict)
+    """Valid kernels that --backends or --precision left without a case, and why."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -124,7 +126,15 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                 run = sink.finish(complete, machine.finish(complete))
                 if complete:
                     held.clear()
-    return RunOutcome(run, output_dir, exit_code_for(run.results))
+    return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings))
+
+
+def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str, str]:
+    """The valid kernels --backends or --precision left without a case, and why."""
+    from kernbench.execution.planning import not_selected
+
+    return {spec.name: reason for spec in selected
+            if spec.status != "invalid" and (reason := not_selected(spec, settings))}
 
 
 def run_environment(settings: RunSettings) -> dict[str, Any]:
@@ -180,7 +190,8 @@ def _plan_run(settings: RunSettings, manifest: Mapping[str, Any], selected: list
         raise KernbenchError(
             f"no cases to run: the {len(selected)} selected kernels declare none of the requested "
             f"backends ({', '.join(settings.backends or ['any'])}) or precisions "
-            f"({', '.join(settings.precisions or ['any'])}); see `kernbench list`")
+            f"({', '.join(settings.precisions or ['any'])}); `kernbench run --list` with the same "
+            "flags says why for each")
     plan = plan_record([plan_id(i) for i in suite], [plan_id(i) for i in planned])
     return planned, plan if balance is None else {**plan, "balance": balance}
 

@@ -48,11 +48,27 @@ def cmd_list(args: argparse.Namespace) -> int:
     from kernbench.results.serialize import manifest_dict
 
     specs = select_kernels(specs, args.filter)
+    picked = _selections(args, specs)
     if args.json:
-        result(manifest_dict(manifest["root"], manifest["paths"], specs), None, True)
+        document = manifest_dict(manifest["root"], manifest["paths"], specs)
+        if picked is not None:  # run --list --backends/--precision: what would run
+            document["not_selected"] = {k: v for k, v in picked.items() if isinstance(v, str)}
+        result(document, None, True)
     else:
-        result(None, render_manifest(specs, manifest["root"], manifest["paths"]), False)
+        result(None, render_manifest(specs, manifest["root"], manifest["paths"], picked), False)
     return EXIT_USAGE if any(s.status == "invalid" for s in specs) else 0
+
+
+def _selections(args: argparse.Namespace, specs: Any) -> dict[str, Any] | None:
+    """`run --list` with --backends or --precision: each valid kernel's (backends,
+    precisions) under them, or why it has none; None without those flags."""
+    if not (getattr(args, "backends", None) or getattr(args, "precision", None)):
+        return None
+    from kernbench.execution.planning import selection
+    from kernbench.execution.settings import RunSettings
+
+    settings = RunSettings(root=args.root, backends=args.backends, precisions=args.precision)
+    return {s.name: selection(s, settings) for s in specs if s.status != "invalid"}
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -57,18 +57,30 @@ def log(enabled: bool = True) -> Callable[[str], None] | None:
     return status if enabled and VERBOSITY.verbose else None
 
 
-def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str]) -> str:
+def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str],
+                    picked: Mapping[str, Any] | None = None) -> str:
+    """The kernels, one line each; with `picked` (``run --list --backends/--precision``)
+    the backends and precisions each would run, or why it would run nothing."""
     lines = [f"{len(specs)} kernels under {root} (paths: {', '.join(paths)})"]
     width = max((len(s.name) for s in specs), default=4)
     for spec in specs:
+        chosen = None if picked is None else picked.get(spec.name)
         if spec.status == "invalid":
             lines.append(f"  {spec.name:<{width}}  INVALID  {spec.error}")
             continue
-        precisions = (",".join(spec.config.precisions) if spec.config and spec.config.precisions
-                      else ("fp32" if spec.takes_precision else "native"))
-        lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(spec.backends):<14} "
-                     f"{precisions:<20} {spec.path}{_variants_note(spec)}")
+        if isinstance(chosen, str):
+            lines.append(f"  {spec.name:<{width}}  NOT RUN  {chosen}")
+            continue
+        backends, precisions = chosen or (spec.backends, _declared_precisions(spec))
+        lines.append(f"  {spec.name:<{width}}  {spec.framework:<8} {','.join(backends):<14} "
+                     f"{','.join(precisions):<20} {spec.path}{_variants_note(spec)}")
     return "\n".join(lines)
+
+
+def _declared_precisions(spec: Any) -> list[str]:
+    if spec.config and spec.config.precisions:
+        return list(spec.config.precisions)
+    return ["fp32" if spec.takes_precision else "native"]
 
 
 def _variants_note(spec: Any) -> str:

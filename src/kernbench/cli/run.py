@@ -4,6 +4,7 @@ render, keep history and compare as the flags ask."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,9 +104,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     _quiet_errors(args, outcome.run.results)
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))
+    _not_selected(outcome.not_selected)
     _busy_warning(outcome.run.results)
     result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
     return code
+
+
+def _not_selected(left_out: Mapping[str, str]) -> None:
+    """Kernels that --backends or --precision left without a case, as pytest says
+    `3 deselected`: a typo in a precision must not look like a suite that ran whole."""
+    if not left_out:
+        return
+    shown = [f"{name} ({reason})" for name, reason in list(left_out.items())[:5]]
+    more = f"; and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+    status(f"kernbench: {len(left_out)} kernel{'s' * (len(left_out) != 1)} ran no case: "
+           f"{'; '.join(shown)}{more}")
 
 
 def _quiet_errors(args: argparse.Namespace, results: Any) -> None:

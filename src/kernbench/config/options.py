@@ -224,7 +224,7 @@ RUN = (
            "$XDG_CACHE_HOME/kernbench or ~/.cache/kernbench", "DIR"),
     Option(("--no-cpu-peak",), "skip the CPU probe; CPU % of peak stays empty",
            "switch", False),
-    Option(("--list",), "discover and print the manifest; run nothing", "switch", False),
+    Option(("--list",), "print the kernels and what each would run; run nothing", "switch", False),
     Option(("--sku",), "SKU for bench.yaml golden values", "text", None, "detected from the GPU",
            suite_key="sku"),
     Option(("--shard",), "run only shard K of N (stable by kernel); join with `kernbench "

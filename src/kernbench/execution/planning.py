@@ -38,6 +38,36 @@ def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list
     return [p for p in declared if p in wanted] if declared else list(dict.fromkeys(wanted))
 
 
+def not_selected(spec: KernelSpec, settings: RunSettings) -> str | None:
+    """Why a valid kernel has no case under the run's --backends and --precision, or None:
+    it declares none of the backends, or none of the precisions, asked for. (A kernel that
+    runs at its native precision has no precision to select: it runs whatever is asked.)"""
+    variants = (spec.config.implementations if spec.config and spec.config.implementations
+                else (None,))
+    if not any(plan_backends(spec, settings.backends, v) for v in variants):
+        backends = sorted({b for v in variants for b in (v.backends if v and v.backends
+                                                          else spec.backends)})
+        return (f"none of its backends ({', '.join(backends)}) is among --backends "
+                f"{','.join(settings.backends or ())}")
+    if not plan_precisions(spec, settings.precisions):
+        precisions = spec.config.precisions if spec.config else ()
+        return (f"none of its precisions ({', '.join(precisions)}) is among --precision "
+                f"{','.join(settings.precisions or ())}")
+    return None
+
+
+def selection(spec: KernelSpec, settings: RunSettings) -> tuple[list[str], list[str]] | str:
+    """What a valid kernel runs under the run's --backends and --precision, (backends,
+    precisions), or why it runs nothing (:func:`not_selected`): what ``run --list`` shows."""
+    reason = not_selected(spec, settings)
+    if reason is not None:
+        return reason
+    variants = (spec.config.implementations if spec.config and spec.config.implementations
+                else (None,))
+    backends = dict.fromkeys(b for v in variants for b in plan_backends(spec, settings.backends, v))
+    return list(backends), plan_precisions(spec, settings.precisions)
+
+
 def plan_cases(spec: KernelSpec, settings: RunSettings) -> list[Case]:
     """The cases of one valid kernel under the run's backend and precision selection: each
     implementation (when it has several) x backend x precision x sweep point. Reference cases
