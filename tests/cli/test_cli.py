@@ -814,6 +814,23 @@ def test_a_run_measured_on_a_busy_machine_warns_at_its_end(
     assert capsys.readouterr().err == ""
 
 
+def test_a_case_timed_under_another_precision_than_its_output_warns_at_the_end(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from kernbench.cli.run import _precision_warning
+
+    def case(precision: str, output: str, status: str = "ok") -> SimpleNamespace:
+        return SimpleNamespace(status=status, precision=precision, output={"precision": output},
+                               case_id=f"k[cpu,{precision}]")
+
+    _precision_warning([case("fp16", "fp32"), case("fp32", "fp32"), case("bf16", "fp32", "failed")])
+    assert ("kernbench: warning: 1 case returned another precision than they were timed under: "
+            "k[cpu,fp16] (output fp32)") in capsys.readouterr().err
+    _precision_warning([case("fp32", "fp32"), case("fp8_e4m3", "bf16")])
+    assert capsys.readouterr().err == ""
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     # `kernbench list --json | head`: the manifest is larger than a pipe's buffer
     for index in range(400):

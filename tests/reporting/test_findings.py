@@ -279,9 +279,20 @@ def test_a_case_whose_output_is_in_another_float_precision_is_a_caveat() -> None
         return rec("k", precision, output={"precision": output})
 
     found = key_findings(doc(out("fp16", "fp32"), out("bf16", "bf16"), out("fp8_e4m3", "bf16"),
-                             out("fp32", "int32"), out("fp32", "fp64")))
+                             out("fp32", "int32"), out("fp32", "fp64"), out("int8", "fp64"),
+                             out("int8", "int8")))
     caveats = [f for f in found if f.kind == "output_precision"]
     assert kinds(caveats) == [("output_precision", "k[cpu,fp16]"),
-                              ("output_precision", "k[cpu,fp32]")]
+                              ("output_precision", "k[cpu,fp32]"),
+                              ("output_precision", "k[cpu,int8]")]
     assert caveats[0].message == ("k[cpu,fp16]: timed as fp16, but its output is fp32: check "
                                   "that the kernel computes in fp16")
+
+
+def test_a_label_the_output_contradicts_comes_before_a_busy_machine() -> None:
+    busy = {"other_cpu_cores": 1.0, "steal_share": 0.0, "cpus": 2}
+    records = [rec(f"busy{i}", "fp32", machine=busy) for i in range(3)]
+    records.append(rec("half", "fp16", output={"precision": "fp32"}, machine=busy))
+    caveats = [f for f in key_findings(doc(*records))
+               if f.kind in ("busy_machine", "output_precision")]
+    assert [f.kind for f in caveats] == ["output_precision"] + ["busy_machine"] * 4

@@ -105,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))
     _not_selected(outcome.not_selected)
+    _precision_warning(outcome.run.results)
     _busy_warning(outcome.run.results)
     result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
     return code
@@ -132,6 +133,21 @@ def _quiet_errors(args: argparse.Namespace, results: Any) -> None:
     for record in results:
         if record.status in PROBLEM_STATUSES:
             error(result_line(record))
+
+
+def _precision_warning(results: Any) -> None:
+    """Cases whose output is in another precision than they were timed under say so at the
+    run's end too: the label on their figures may not be what they computed in."""
+    from kernbench.results.vocabulary import other_output_precision
+
+    hit = [f"{r.case_id} (output {(r.output or {}).get('precision')})" for r in results
+           if r.status == "ok" and other_output_precision(r.precision,
+                                                          (r.output or {}).get("precision"))]
+    if hit:
+        more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
+        warnings([f"{len(hit)} case{'s' * (len(hit) != 1)} returned another precision than "
+                  f"they were timed under: {', '.join(hit[:3])}{more} (summary.md, Key "
+                  "Findings, Caveats): check that each kernel computes in its case's precision"])
 
 
 def _busy_warning(results: Any) -> None:

@@ -48,7 +48,10 @@ from kernbench.reporting.views import (
     number,
     p50_ms,
 )
-from kernbench.results.vocabulary import FLOAT_PRECISIONS, NARROW_PRECISIONS
+from kernbench.results.vocabulary import (
+    NARROW_PRECISIONS,
+    other_output_precision,
+)
 
 __all__ = [
     "MEMORY_GROWTH_RATIO", "NARROW_PRECISIONS", "NOISY_CI_RATIO", "TAIL_RATIO", "Finding",
@@ -369,7 +372,13 @@ def _memory_growth(results: Sequence[Record]) -> list[Finding]:
 
 
 def _caveats(results: Sequence[Record]) -> list[Finding]:
-    return [finding for record in results for finding in caveat_findings(record)]
+    """A label the output contradicts before a busy machine: the first is about what was
+    measured, the second about how well."""
+    found = [finding for record in results for finding in caveat_findings(record)]
+    return sorted(found, key=lambda f: CAVEAT_ORDER.index(f.kind))
+
+
+CAVEAT_ORDER = ("output_precision", "busy_machine")
 
 
 def caveat_findings(record: Record) -> list[Finding]:
@@ -384,7 +393,7 @@ def caveat_findings(record: Record) -> list[Finding]:
         found.append(Finding("busy_machine", cid, f"{cid}: its samples were taken while {why};"
                              " on a quiet machine it may well be faster"))
     asked, output = record.get("precision"), dig(record, "output", "precision")
-    if asked in ("fp32", "fp16", "bf16") and output in FLOAT_PRECISIONS and output != asked:
-        found.append(Finding("output_precision", cid, f"{cid}: timed as {asked}, but its "
-                             f"output is {output}: check that the kernel computes in {asked}"))
+    if other_output_precision(asked, output):
+        found.insert(0, Finding("output_precision", cid, f"{cid}: timed as {asked}, but its "
+                                f"output is {output}: check that the kernel computes in {asked}"))
     return found

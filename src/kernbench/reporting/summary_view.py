@@ -147,7 +147,8 @@ class SummaryView:
             rows["profiles"].add(position, record, machine)
         self._add_accuracy(machine, position, record)
         for finding in fx.caveat_findings(record):
-            rows["caveats"].add((position, finding.kind), finding, machine)
+            rows["caveats"].add((fx.CAVEAT_ORDER.index(finding.kind), position), finding,
+                                machine)
         work = record.get("work")
         if status == "ok" and work:
             rows["worked"].add(position, record, machine)

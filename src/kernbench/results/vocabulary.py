@@ -35,6 +35,7 @@ __all__ = [
     "PRECISION_NAMES",
     "canonical_precision",
     "knob",
+    "other_output_precision",
 ]
 
 PRECISION_NAMES: tuple[str, ...] = (
@@ -136,6 +137,17 @@ KNOBS: Mapping[str, Mapping[str | None, str]] = MappingProxyType({
 ``kernbench.bench`` for the library API, ``pytest`` for the plugin (a record's
 ``worker.entry_point``, a report set's ``settings.runner``). Advice names the knob the user
 has there (:func:`knob`)."""
+
+
+def other_output_precision(asked: object, output: object) -> bool:
+    """A case timed at `asked` whose output is in another floating precision: an fp32, fp16
+    or bf16 case returning another one (an fp16 case returning fp32), or an int8 case
+    returning floats. Not a failure (fp32 accumulation is a design; an int8 kernel may
+    dequantize), but its label may not be what it computed in. fp8 cases return wider types
+    by design."""
+    if asked in ("fp32", "fp16", "bf16"):
+        return output in FLOAT_PRECISIONS and output != asked
+    return asked == "int8" and output in FLOAT_PRECISIONS
 
 
 def knob(setting: str, entry_point: str | None, value: object = "") -> str:
