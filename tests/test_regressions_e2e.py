@@ -703,6 +703,24 @@ def test_ab_with_a_ref_that_does_not_exist_exits_2(tmp_path: Path) -> None:
     assert "no-such-ref" in err and "no such commit" in err
 
 
+def test_ab_of_a_root_below_the_repositorys_top_compares_that_folder(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"top": GOOD})  # the top's kernels are not --root's
+    write(repo / "sub" / "kernels" / "alpha.py", GOOD)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "sub")
+    out = tmp_path / "out"
+    code, err = run(repo / "sub", out, "--ab", "HEAD", "--rounds", "2",
+                    "--debug-fake-timer", "1")
+    assert code == 0, err
+    assert [c["verdict"] for c in load(out / "comparison.json")["cases"]] != ["new"]
+    assert statuses(out / "baseline") == {"alpha": "ok"}
+    write(repo / "newer" / "kernels" / "beta.py", GOOD)  # not at HEAD
+    code, err = run(repo / "newer", tmp_path / "out2", "--ab", "HEAD", "--rounds", "2")
+    assert code == 2 and "--ab HEAD: --root is newer in its repository, and HEAD has no " \
+        "such folder" in err
+
+
 # --- golden values -------------------------------------------------------------------------
 
 

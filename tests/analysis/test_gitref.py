@@ -144,3 +144,20 @@ def test_no_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plain.mkdir()
     assert history_at_ref(plain, "main", FP) == (None, f"no git repository at {plain}")
     assert resolve_ref(plain, "main") is None
+
+
+def test_a_shallow_clone_hint_for_an_abbreviated_sha_asks_for_the_full_one() -> None:
+    from kernbench.analysis.gitref import shallow_fetch_hint
+
+    full = "9" * 40
+    assert f"git fetch --depth=1 origin {full}" in shallow_fetch_hint(full)
+    short = shallow_fetch_hint("999801392bfa")  # a remote does not expand it: fetch fails
+    assert "999801392bfa" not in short and "full 40-character sha" in short
+
+
+def test_the_prefix_of_a_folder_inside_a_repository(repo: Path) -> None:
+    from kernbench.analysis.gitref import prefix_in_repository
+
+    (repo / "sub" / "dir").mkdir(parents=True)
+    assert prefix_in_repository(repo) == ""
+    assert prefix_in_repository(repo / "sub" / "dir") == "sub/dir/"

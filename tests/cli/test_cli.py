@@ -613,6 +613,10 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
     ("--alpha", "1", "expected a number > 0 and < 1, got 1"),
     ("--alpha", "nan", "expected a number > 0 and < 1, got nan"),
     ("--debug-fake-timer", "-1", "> 0"),
+    ("--ab", "", "expected a value, got an empty string"),  # a failed $(git merge-base ...)
+    ("--compare-to", " ", "expected a value, got an empty string"),
+    ("--seed", "99999999999999999999", "expected an integer from 0 to 4294967295"),
+    ("--seed", "-1", "expected an integer >= 0, got -1"),
 ])
 def test_bad_flag_values_exit_2_with_a_message(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str,

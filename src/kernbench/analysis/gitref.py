@@ -66,6 +66,15 @@ def resolve_ref(root: Path, ref: str) -> str | None:
     return sha or None
 
 
+def prefix_in_repository(root: Path) -> str:
+    """Where `root` lies inside its repository's work tree: ``sub/dir/`` (with the slash),
+    or "" at the top (git's ``--show-prefix``)."""
+    proc = _git(root, "rev-parse", "--show-prefix")
+    if proc is None or proc.returncode != 0:
+        return ""
+    return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+
 def is_shallow(root: Path) -> bool:
     """Whether `root`'s repository is a shallow clone (CI checkouts often are)."""
     proc = _git(root, "rev-parse", "--is-shallow-repository")
@@ -97,9 +106,13 @@ def shallow_fetch_hint(ref: str) -> str:
     if "~" in ref or "^" in ref:
         return ("deepen it first (`git fetch --deepen=N` with N the commits you go back), or "
                 "check out with `fetch-depth: 0`")
-    if re.fullmatch(r"[0-9a-f]{7,40}", ref):
+    if re.fullmatch(r"[0-9a-f]{40}", ref):
         return f"fetch the commit first (`git fetch --depth=1 origin {ref}`), or check out " \
                "with `fetch-depth: 0`"
+    if re.fullmatch(r"[0-9a-f]{7,39}", ref):
+        return ("fetch the commit first by its full 40-character sha (`git fetch --depth=1 "
+                "origin <sha>`: a remote does not expand an abbreviated one), or check out "
+                "with `fetch-depth: 0`")
     branch = ref.removeprefix("origin/")
     return (f"fetch the ref first (`git fetch --depth=1 origin {branch}:refs/remotes/origin/"
             f"{branch}`, then use origin/{branch}), or check out with `fetch-depth: 0`")

@@ -16,6 +16,14 @@ from kernbench.errors import KernbenchError
 Parse = Callable[[str], Any]
 
 
+def non_empty(text: str) -> str:
+    """A text value that says something: `--ab "$(git merge-base ...)"` whose command failed
+    gives "", which must not turn the comparison off and pass."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a value, got an empty string")
+    return text
+
+
 def comma_list(choices: Sequence[str] | None = None) -> Parse:
     """argparse type for `a,b,c`, checked against `choices` when given."""
     def parse(text: str) -> tuple[str, ...]:
@@ -73,7 +81,7 @@ def memory_size(text: str) -> int:
 
 
 _FIXED: dict[str, Parse | None] = {
-    "text": None, "choice": None, "int": int, "path": Path,
+    "text": non_empty, "choice": None, "int": int, "path": Path,
     "probability": probability, "size": memory_size, "formats": formats, "shard": shard,
     "slowdowns": slowdowns,
 }

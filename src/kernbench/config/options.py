@@ -192,7 +192,7 @@ RUN = (
            "DIR", suite_key="output_dir"),
     Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "
            "torch's global RNGs",
-           "int", 1337, "1337", suite_key="seed"),
+           "count", 1337, "1337", minimum=0, maximum=2**32 - 1, suite_key="seed"),
     Option(("--timeout",), "per-case limit; the worker and its children are killed after it "
            f"(at most {MAX_TIMEOUT_S}: one week)",
            "positive_float", 300.0, "300; bench.yaml timeout_s overrides per kernel",

@@ -31,7 +31,7 @@ def positive_int(minimum: int, maximum: float | None = None) -> Callable[[str], 
             raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
         if maximum is not None and value > maximum:
             raise argparse.ArgumentTypeError(
-                f"expected an integer from {minimum} to {maximum:g}, got {value}")
+                f"expected an integer from {minimum} to {maximum:.0f}, got {value}")
         return value
     return parse
 

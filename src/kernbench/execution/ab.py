@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kernbench.analysis.compare import case_key
-from kernbench.analysis.gitref import resolve_ref
+from kernbench.analysis.gitref import prefix_in_repository, resolve_ref
 from kernbench.errors import KernbenchError
 from kernbench.execution.outcomes import invalid_result
 from kernbench.execution.planning import plan_key
@@ -77,16 +77,22 @@ def _key(case: Case) -> str:
 
 @contextlib.contextmanager
 def worktree(root: Path, ref: str) -> Iterator[tuple[Path, str]]:
-    """A detached worktree of `ref` in a temporary folder, removed afterwards."""
+    """A detached worktree of `ref` in a temporary folder, removed afterwards; yields the
+    folder that stands for `root` in it (`root` may lie below the repository's top) and the
+    commit."""
     sha = resolve_ref(root, ref)
     if sha is None:
         raise KernbenchError(f"--ab {ref}: no such commit in {root} (is it a git repository, "
                              "and is the ref fetched?)")
     folder = Path(tempfile.mkdtemp(prefix="kernbench-ab-"))
     target = folder / "baseline"
+    prefix = prefix_in_repository(root)
     _git(root, "worktree", "add", "--detach", "--quiet", str(target), sha)
     try:
-        yield target, sha
+        if not (target / prefix).is_dir():
+            raise KernbenchError(f"--ab {ref}: --root is {prefix.rstrip('/')} in its "
+                                 f"repository, and {ref} has no such folder")
+        yield target / prefix, sha
     finally:
         _git(root, "worktree", "remove", "--force", str(target), check=False)
         _git(root, "worktree", "prune", check=False)
