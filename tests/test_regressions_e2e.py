@@ -471,6 +471,24 @@ def test_run_baseline_file_is_read_first_and_compared(tmp_path: Path) -> None:
     alpha = next(c for c in load(tmp_path / "slow" / "comparison.json")["cases"]
                  if c["kernel_name"] == "alpha")
     assert alpha["verdict"] == "regressed" and alpha["ratio"] == pytest.approx(1.5)
+    # a file of the report set that is not a run's results is refused before anything runs
+    for other, said in (("env.json", "got a document without them"),
+                        ("comparison.json", "got a kernbench-comparison")):
+        code, err = run(root, tmp_path / "never", "--baseline", tmp_path / "slow" / other)
+        assert code == 2 and f"{other}: key 'results': expected a run's results" in err
+        assert said in err and not (tmp_path / "never").exists()
+    (tmp_path / "empty").mkdir()
+    code, err = run(root, tmp_path / "never", "--baseline", tmp_path / "empty")
+    assert code == 2 and "empty: a folder without summary.json" in err
+    # a baseline that did not finish: the comparison says so under its verdict
+    summary = load(tmp_path / "base" / "summary.json")
+    (tmp_path / "base" / "summary.json").write_text(json.dumps({**summary, "complete": False}))
+    code, err = run(root, tmp_path / "again", "--debug-fake-timer", "1", "--processes", "3",
+                    "--baseline", tmp_path / "base")
+    assert code == 0, err
+    assert load(tmp_path / "again" / "comparison.json")["warnings"] == [
+        "incomplete run on the baseline side: interrupted before every case finished; the "
+        "cases it lacks were not compared, so this verdict is not a pass for them"]
 
 
 def test_two_baselines_are_refused(tmp_path: Path) -> None:

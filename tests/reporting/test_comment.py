@@ -162,6 +162,31 @@ def test_comparison_warnings_shown() -> None:
     assert text.index("> Warning:") < text.index("| regressed |")
 
 
+def test_an_unfinished_run_says_so_under_the_verdict() -> None:
+    inputs = load_fixture(comparison=False)
+    summary = {**inputs.summary, "complete": False,
+               "completeness": {"missing_shards": ["1/2"], "missing_cases": ["a", "b"]}}
+    text = render_comment(ReportInputs(summary, inputs.environment, None))
+    assert ("> Warning: Incomplete merge — not every case of the suite came back once (1 shards "
+            "never came back; 2 planned cases have no record; see completeness in "
+            "summary.json)") in text
+    assert "Incomplete" not in render_comment(inputs)
+
+
+def test_a_change_the_machine_checks_demoted_is_shown_with_what_it_looked_like() -> None:
+    inputs = load_fixture()
+    assert inputs.comparison is not None
+    comparison = copy.deepcopy(dict(inputs.comparison))
+    for case in comparison["cases"]:
+        if case["verdict"] == "regressed":
+            case.update(verdict="inconclusive", claimed="regressed")
+    text = render_comment(ReportInputs(inputs.summary, inputs.environment, comparison))
+    assert "**No regression; 2 changes inconclusive because the machine was busy or changed**" \
+        in text
+    significant = text.split("#### Significant changes")[1].split("<details>")[0]
+    assert significant.count("**inconclusive (statistics alone: regressed)**") == 2
+
+
 def test_failed_and_timed_out_cases_listed() -> None:
     text = render_comment(load_fixture())
     run = text.split("#### Run")[1]

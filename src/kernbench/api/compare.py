@@ -64,7 +64,22 @@ def run_comparison(base: LoadedRun, cand: LoadedRun, thresholds: Thresholds,
                 "alpha": alpha, "per_kernel": dict(thresholds.per_kernel), "paired": paired}
     document = comparison_document(cases, base.meta, cand.meta, settings, note,
                                    skipped_on_both_sides(base.results, cand.results))
-    warnings = comparison_warnings(base.meta, cand.meta, changed)
+    warnings = [*incomplete_warnings(base.meta, cand.meta),
+                *comparison_warnings(base.meta, cand.meta, changed)]
     if warnings:
         document["warnings"] = warnings
     return document
+
+
+def incomplete_warnings(base_meta: dict[str, Any], cand_meta: dict[str, Any]) -> list[str]:
+    """A side that did not finish (an interrupted run, a merge missing shards): its missing
+    cases were not compared, which a verdict of "no regression" must not hide."""
+    from kernbench.reporting.machines import incomplete_text
+
+    found = []
+    for side, meta in (("candidate", cand_meta), ("baseline", base_meta)):
+        if meta.get("complete") is False:
+            title, sentence = incomplete_text(meta)
+            found.append(f"{title.lower()} on the {side} side: {sentence}; the cases it lacks "
+                         "were not compared, so this verdict is not a pass for them")
+    return found

@@ -39,15 +39,18 @@ from kernbench.reporting.comment_text import (
     table_row,
 )
 from kernbench.reporting.gpu_modes import mode_suffix
+from kernbench.reporting.machines import incomplete_text
 from kernbench.reporting.regressions import headline
 from kernbench.reporting.views import (
     CHANGED,
     PROBLEM_STATUSES,
+    RATIO_NOTE,
     ci95_bounds,
     dig,
     impact,
     mappings,
     section,
+    verdict_text,
 )
 
 __all__ = ["MARKER", "MIN_MAX_CHARS", "render_comment"]
@@ -70,7 +73,8 @@ def _judged(cases: Sequence[Mapping[str, Any]]) -> list[CaseComparison]:
     """Just enough of each case for :func:`headline` and :func:`tally` (known verdicts only)."""
     return [CaseComparison(key="", kernel_name="", backend="", precision="",
                            verdict=str(c.get("verdict")), threshold=0.0,
-                           accuracy_drift={"flagged": _drifted(c)})
+                           accuracy_drift={"flagged": _drifted(c)},
+                           claimed=c["claimed"] if c.get("claimed") in CHANGED else None)
             for c in cases if c.get("verdict") in VERDICTS]
 
 
@@ -80,20 +84,22 @@ def _drifted(case: Mapping[str, Any]) -> bool:
 
 
 def _significant(case: Mapping[str, Any]) -> bool:
-    return case.get("verdict") in CHANGED or _drifted(case)
+    return case.get("verdict") in CHANGED or case.get("claimed") in CHANGED or _drifted(case)
 
 
 def _verdict_blocks(comparison: Mapping[str, Any] | None,
                     summary: Mapping[str, Any]) -> list[str]:
+    unfinished = ([f"> Warning: {' — '.join(incomplete_text(summary))}"]
+                  if summary.get("complete") is False else [])
     if comparison is None:
-        return ["**No comparison: this run was not compared with a baseline**",
+        return ["**No comparison: this run was not compared with a baseline**", *unfinished,
                 "Nothing was compared; this is not a pass."]
     note = comparison.get("baseline_note")
     cases = mappings(comparison.get("cases"))
     judged = _judged(cases)
     line = headline(judged, None if note is None else escape(note, NOTE_CHARS))
     if note is not None:
-        return [f"**{line}**", "Nothing was compared; this is not a pass."]
+        return [f"**{line}**", *unfinished, "Nothing was compared; this is not a pass."]
     counts = tally(judged)
     several = machine_tag(summary) is not None
     table = machines_verdict_table(cases, summary) if several else "\n".join(
@@ -117,7 +123,7 @@ def _method_note(comparison: Mapping[str, Any], n_cases: int, several: bool) -> 
     settings = section(comparison, "settings")
     threshold = settings.get("threshold")
     pct = number_text(threshold * 100) if isinstance(threshold, (int, float)) else "n/a"
-    text = (f"Ratio is candidate / baseline median latency (above 1 is slower). A change is "
+    text = (f"{RATIO_NOTE} A change is "
             f"claimed only beyond the {pct}% threshold **and** at q < "
             f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across "
             + (f"each machine's cases ({n_cases} in all); each machine is compared only with "
@@ -170,7 +176,7 @@ def _figures(case: Mapping[str, Any]) -> list[str]:
 
 
 def _verdict_cell(case: Mapping[str, Any], bold: bool) -> str:
-    verdict = escape(case.get("verdict"), 40)
+    verdict = escape(verdict_text(case), 60)
     return f"**{verdict}**" if bold else verdict
 
 

@@ -19,6 +19,7 @@ from kernbench.reporting.views import (
     ratio_impact,
     section,
     significant,
+    verdict_text,
 )
 
 __all__ = ["VERDICTS", "Change", "RegressionDigest", "regression_digest"]
@@ -79,7 +80,7 @@ def _change(case: Mapping[str, Any]) -> Change:
     drift_text = (f"{drift.get('metric')} {fmt_num(number(drift.get('baseline')), 3)} → "
                   f"{fmt_num(number(drift.get('candidate')), 3)}") if drift.get("flagged") else None
     return Change(case_id=comparison_label(case),
-                  verdict=str(case.get("verdict")), ratio=number(case.get("ratio")),
+                  verdict=verdict_text(case), ratio=number(case.get("ratio")),
                   ci_low=number(case.get("ci_low")), ci_high=number(case.get("ci_high")),
                   q_value=number(case.get("q_value")),
                   baseline_p50_ms=number(case.get("baseline_p50_ms")),

@@ -17,7 +17,7 @@ from kernbench.reporting.machines import demote, incomplete_text, machine_inputs
 from kernbench.reporting.summary_view import MAX_LISTED, MAX_ROWS, SummaryView
 from kernbench.reporting.summary_view import summary_view as summary_view  # tests import it here
 from kernbench.reporting.templating import environment
-from kernbench.reporting.views import OVER_PEAK_NOTE, over_peak
+from kernbench.reporting.views import OVER_PEAK_NOTE, RATIO_NOTE, over_peak, verdict_text
 from kernbench.reporting.views import fmt_num as fmt_num  # re-exported: tests import it here
 from kernbench.results.machines import machine_label, machine_part, machines_of, split_comparison
 
@@ -42,6 +42,8 @@ def template_environment() -> jinja2.Environment:
     env.filters["peak_pct"] = peak_pct
     env.filters["mode_suffix"] = mode_suffix
     env.filters["suffix"] = suffix
+    env.filters["verdict_text"] = verdict_text
+    env.globals["RATIO_NOTE"] = RATIO_NOTE
     return env
 
 

@@ -214,8 +214,24 @@ def impact(case: Record) -> float:
 
 
 def significant(case: Record) -> bool:
-    """Regressed or improved, or its accuracy drift is flagged."""
-    return case.get("verdict") in CHANGED or bool(section(case, "accuracy_drift").get("flagged"))
+    """Regressed or improved, or so by the statistics alone before the machine checks made it
+    inconclusive (``claimed``), or its accuracy drift is flagged."""
+    return (case.get("verdict") in CHANGED or case.get("claimed") in CHANGED
+            or bool(section(case, "accuracy_drift").get("flagged")))
+
+
+RATIO_NOTE = ("Ratio is candidate / baseline latency (above 1 is slower), taken from each "
+              "worker process's median (with --ab, the median of the rounds' ratios); the p50 "
+              "columns pool every sample and differ from it when processes disagree.")
+"""What the Ratio column of a comparison is, in every report that shows one."""
+
+
+def verdict_text(case: Record) -> str:
+    """The verdict, and for one the machine checks demoted, what the statistics alone said:
+    `inconclusive (statistics alone: regressed)`."""
+    claimed = case.get("claimed")
+    suffix = f" (statistics alone: {claimed})" if claimed in CHANGED else ""
+    return f"{case.get('verdict')}{suffix}"
 
 
 def split_significant(cases: Sequence[Record]) -> tuple[list[Record], list[Record]]:

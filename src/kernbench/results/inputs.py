@@ -28,8 +28,9 @@ def load_run(path: Path) -> LoadedRun:
     """Results of a run from a report directory, its summary.json or a history record."""
     target = path / "summary.json" if path.is_dir() else path
     if not target.is_file():
-        raise KernbenchError(f"{path}: no such result file (expected a report directory, "
-                             "a summary.json or a history .jsonl.gz)")
+        what = "a folder without summary.json" if path.is_dir() else "no such result file"
+        raise KernbenchError(f"{path}: {what} (expected a report directory, a summary.json "
+                             "or a history .jsonl.gz)")
     try:
         raw = target.read_bytes()
         if target.name.endswith(".gz"):
@@ -41,6 +42,11 @@ def load_run(path: Path) -> LoadedRun:
         raise KernbenchError(f"{target}: cannot read results: {exc}") from exc
     if not isinstance(document, dict):
         raise KernbenchError(f"{target}: not a kernbench result file (expected a JSON object)")
+    if "results" not in document:  # env.json, comparison.json, a manifest: not a run
+        kind = document.get("kind")
+        raise KernbenchError(f"{target}: key 'results': expected a run's results (a report "
+                             f"directory, its summary.json or a history record), got "
+                             f"{'a ' + str(kind) if kind else 'a document without them'}")
     return run_from_document(migrate(document, str(target)), str(target))
 
 
@@ -129,7 +135,9 @@ def _meta(document: Mapping[str, Any], source: str) -> dict[str, Any]:
             "machine": described,
             "started_at": _text(document.get("started_at") or document.get("created_at")),
             "machine_state": _mapping(document.get("machine_state")
-                                      or env.get("machine_state")) or None}
+                                      or env.get("machine_state")) or None,
+            "complete": document.get("complete") is not False,
+            "completeness": _mapping(document.get("completeness")) or None}
 
 
 def _list(value: object) -> list[Any]:
