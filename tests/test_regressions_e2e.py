@@ -1027,6 +1027,35 @@ def test_merging_ab_shards_with_plain_shards_is_refused(tmp_path: Path) -> None:
     assert "--ab baseline" in err
 
 
+def test_an_interrupted_ab_shard_joins_the_merge_which_says_it_is_incomplete(
+        tmp_path: Path) -> None:
+    # A CI shard job's timeout sends SIGTERM: the shard keeps both sides' finished rounds
+    # (complete: false) and writes no comparison.json. The merge refused every shard.
+    repo = tmp_path / "repo"
+    init_repo(repo, {f"k{i}": GOOD for i in range(4)})
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for k, out in enumerate(shards, start=1):
+        assert run(repo, out, "--ab", "HEAD", "--rounds", "3", "--shard", f"{k}/2",
+                   "--debug-fake-timer", "2")[0] == 0
+    stopped = shards[0]
+    (stopped / "comparison.json").unlink()
+    for side in (stopped, stopped / "baseline"):
+        summary = load(side / "summary.json")
+        (side / "summary.json").write_text(json.dumps({**summary, "complete": False}))
+    merged = tmp_path / "merged"
+    code, _, err = cli("merge", merged, *shards)
+    assert code == 0, err
+    assert set(verdicts(merged)) == {f"k{i}" for i in range(4)}
+    warning = load(merged / "comparison.json")["warnings"][0]
+    assert warning.startswith("incomplete merge on the candidate side: not every case of the "
+                              "suite came back once")
+    assert warning in (merged / "regressions.md").read_text(encoding="utf-8").replace("\\", "")
+    finished = shards[1]
+    (finished / "comparison.json").unlink()  # a shard that finished must have compared
+    code, _, err = cli("merge", tmp_path / "again", *shards)
+    assert code == 2 and f"{finished}: an --ab shard that finished has no comparison.json" in err
+
+
 def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD, "beta": GOOD})

@@ -112,13 +112,14 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     """
     from kernbench.api.merge import merge_report_sets
 
-    comparisons = [read_json_object(d / "comparison.json") for d in shard_dirs]
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
-    if any(has_baseline) and not (all(has_baseline) and all(comparisons)):
-        raise KernbenchError("some shards hold an --ab baseline (baseline/summary.json and "
-                             "comparison.json) and some do not: merge shards of one run")
-    compared = (_shards_comparison(shard_dirs, [c or {} for c in comparisons], compare or {})
-                if any(has_baseline) else None)  # checked before anything is written
+    if any(has_baseline) and not all(has_baseline):
+        with_one = shard_dirs[has_baseline.index(True)]
+        without = shard_dirs[has_baseline.index(False)]
+        raise KernbenchError(f"{with_one} holds an --ab baseline (baseline/summary.json) and "
+                             f"{without} does not: merge the shards of one run")
+    compared = (_ab_shards_comparison(shard_dirs, compare or {}) if any(has_baseline)
+                else None)  # checked before anything is written
     created = not output_dir.exists()
     try:
         merged = merge_report_sets(shard_dirs, output_dir, allow_mixed, markdown,
@@ -149,6 +150,24 @@ _COMPARED_ALIKE = {
 }
 """comparison.json ``settings`` that every shard of a merged --ab run must share: the value
 a shard that does not record one (an older version's) compared with, and how to agree."""
+
+
+def _ab_shards_comparison(shard_dirs: Sequence[Path],
+                          given: Mapping[str, float]) -> dict[str, Any]:
+    """The settings the merge compares --ab shards with (:func:`_shards_comparison`), from
+    the shards that compared their sides: one interrupted before its last round wrote both
+    sides' finished rounds but no comparison.json, and joins the merge as it is (the merge
+    is then incomplete, and its comparison says so)."""
+    found = [(d, read_json_object(d / "comparison.json")) for d in shard_dirs]
+    for directory, comparison in found:
+        if comparison is None and (read_json_object(directory / "summary.json") or {}).get(
+                "complete") is not False:
+            raise KernbenchError(f"{directory}: an --ab shard that finished has no "
+                                 "comparison.json: run it again")
+    compared = [(d, c) for d, c in found if c is not None]
+    if not compared:  # every shard was interrupted: compare as --ab does
+        return {"settings": {"paired": True, **given}}
+    return _shards_comparison([d for d, _ in compared], [c for _, c in compared], given)
 
 
 def _shards_comparison(shard_dirs: Sequence[Path],
