@@ -835,6 +835,33 @@ def test_a_case_timed_under_another_precision_than_its_output_warns_at_the_end(
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--ab", "HEAD", "--save-history"], "--save-history cannot be combined with --ab"),
+    (["--debug-inject-slowdown", "k=2", "--save-history"],
+     "--debug-inject-slowdown cannot be combined with --save-history"),
+    (["--debug-inject-slowdown", "k=2", "--debug-fake-timer", "1"],
+     "--debug-inject-slowdown has no effect on --debug-fake-timer's clock"),
+])
+def test_flags_that_would_do_nothing_or_record_a_fake_together_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+        message: str) -> None:
+    write(tmp_path / "kernels" / "k.py", GOOD)
+    assert main(["run", "--root", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                 *flags]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_an_injected_slowdown_is_recorded_in_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "k.py", GOOD)
+    code, summary, _ = run_cli(capsys, tmp_path, tmp_path / "out", "--processes", "1",
+                               "--debug-inject-slowdown", "k=2")
+    assert code == 0 and summary is not None
+    assert summary["settings"]["inject_slowdown"] == {"k": 2.0}
+    assert main(["history", "--root", str(tmp_path), "--add", str(tmp_path / "out")]) == 2
+    assert "slowed kernels down on purpose" in capsys.readouterr().err
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     # `kernbench list --json | head`: the manifest is larger than a pipe's buffer
     for index in range(400):

@@ -40,6 +40,10 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
         raise KernbenchError(f"{run_dir / 'summary.json'}: the run did not finish (complete: "
                              f"false), so its record would be a baseline with cases left out; "
                              f"finish it first ({_how_to_finish(run_dir, summary)})")
+    if (summary.get("settings") or {}).get("inject_slowdown"):
+        raise KernbenchError(f"{run_dir / 'summary.json'}: the run slowed kernels down on "
+                             "purpose (settings.inject_slowdown, --debug-inject-slowdown): a "
+                             "testing aid's figures must not become a baseline")
     parts = [(summary, environment)] if not (split := split_summary(summary)) else \
         [(part, part["environment"]) for _, part in split]
     records = [history_record(part, env, created_at=part.get("finished_at") or None)

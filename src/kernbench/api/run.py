@@ -275,6 +275,7 @@ def settings_record(settings: RunSettings, output_dir: Path, paths: list[str]) -
             "filters": list(settings.filters), "timeout_s": settings.timeout_s,
             "root": str(settings.root), "paths": paths, "output_dir": str(output_dir),
             "fake_call_ms": settings.fake_call_ms, "gpu_timing": settings.gpu_timing,
+            "inject_slowdown": dict(settings.inject_slowdown) or None,
             "max_memory_bytes": settings.max_memory_bytes,
             "shard": list(settings.shard) if settings.shard else None,
             "sku": settings.sku, "compile_mode": settings.compile_mode,

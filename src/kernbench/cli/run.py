@@ -65,9 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kernbench.api import run_suite
 
     settings = run_settings(args)
-    if args.ab and getattr(args, "profile", None):
-        raise KernbenchError("--profile cannot be combined with --ab (every round would "
-                             "profile again); profile a plain run")
+    _refuse_combinations(args)
     from kernbench.cli.scale import check_sharded, cmd_run_sharded
 
     check_sharded(args)
@@ -109,6 +107,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     _busy_warning(outcome.run.results)
     result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
     return code
+
+
+def _refuse_combinations(args: argparse.Namespace) -> None:
+    """Flags that would do nothing, or record something untrue, together: exit 2."""
+    if args.ab and getattr(args, "profile", None):
+        raise KernbenchError("--profile cannot be combined with --ab (every round would "
+                             "profile again); profile a plain run")
+    if args.ab and args.save_history:
+        raise KernbenchError("--save-history cannot be combined with --ab (its rounds are "
+                             "no run of one commit to keep); save the history of a plain run")
+    if args.debug_inject_slowdown and args.save_history:
+        raise KernbenchError("--debug-inject-slowdown cannot be combined with --save-history: "
+                             "a testing aid's slowdown must not become a baseline")
+    if args.debug_inject_slowdown and args.debug_fake_timer is not None:
+        raise KernbenchError("--debug-inject-slowdown has no effect on --debug-fake-timer's "
+                             "clock (every call takes exactly MS); use one or the other")
 
 
 def _not_selected(left_out: Mapping[str, str]) -> None:

@@ -246,8 +246,8 @@ RUN = (
            "count", 30, "30; p < 0.05 needs 6 rounds, and q < 0.05 among m compared cases "
            "more than log2(40 m), 8 for 4", "N", minimum=2, maximum=MAX_PROCESSES),
     Option(("--debug-inject-slowdown",), "testing aid: matching kernels' calls take FACTOR "
-           "times as long (with --ab: on this tree's side only)", "slowdowns", (),
-           metavar="GLOB=FACTOR[,...]"),
+           "times as long (with --ab: on this tree's side only); kept in settings.inject_slowdown,"
+           " never in history", "slowdowns", (), metavar="GLOB=FACTOR[,...]"),
     Option(("--profile",), "after each case's timed samples, call the kernel again under this "
            "profiler and write OUTPUT_DIR/profiles/ (the samples are not profiled; not with "
            "--ab)", "choice",

@@ -39,10 +39,11 @@ COMPARED_SETTINGS = ("iterations", "warmup", "warmup_time_s", "seed", "processes
                      "isolation", "backends",
                      "precisions", "filters", "timeout_s", "root", "paths", "fake_call_ms",
                      "max_memory_bytes", "shard", "sku", "compile_mode", "sweeps", "gpu_timing",
-                     "trace_memory", "no_l2_flush")
+                     "trace_memory", "no_l2_flush", "inject_slowdown")
 """summary.json `settings` keys a resumed run must share with the interrupted one."""
 
-RECORDED_SINCE: dict[str, Any] = {"trace_memory": False, "no_l2_flush": False}
+RECORDED_SINCE: dict[str, Any] = {"trace_memory": False, "no_l2_flush": False,
+                                  "inject_slowdown": None}
 """Compared keys that runs of older versions did not record, and the value they then ran
 with: a resume of such a run compares against that."""
 

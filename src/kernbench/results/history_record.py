@@ -35,7 +35,8 @@ __all__ = ["RECORD_KIND", "ErrorSink", "check_record", "decompress_history", "en
 
 RECORD_KIND = "kernbench-history"
 SETTINGS_KEYS = ("iterations", "warmup", "seed", "processes", "interleave", "protocol",
-                 "backends", "precisions", "filters", "timeout_s", "fake_call_ms", "gpu_timing")
+                 "backends", "precisions", "filters", "timeout_s", "fake_call_ms", "gpu_timing",
+                 "inject_slowdown")
 """Settings copied into a record (machine-specific paths such as `root` are left out)."""
 ACCURACY_KEYS = ("rmse", "max_error", "relative_error", "passed")
 GIT_KEYS = ("commit", "short_commit", "branch", "dirty")
