@@ -491,6 +491,22 @@ def test_run_baseline_file_is_read_first_and_compared(tmp_path: Path) -> None:
         "cases it lacks were not compared, so this verdict is not a pass for them"]
 
 
+def test_run_json_carries_the_verdict_of_a_stored_baseline(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write(root / "kernels" / "alpha.py", GOOD)
+    assert run(root, tmp_path / "base", "--debug-fake-timer", "1", "--processes", "3")[0] == 0
+    code, out, err = cli("run", "--root", root, "--output-dir", tmp_path / "slow", *FAST,
+                         "--debug-fake-timer", "1.5", "--processes", "3", "--baseline",
+                         tmp_path / "base", "--json", "--fail-on-regression")
+    assert code == 1, err
+    document = json.loads(out)
+    assert document["exit_code"] == 1 and document["cases"] == 1
+    assert document["counts"] == {"total": 1, "ok": 1, "failed": 0, "skipped": 0, "timeout": 0,
+                                  "invalid": 0}
+    assert document["comparison"]["verdict"] == "Regression: 1 regressed"
+    assert document["comparison"]["counts"]["regressed"] == 1
+
+
 def test_two_baselines_are_refused(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})

@@ -98,14 +98,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         from kernbench.execution.balancing import describe_balance
 
         status(describe_balance(settings.shard, balance))
-    code = max(outcome.exit_code, _after_run(args, outcome.run))
+    compared, comparison = _after_run(args, outcome.run)
+    code = max(outcome.exit_code, compared)
     _quiet_errors(args, outcome.run.results)
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))
     _not_selected(outcome.not_selected)
     _precision_warning(outcome.run.results)
     _busy_warning(outcome.run.results)
-    result(run_outcome(args.output_dir, outcome.run.results, written, code), None, args.json)
+    result(run_outcome(args.output_dir, outcome.run.results, written, code, comparison), None,
+           args.json)
     return code
 
 
@@ -192,11 +194,11 @@ def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
                 comparison: Any = None) -> dict[str, Any]:
     """What `run --json` prints: where the reports are, the counts per status, the exit code
     (and the comparison's verdict when the run made one)."""
-    counts: dict[str, int] = {}
-    for record in results:
-        counts[record.status] = counts.get(record.status, 0) + 1
-    document: dict[str, Any] = {"output_dir": str(output_dir), "cases": sum(counts.values()),
-                                "counts": counts, "written": written, "exit_code": code}
+    from kernbench.results.serialize import counts as status_counts
+
+    document: dict[str, Any] = {"output_dir": str(output_dir), "cases": len(results),
+                                "counts": status_counts(list(results)), "written": written,
+                                "exit_code": code}
     if comparison is not None:
         document["comparison"] = {"verdict": comparison["verdict"],
                                   "counts": comparison["counts"]}
@@ -324,8 +326,9 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     return code
 
 
-def _after_run(args: argparse.Namespace, run: Any) -> int:
-    """--save-history, then --compare-to or --baseline; returns the comparison's exit code."""
+def _after_run(args: argparse.Namespace, run: Any) -> tuple[int, dict[str, Any] | None]:
+    """--save-history, then --compare-to or --baseline; the comparison's exit code and
+    document (None without one)."""
     from kernbench.analysis.compare import Thresholds
     from kernbench.api.baselines import compare_to_ref, save_history
 
@@ -339,12 +342,12 @@ def _after_run(args: argparse.Namespace, run: Any) -> int:
 
         document = compare_to_stored(args.baseline_run, run, args.output_dir, thresholds,
                                      args.alpha)
-        return report_comparison(document, args.output_dir, args.fail_on_regression)
+        return report_comparison(document, args.output_dir, args.fail_on_regression), document
     if not args.compare_to:
-        return 0
+        return 0, None
     document = compare_to_ref(args.root.resolve(), args.compare_to, run, args.output_dir,
                               thresholds, args.alpha)
-    return report_comparison(document, args.output_dir, args.fail_on_regression)
+    return report_comparison(document, args.output_dir, args.fail_on_regression), document
 
 
 def _per_kernel_thresholds(run: Any) -> dict[str, dict[str, float]]:
