@@ -737,6 +737,17 @@ def test_ab_with_a_ref_that_does_not_exist_exits_2(tmp_path: Path) -> None:
     assert "no-such-ref" in err and "no such commit" in err
 
 
+def test_ab_where_no_kernel_is_on_both_sides_exits_2_before_any_round(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    write(repo / "kernels" / "fresh.py", GOOD)  # not at HEAD
+    code, err = run(repo, tmp_path / "out", "--ab", "HEAD", "--rounds", "2", "--filter",
+                    "fresh")
+    assert code == 2 and "--ab HEAD: no selected kernel is on both sides (1 only in this " \
+        "tree, 0 only at HEAD)" in err
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
 def test_ab_of_a_root_below_the_repositorys_top_compares_that_folder(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"top": GOOD})  # the top's kernels are not --root's

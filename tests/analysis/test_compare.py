@@ -210,6 +210,9 @@ def test_new_and_missing_cases() -> None:
     assert cases["dropped"].verdict == "missing"
     assert cases["dropped"].baseline_p50_ms == pytest.approx(1.0, rel=0.1)
     assert cases["dropped"].candidate_p50_ms is None
+    # the side that ran says how many processes it ran (0 / 0 read as "never ran")
+    assert cases["added"].processes == (0, PROCESSES)
+    assert cases["dropped"].processes == (PROCESSES, 0)
     assert cases["kept"].verdict == "unchanged"
     counts = tally(list(cases.values()))
     assert counts["new"] == 1 and counts["missing"] == 1 and counts["unchanged"] == 1

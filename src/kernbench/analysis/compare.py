@@ -123,7 +123,9 @@ def _drift(base: CaseResult, cand: CaseResult, limit: float) -> dict[str, Any] |
 def _unpaired(key: str, result: CaseResult, verdict_name: str, threshold: float,
               note: str | None = None) -> CaseComparison:
     p50 = _p50(result) if result.status == "ok" else None
-    side = {"baseline_p50_ms": p50} if verdict_name == "missing" else {"candidate_p50_ms": p50}
+    ran = len(process_groups(result)) if result.samples_ms else 0
+    side = ({"baseline_p50_ms": p50, "processes": (ran, 0)} if verdict_name == "missing"
+            else {"candidate_p50_ms": p50, "processes": (0, ran)})
     return CaseComparison(key=key, kernel_name=result.kernel_name, backend=result.backend,
                           precision=result.precision, verdict=verdict_name, threshold=threshold,
                           note=note, point=result.point, implementation=result.implementation,

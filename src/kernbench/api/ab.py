@@ -59,8 +59,8 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
                               select_kernels(cand_specs, settings.filters))
         if settings.shard is not None:
             baseline, candidate = shard_sides(baseline, candidate, settings.shard)
-        if not baseline.planned and not candidate.planned and settings.shard is None:
-            raise KernbenchError("--ab: no cases to run on either side")
+        if settings.shard is None:
+            _check_comparable(ref, baseline.planned, candidate.planned)
         sides = _Sides(settings, ref, sha, rounds, started, environment, output_dir,
                        (base_specs, base_manifest, baseline),
                        (cand_specs, cand_manifest, candidate), extra_settings)
@@ -82,6 +82,20 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
 
 
 SideParts = tuple[list[KernelSpec], dict[str, Any], "Side"]
+
+
+def _check_comparable(ref: str, baseline: Sequence[Any], candidate: Sequence[Any]) -> None:
+    """KernbenchError (before any round runs) when no kernel is planned on both sides: every
+    round would run, and the comparison could only say "no case ran in both runs"."""
+    from kernbench.execution.planning import plan_key
+
+    if not baseline and not candidate:
+        raise KernbenchError("--ab: no cases to run on either side")
+    at_ref, here = {plan_key(i) for i in baseline}, {plan_key(i) for i in candidate}
+    if not at_ref & here:
+        raise KernbenchError(
+            f"--ab {ref}: no selected kernel is on both sides ({len(here)} only in this tree, "
+            f"{len(at_ref)} only at {ref}): nothing would be compared; see --filter")
 
 
 @dataclass(frozen=True)
