@@ -79,7 +79,8 @@ def test_the_github_actions_matrix_runs_each_shard_then_merges() -> None:
     (merge,) = kernbench_commands(merge_step["run"], {
         "shard-*": " ".join(f"shard-{k}" for k in shards)})
     args = check(merge)
-    assert args.command == "merge" and args.strict
+    # hosted runners of one label can be different CPU models: different machines
+    assert args.command == "merge" and args.strict and args.allow_mixed
     assert [str(p) for p in args.shards] == [f"shard-{k}" for k in shards]
     uses = [s["uses"] for job in (shard_job, merge_job) for s in job["steps"] if "uses" in s]
     assert uses and all(re.search(r"@[0-9a-f]{40}$", u) for u in uses)  # pinned by SHA
