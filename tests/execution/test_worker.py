@@ -44,7 +44,7 @@ def interpreter_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     py_state, np_state = random.getstate(), np.random.get_state()
     yield
     for name in set(sys.modules) - before:
-        if name.startswith("kernbench_kernel_"):
+        if name.startswith(("kernbench_kernel_", "relpkg")):
             del sys.modules[name]
     random.setstate(py_state)
     np.random.set_state(np_state)
@@ -122,6 +122,27 @@ def test_a_result_whose_work_never_ran_fails(tmp_path: Path, body: str, said: st
 def test_an_iterable_that_holds_its_values_is_not_lazy(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, "def run_benchmark():\n    return range(3), {1: 2}.items()")
     assert result.status == "ok", result
+
+
+@pytest.mark.parametrize("statement", ["from .helper import SCALE",
+                                       "from relpkg.ops.helper import SCALE",
+                                       "from helper import SCALE"])
+def test_a_kernel_inside_a_package_imports_as_its_package_does(
+        tmp_path: Path, statement: str) -> None:
+    package = tmp_path / "kernels" / "relpkg" / "ops"
+    package.mkdir(parents=True)
+    for folder in (package.parent, package):
+        (folder / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helper.py").write_text("SCALE = 3.0\n", encoding="utf-8")
+    kernel = write_kernel(package, "scaled", f"""
+        {statement}
+
+        def run_benchmark():
+            return SCALE * 2
+    """)
+    result = run_job(make_job(kernel))
+    assert result.status == "ok", result
+    assert result.output is not None and result.output["items"][0]["dtype"] == "python float"
 
 
 def test_custom_function_name(tmp_path: Path) -> None:

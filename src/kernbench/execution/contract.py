@@ -41,11 +41,18 @@ class ContractError(Exception):
 def import_kernel(path: Path, root: Path, name: str,
                   extra_paths: Sequence[Path] = ()) -> ModuleType:
     """Import a kernel file as a fresh module; its folder, the root and bench.yaml `sys_path`
-    folders (`extra_paths`, first on the path) are importable."""
+    folders (`extra_paths`, first on the path) are importable. A kernel inside a package
+    (folders with ``__init__.py``) is imported as that package's module, so its relative
+    imports (``from .helper import x``) work as they do for the package's users."""
     module_name = "kernbench_kernel_" + re.sub(r"\W", "_", name)
-    for entry in (str(root), str(path.parent), *map(str, reversed(extra_paths))):
+    package = _package_of(path)
+    for entry in (str(root), str(path.parent), *([str(package[0])] if package else []),
+                  *map(str, reversed(extra_paths))):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    if package is not None:
+        importlib.import_module(package[1])
+        module_name = f"{package[1]}.{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ContractError(f"cannot load {path} as a module")
@@ -54,6 +61,23 @@ def import_kernel(path: Path, root: Path, name: str,
     sys.argv = [str(path)]
     spec.loader.exec_module(module)
     return module
+
+
+def _package_of(path: Path) -> tuple[Path, str] | None:
+    """(the folder above the top package, the dotted package) of a kernel file whose folder
+    is a package, else None. None too where the name is no identifier, or names a module
+    imported already from elsewhere (a folder called ``numpy`` must not shadow NumPy)."""
+    parts: list[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.name.isidentifier():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if not parts or not path.stem.isidentifier():
+        return None
+    loaded = sys.modules.get(parts[0])
+    if loaded is not None and str(folder / parts[0]) not in list(getattr(loaded, "__path__", [])):
+        return None
+    return folder, ".".join(parts)
 
 
 def resolve_function(module: ModuleType, name: str) -> Callable[..., Any]:
