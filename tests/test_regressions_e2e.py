@@ -349,7 +349,7 @@ def test_save_history_writes_a_dated_record_that_history_lists(fake_runs: FakeRu
 
     code, out, err = cli("history", "--root", fake_runs.repo)
     assert code == 0, err
-    assert out.splitlines()[0].startswith("1 history records under")
+    assert out.splitlines()[0].startswith("1 history record under")
     assert fake_runs.slow_sha[:12] in out
     assert "main" in out and "2 cases" in out
 

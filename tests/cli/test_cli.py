@@ -588,7 +588,7 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
     code, _, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "3")
     assert code == 0
     assert "[3/3] good[cpu,fp32]: p50 3 ms" in err  # three processes, in rounds
-    assert "1 cases: 1 ok" in err
+    assert "1 case: 1 ok" in err
 
 
 # -- usage errors ---------------------------------------------------------------------------
@@ -860,6 +860,19 @@ def test_an_injected_slowdown_is_recorded_in_the_run(
     assert summary["settings"]["inject_slowdown"] == {"k": 2.0}
     assert main(["history", "--root", str(tmp_path), "--add", str(tmp_path / "out")]) == 2
     assert "slowed kernels down on purpose" in capsys.readouterr().err
+
+
+def test_a_filter_glob_that_matches_nothing_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "gemm.py", GOOD)
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                                 "--filter", "gemm*,sofmax")
+    assert code == 0 and summary is not None and len(summary["results"]) == 1
+    assert "kernbench: warning: --filter 'sofmax' matched no kernel (a typo?)" in err
+    assert main(["list", "--root", str(tmp_path), "--filter", "gemm*,sofmax"]) == 0
+    captured = capsys.readouterr()
+    assert "--filter 'sofmax' matched no kernel" in captured.err
+    assert captured.out.startswith("1 kernel under ")
 
 
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from kernbench.execution.runner import (
     check_sweep_globs,
     now_iso,
     select_kernels,
+    unmatched_filters,
 )
 from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
@@ -44,6 +45,8 @@ class RunOutcome:
     exit_code: int
     not_selected: Mapping[str, str] = field(default_factory=dict)
     """Valid kernels that --backends or --precision left without a case, and why."""
+    unmatched_filters: tuple[str, ...] = ()
+    """--filter globs that matched no kernel (others did, or the run would have stopped)."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -126,7 +129,8 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                 run = sink.finish(complete, machine.finish(complete))
                 if complete:
                     held.clear()
-    return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings))
+    return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings),
+                      tuple(unmatched_filters(specs, settings.filters)))
 
 
 def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str, str]:

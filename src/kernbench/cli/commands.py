@@ -44,10 +44,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     from kernbench.api import discover
 
     specs, manifest = discover(args.root, args.paths, log())
-    from kernbench.execution.runner import select_kernels
+    from kernbench.execution.runner import select_kernels, unmatched_filters
     from kernbench.results.serialize import manifest_dict
 
+    unmatched = unmatched_filters(specs, args.filter)
     specs = select_kernels(specs, args.filter)
+    if unmatched and specs:
+        warnings([f"--filter {', '.join(repr(g) for g in unmatched)} matched no kernel"])
     picked = _selections(args, specs)
     if args.json:
         document = manifest_dict(manifest["root"], manifest["paths"], specs)

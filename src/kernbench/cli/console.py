@@ -61,7 +61,7 @@ def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str],
                     picked: Mapping[str, Any] | None = None) -> str:
     """The kernels, one line each; with `picked` (``run --list --backends/--precision``)
     the backends and precisions each would run, or why it would run nothing."""
-    lines = [f"{len(specs)} kernels under {root} (paths: {', '.join(paths)})"]
+    lines = [f"{count(len(specs), 'kernel')} under {root} (paths: {', '.join(paths)})"]
     width = max((len(s.name) for s in specs), default=4)
     for spec in specs:
         chosen = None if picked is None else picked.get(spec.name)
@@ -110,12 +110,18 @@ def run_tally(results: Sequence[Any], output_dir: Path, written: Sequence[str]) 
     counts = {s: sum(1 for r in results if r.status == s)
               for s in ("ok", "failed", "timeout", "skipped", "invalid")}
     tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return f"{len(results)} cases: {tally}. Reports in {output_dir}/ ({', '.join(written)})"
+    return (f"{count(len(results), 'case')}: {tally}. Reports in {output_dir}/ "
+            f"({', '.join(written)})")
+
+
+def count(n: int, noun: str) -> str:
+    """`1 case`, `2 cases`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def history_listing(records: Sequence[Mapping[str, Any]], root: Path) -> str:
     """The `kernbench history` table: one line per record, newest first."""
-    lines = [f"{len(records)} history records under {root}/benchmarks/history"]
+    lines = [f"{count(len(records), 'history record')} under {root}/benchmarks/history"]
     for record in records:
         git = record.get("git") or {}
         lines.append(f"  {record.get('created_at')}  {git.get('short_commit') or 'nogit':<12} "

@@ -4,7 +4,7 @@ render, keep history and compare as the flags ask."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     written = render(args, args.output_dir)
     status(run_tally(outcome.run.results, outcome.output_dir, written))
     _not_selected(outcome.not_selected)
+    _unmatched(outcome.unmatched_filters)
     _precision_warning(outcome.run.results)
     _busy_warning(outcome.run.results)
     result(run_outcome(args.output_dir, outcome.run.results, written, code, comparison), None,
@@ -125,6 +126,12 @@ def _refuse_combinations(args: argparse.Namespace) -> None:
     if args.debug_inject_slowdown and args.debug_fake_timer is not None:
         raise KernbenchError("--debug-inject-slowdown has no effect on --debug-fake-timer's "
                              "clock (every call takes exactly MS); use one or the other")
+
+
+def _unmatched(globs: Sequence[str]) -> None:
+    if globs:
+        warnings([f"--filter {', '.join(repr(g) for g in globs)} matched no kernel (a typo?); "
+                  "the other globs ran"])
 
 
 def _not_selected(left_out: Mapping[str, str]) -> None:

@@ -74,6 +74,13 @@ def select_kernels(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[
     return [s for s in specs if any(fnmatch.fnmatchcase(s.name, f) for f in filters)]
 
 
+def unmatched_filters(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[str]:
+    """The --filter globs that match no kernel: `gemm*,sofmax` runs gemm and says nothing of
+    the typo unless someone asks."""
+    names = [s.name for s in specs]
+    return [f for f in filters if not any(fnmatch.fnmatchcase(n, f) for n in names)]
+
+
 def check_sweep_globs(settings: RunSettings, specs: Iterable[KernelSpec]) -> None:
     """Every suite-file `sweeps` glob must match a discovered kernel: a typo would otherwise
     leave the kernel at its bench.yaml sweep without a word."""

@@ -131,7 +131,8 @@ def _method_note(comparison: Mapping[str, Any], n_cases: int, several: bool) -> 
                f"the {n_cases} compared cases."))
     skipped = comparison.get("skipped_both")
     if isinstance(skipped, list) and skipped:
-        text += f" {len(skipped)} cases were skipped on both sides and are not judged."
+        text += (f" {len(skipped)} case{' was' if len(skipped) == 1 else 's were'} skipped on "
+                 "both sides and not judged.")
     return text
 
 
@@ -262,7 +263,8 @@ def _run_blocks(inputs: ReportInputs) -> list[str]:
                        if s != "invalid" or "invalid" in statuses)
     version = escape(inputs.summary.get("kernbench_version"), 40)
     blocks = ["#### Run", _runs_table(inputs),
-              f"kernbench {version}; {len(results)} cases in this run: {counts}."]
+              f"kernbench {version}; {len(results)} case{'' if len(results) == 1 else 's'} in "
+              f"this run: {counts}."]
     problems = [r for r in results if r.get("status") in PROBLEM_STATUSES]
     if problems:
         rows = [table_row([escape(r.get("case_id")), escape(r.get("status"), 40),
