@@ -18,9 +18,10 @@ from kernbench.execution.planning import (
     plan_backends,
     plan_cases,
     plan_precisions,
+    select_kernels,
 )
 from kernbench.execution.references import reference_key
-from kernbench.execution.runner import BenchmarkRunner, select_kernels
+from kernbench.execution.runner import BenchmarkRunner
 from kernbench.execution.settings import RunSettings
 from kernbench.results.model import NATIVE, BenchConfig, Case, CaseResult, KernelSpec
 

@@ -22,7 +22,8 @@ from kernbench.api.run import (
     settings_record,
 )
 from kernbench.errors import KernbenchError
-from kernbench.execution.runner import check_sweep_globs, now_iso, select_kernels
+from kernbench.execution.planning import check_sweep_globs, select_kernels
+from kernbench.execution.runner import now_iso
 from kernbench.execution.settings import RunSettings
 from kernbench.results.inputs import run_from_document
 from kernbench.results.model import CaseResult, KernelSpec, RunResult

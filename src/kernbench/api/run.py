@@ -14,14 +14,13 @@ from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.execution.held import FOLDER_NAME as HELD_FOLDER
 from kernbench.execution.held import HeldProcesses
-from kernbench.execution.planning import plan_key
-from kernbench.execution.runner import (
-    BenchmarkRunner,
+from kernbench.execution.planning import (
     check_sweep_globs,
-    now_iso,
+    plan_key,
     select_kernels,
     unmatched_filters,
 )
+from kernbench.execution.runner import BenchmarkRunner, now_iso
 from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState

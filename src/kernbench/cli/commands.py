@@ -44,7 +44,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from kernbench.api import discover
 
     specs, manifest = discover(args.root, args.paths, log())
-    from kernbench.execution.runner import select_kernels, unmatched_filters
+    from kernbench.execution.planning import select_kernels, unmatched_filters
     from kernbench.results.serialize import manifest_dict
 
     unmatched = unmatched_filters(specs, args.filter)

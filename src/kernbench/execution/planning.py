@@ -4,7 +4,7 @@ the run's selection. Pure functions of the kernel's spec and the run's settings.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from kernbench.config.sweeps import problem_size_at
 from kernbench.errors import KernbenchError
@@ -36,6 +36,31 @@ def plan_precisions(spec: KernelSpec, requested: tuple[str, ...] | None) -> list
         return declared or [DEFAULT_PRECISION]
     wanted = [canonical(p) for p in requested]  # "fp8" asks for what bench.yaml calls fp8_e4m3
     return [p for p in declared if p in wanted] if declared else list(dict.fromkeys(wanted))
+
+
+def select_kernels(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[KernelSpec]:
+    """Kernels whose name matches any of the glob `filters` (all when there are none)."""
+    if not filters:
+        return list(specs)
+    return [s for s in specs if any(fnmatch.fnmatchcase(s.name, f) for f in filters)]
+
+
+def unmatched_filters(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[str]:
+    """The --filter globs that match no kernel: `gemm*,sofmax` runs gemm and says nothing of
+    the typo unless someone asks."""
+    names = [s.name for s in specs]
+    return [f for f in filters if not any(fnmatch.fnmatchcase(n, f) for n in names)]
+
+
+def check_sweep_globs(settings: RunSettings, specs: Iterable[KernelSpec]) -> None:
+    """Every suite-file `sweeps` glob must match a discovered kernel: a typo would otherwise
+    leave the kernel at its bench.yaml sweep without a word."""
+    names = sorted(s.name for s in specs)
+    for pattern, _ in settings.sweeps:
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise KernbenchError(f"{settings.sweeps_source}: key 'sweeps.{pattern}': expected a "
+                                 f"glob matching a kernel (kernels: {shown or 'none'})")
 
 
 def not_selected(spec: KernelSpec, settings: RunSettings) -> str | None:

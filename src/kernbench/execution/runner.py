@@ -40,7 +40,7 @@ from kernbench.execution.outcomes import (
     unavailable_result,
     work_record,
 )
-from kernbench.execution.planning import plan_cases
+from kernbench.execution.planning import plan_cases, select_kernels
 from kernbench.execution.references import (
     ReferenceKey,
     is_reference,
@@ -65,31 +65,6 @@ from kernbench.results.model import (
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def select_kernels(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[KernelSpec]:
-    """Kernels whose name matches any of the glob `filters` (all when there are none)."""
-    if not filters:
-        return list(specs)
-    return [s for s in specs if any(fnmatch.fnmatchcase(s.name, f) for f in filters)]
-
-
-def unmatched_filters(specs: Iterable[KernelSpec], filters: Sequence[str]) -> list[str]:
-    """The --filter globs that match no kernel: `gemm*,sofmax` runs gemm and says nothing of
-    the typo unless someone asks."""
-    names = [s.name for s in specs]
-    return [f for f in filters if not any(fnmatch.fnmatchcase(n, f) for n in names)]
-
-
-def check_sweep_globs(settings: RunSettings, specs: Iterable[KernelSpec]) -> None:
-    """Every suite-file `sweeps` glob must match a discovered kernel: a typo would otherwise
-    leave the kernel at its bench.yaml sweep without a word."""
-    names = sorted(s.name for s in specs)
-    for pattern, _ in settings.sweeps:
-        if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
-            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-            raise KernbenchError(f"{settings.sweeps_source}: key 'sweeps.{pattern}': expected a "
-                                 f"glob matching a kernel (kernels: {shown or 'none'})")
 
 
 class BenchmarkRunner:
