@@ -225,6 +225,27 @@ def test_render_summary_lists_ranks_and_problems() -> None:
     assert "second line" not in problems.split("boom", 1)[0]
 
 
+def test_an_interrupted_run_names_the_cases_short_of_their_processes() -> None:
+    from kernbench.reporting.machines import incomplete_text
+
+    document = {"complete": False, "settings": {"processes": 3},
+                "unfinished_cases": ["gemm[cpu,fp32]", "fft[cpu,fp32]"]}
+    assert incomplete_text(document) == (
+        "Incomplete run", "interrupted before every case finished; 2 of the cases shown ran "
+        "fewer worker processes than the 3 asked for (e.g. gemm[cpu,fp32])")
+    assert incomplete_text({"complete": False, "unfinished_cases": []})[1] == \
+        "interrupted before every case finished"
+    from dataclasses import replace
+
+    short = replace(case("gemm"), process_sample_counts=(6, 6))
+    whole = replace(case("fft"), process_sample_counts=(4, 4, 4))
+    run = RunResult(started_at="s", finished_at=None, complete=False,
+                    settings={"processes": 3}, environment=ENVIRONMENT, kernels=(),
+                    results=(short, whole))
+    assert summary_dict(run)["unfinished_cases"] == ["gemm[cpu,fp32]"]
+    assert "unfinished_cases" not in summary_dict(replace(run, complete=True))
+
+
 def test_render_summary_with_nothing_successful_and_incomplete() -> None:
     document = document_for(case("crashy", status="timeout", reason="timed out after 3 s"),
                             complete=False)

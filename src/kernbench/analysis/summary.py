@@ -130,5 +130,17 @@ def summary_dict(run: RunResult) -> dict[str, Any]:
                                   if k.config is not None and k.config.regression},
         "implementations": implementations_dict(run.kernels),
         "results": [{**record_dict(r), **machine} for r in run.results],
+        **({} if run.complete else {"unfinished_cases": unfinished_cases(run)}),
     }
+
+
+def unfinished_cases(run: RunResult) -> list[str]:
+    """The cases of an interrupted run that have fewer worker processes than it asked for
+    (its rounds stopped between them): their figures stand on part of their replicates, and
+    --resume runs the processes they lack."""
+    wanted = run.settings.get("processes")
+    if not isinstance(wanted, int):
+        return []
+    return [r.case_id for r in run.results
+            if r.status == "ok" and 0 < len(r.process_sample_counts) < wanted]
 

@@ -57,7 +57,12 @@ def incomplete_text(document: Mapping[str, Any]) -> tuple[str, str]:
     suite misses shards or cases (counted from its ``completeness``)."""
     found = document.get("completeness")
     if not isinstance(found, Mapping):
-        return "Incomplete run", "interrupted before every case finished"
+        partial = document.get("unfinished_cases")
+        wanted = (document.get("settings") or {}).get("processes")
+        more = (f"; {len(partial)} of the cases shown ran fewer worker processes than the "
+                f"{wanted} asked for (e.g. {partial[0]})" if isinstance(partial, list) and partial
+                else "")
+        return "Incomplete run", f"interrupted before every case finished{more}"
     parts = [(len(found.get(key) or []), word) for key, word in (
         ("missing_shards", "shards never came back"),
         ("missing_cases", "planned cases have no record"),
