@@ -138,10 +138,23 @@ def test_median_ci_covers_a_skewed_median_in_simulation() -> None:
 def test_summarize_empty() -> None:
     summary = stats.summarize_ms([])
     assert summary["iterations"] == 0
+    assert summary.pop("latency_ms_p50_ci95_reason") == "no samples"
     assert {k: v for k, v in summary.items() if k != "iterations"} == dict.fromkeys(
         ["latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "latency_ms_mean",
          "latency_ms_std", "latency_ms_min", "latency_ms_max", "latency_ms_p50_ci95",
          "throughput_ops_per_sec"])
+
+
+@pytest.mark.parametrize(("n", "reason"), [
+    (1, "1 sample: an interval of the median from order statistics needs 6 or more to reach "
+        "95% confidence"),
+    (5, "5 samples: an interval of the median from order statistics needs 6 or more to reach "
+        "95% confidence"),
+    (6, None)])
+def test_a_missing_interval_of_the_median_says_why(n: int, reason: str | None) -> None:
+    summary = stats.summarize_ms([float(k + 1) for k in range(n)])
+    assert (summary["latency_ms_p50_ci95"] is None) == (reason is not None)
+    assert summary.get("latency_ms_p50_ci95_reason") == reason
 
 
 def test_summarize_figures() -> None:

@@ -82,11 +82,15 @@ def summarize_ms(samples_ms: Sequence[float]) -> dict[str, Any]:
     if n == 0:
         keys = ("p50", "p90", "p99", "mean", "std", "min", "max")
         empty: dict[str, Any] = {f"latency_ms_{k}": None for k in keys}
-        empty.update(latency_ms_p50_ci95=None, throughput_ops_per_sec=None, iterations=0)
+        empty.update(latency_ms_p50_ci95=None, throughput_ops_per_sec=None, iterations=0,
+                     latency_ms_p50_ci95_reason="no samples")
         return empty
     mean = math.fsum(samples_ms) / n
     ci = median_ci(samples_ms)
-    return {
+    why = {} if ci else {"latency_ms_p50_ci95_reason": (
+        f"{n} sample{'s' * (n != 1)}: an interval of the median from order statistics needs "
+        "6 or more to reach 95% confidence")}
+    return {**why,
         "latency_ms_p50": percentile(samples_ms, 50),
         "latency_ms_p90": percentile(samples_ms, 90),
         "latency_ms_p99": percentile(samples_ms, 99),
