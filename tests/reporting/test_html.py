@@ -292,3 +292,11 @@ def test_the_machine_row_names_the_testbed_as_summary_md_does() -> None:
         "f00d (testbed gpu-box, host vm)")
     assert machine({"fingerprint": "f00d", "hostname": "vm", "testbed": "vm"}) == "f00d (vm)"
     assert machine({"fingerprint": "f00d", "hostname": "vm"}) == "f00d (vm)"
+
+
+def test_tick_labels_of_close_ticks_are_told_apart() -> None:
+    from kernbench.reporting.svg import tick_labels
+
+    assert tick_labels([0.0001655, 0.000166, 0.0001665, 0.000167]) == [
+        "0.0001655", "0.000166", "0.0001665", "0.000167"]
+    assert tick_labels([0.0, 20.0, 40.0]) == ["0", "20", "40"]

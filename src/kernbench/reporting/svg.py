@@ -115,10 +115,10 @@ def _line(x1: float, y1: float, x2: float, y2: float, css: str) -> str:
 def _x_axis(scale: Scale, top: float, bottom: float, title: str) -> list[str]:
     """Vertical grid lines with tick labels under `bottom`, and the axis title below them."""
     parts = []
-    for tick in scale.ticks:
+    for tick, label in zip(scale.ticks, tick_labels(scale.ticks), strict=True):
         x = scale(tick)
         parts.append(_line(x, top, x, bottom, "grid"))
-        parts.append(_text(x, bottom + 14, fmt_num(tick, 3), "middle", "tick"))
+        parts.append(_text(x, bottom + 14, label, "middle", "tick"))
     middle = (scale.start + scale.end) / 2
     parts.append(_text(middle, bottom + 30, title, "middle", "axis-title"))
     return parts
@@ -127,17 +127,27 @@ def _x_axis(scale: Scale, top: float, bottom: float, title: str) -> list[str]:
 def _y_axis(scale: Scale, left: float, right: float, title: str, top: float) -> list[str]:
     """Horizontal grid lines with tick labels left of `left`, the title above the plot."""
     parts = []
-    for tick in scale.ticks:
+    for tick, label in zip(scale.ticks, tick_labels(scale.ticks), strict=True):
         y = scale(tick)
         parts.append(_line(left, y, right, y, "grid"))
-        parts.append(_text(left - 6, y + 4, fmt_num(tick, 3), "end", "tick"))
+        parts.append(_text(left - 6, y + 4, label, "end", "tick"))
     parts.append(_text(left, top - 8, title, "start", "axis-title"))
     return parts
 
 
 def _y_margin(scale: Scale) -> float:
     """The left margin the y tick labels need (at least 56 px)."""
-    return max(56.0, 12 + max(text_px(fmt_num(t, 3)) for t in scale.ticks))
+    return max(56.0, 12 + max(text_px(label) for label in tick_labels(scale.ticks)))
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """The ticks' labels with 3 significant digits, or as many more as it takes to tell
+    each from its neighbours (ticks 0.000165 and 0.000166 apart must not read alike)."""
+    for digits in range(3, 10):
+        labels = [fmt_num(t, digits) for t in ticks]
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
 
 
 def _legend(names: Sequence[str], colours: Mapping[str, str], x: float, y: float,
@@ -182,7 +192,7 @@ def box_plot_svg(rows: Sequence[BoxRow], *, log: bool | None = None, width: int 
     if log is None:
         log = low > 0 and high / low > LOG_SPAN
     scale = nice_scale(low, high, label_width, width - 16, log=log)
-    last_tick = text_px(fmt_num(scale.ticks[-1], 3)) / 2 + 4  # centred under the right end
+    last_tick = text_px(tick_labels(scale.ticks)[-1]) / 2 + 4  # centred under the right end
     if last_tick > 16:
         scale = nice_scale(low, high, label_width, width - last_tick, log=log)
     title = f"latency per call ({unit}, {'log' if scale.log else 'linear'} scale)"
