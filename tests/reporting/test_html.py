@@ -300,3 +300,12 @@ def test_tick_labels_of_close_ticks_are_told_apart() -> None:
     assert tick_labels([0.0001655, 0.000166, 0.0001665, 0.000167]) == [
         "0.0001655", "0.000166", "0.0001665", "0.000167"]
     assert tick_labels([0.0, 20.0, 40.0]) == ["0", "20", "40"]
+
+
+def test_a_chart_label_past_the_widest_is_shortened_in_its_middle() -> None:
+    from kernbench.reporting.svg_layout import clipped
+
+    assert clipped("gemm[cpu,fp32]") == "gemm[cpu,fp32]"
+    name = "a" * 100 + "b" * 100 + "[cpu,fp32]"
+    short = clipped(name, 70.0)  # 10 characters of 7 px
+    assert short == "aaaa…fp32]" and len(short) == 10

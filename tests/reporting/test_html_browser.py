@@ -271,6 +271,14 @@ def _long_labels(summary: dict[str, Any]) -> None:
             f"{k}={v}" for k, v in size.items()) + "]"
 
 
+def _huge_name(summary: dict[str, Any]) -> None:
+    """One kernel named with 220 characters, as a generated file can be: its chart label is
+    shortened in the middle, and the page still fits the screen."""
+    record = summary["results"][0]
+    record["kernel_name"] = "k" * 220
+    record["case_id"] = "k" * 220 + "[cpu,fp32]"
+
+
 def _large(summary: dict[str, Any]) -> None:
     """A run past the bound of the whole page: the bounded page (html_view), with failures."""
     summary.update(large_summary(HTML_MAX_CASES + 50))
@@ -287,8 +295,8 @@ def _page(tmp_path: Path, name: str, edit: Any = None) -> Path:
         summary, inputs.environment, inputs.comparison, inputs.history))["index.html"])
 
 
-@pytest.mark.parametrize("edit", [None, _long_labels, _large],
-                         ids=["fixture", "long-labels", "large"])
+@pytest.mark.parametrize("edit", [None, _long_labels, _large, _huge_name],
+                         ids=["fixture", "long-labels", "large", "huge-name"])
 def test_the_page_fits_a_laptop_screen_without_console_errors(
         driver: WebDriver, tmp_path: Path, edit: Any) -> None:
     driver.resize(LAPTOP_PX, 900)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from kernbench.errors import KernbenchError
 from kernbench.reporting.bundle import ReportInputs
 from kernbench.reporting.implementations import ImplementationTable, implementation_tables
+from kernbench.reporting.svg_layout import CHAR_PX, clipped
 from kernbench.reporting.views import (
     Record,
     case_key,
@@ -137,8 +138,9 @@ def _ok(results: Sequence[Record]) -> list[Record]:
 
 
 def _label(record: Record) -> str:
-    """A row label for people: kernel · implementation · backend · precision · size."""
-    return human_label(record)
+    """A row label for people: kernel · implementation · backend · precision · size, shortened
+    in its middle past 60 characters (a long one squeezed every axis into a sliver)."""
+    return clipped(human_label(record), 60 * CHAR_PX)
 
 
 # --- latency ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from kernbench.reporting.svg_layout import (
     LINE_PX,
     VALUE_CHAR_PX,
     at_least,
+    clipped,
     legend_rows,
     legend_width_px,
     longest_word_px,
@@ -183,7 +184,7 @@ def box_plot_svg(rows: Sequence[BoxRow], *, log: bool | None = None, width: int 
     """Horizontal box plots, one row per case, on one shared axis.
 
     `log` None picks a log axis when the values span more than LOG_SPAN times."""
-    label_width = 24 + max(text_px(r.label) for r in rows)
+    label_width = 24 + max(text_px(clipped(r.label)) for r in rows)
     width = at_least(width, label_width + 400)  # the labels never crowd the plot out
     row_height, top = 26, 8
     bottom = top + row_height * len(rows)
@@ -206,7 +207,7 @@ def box_plot_svg(rows: Sequence[BoxRow], *, log: bool | None = None, width: int 
 
 def _box_row(row: BoxRow, scale: Scale, y: float, height: float, label_width: float) -> str:
     s, middle = row.stats, y + height / 2
-    label = _text(label_width - 10, middle + 4, row.label, "end", "label")
+    label = _text(label_width - 10, middle + 4, clipped(row.label), "end", "label")
     if row.href:
         label = f'<a href="{_esc(row.href)}">{label}</a>'
     box_top, box_height = y + 5, height - 10

@@ -95,3 +95,19 @@ def row_count(slots: Sequence[LegendSlot]) -> int:
 def at_least(width: float, needed: float) -> int:
     """`width`, or `needed` rounded up when that is more."""
     return int(max(width, math.ceil(needed)))
+
+
+LABEL_PX = 1000.0
+"""The widest a row label of a chart is drawn (about 140 characters: a fused kernel's name
+with its implementation and a sweep point of four keys fits): a longer one is shortened in
+its middle, so one 220-character kernel name cannot squeeze every box into a sliver at the
+chart's right edge."""
+
+
+def clipped(text: str, most_px: float = LABEL_PX) -> str:
+    """`text`, or its start and end around an ellipsis, at most `most_px` wide."""
+    keep = int(most_px / CHAR_PX)
+    if len(text) <= keep:
+        return text
+    head = (keep - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (keep - 1 - head):]}"
