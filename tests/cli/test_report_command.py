@@ -80,9 +80,14 @@ def test_report_rerenders_from_json_without_running(tmp_path: Path,
     assert "Rendered" in capsys.readouterr().err
     assert (other / "summary.md").read_text() == original
     assert sorted(p.name for p in other.iterdir()) == [
-        "env.json", "junit.xml", "results.csv", "summary.json", "summary.md"]
+        "env.json", "junit.xml", "kernel_manifest.json", "kernels", "results.csv",
+        "summary.json", "summary.md"]
     assert json.loads((other / "summary.json").read_text()) == json.loads(
         (out / "summary.json").read_text())
+    # summary.md's advice names kernels/broken.json for the traceback: it came along
+    assert "kernels/broken.json" in original
+    assert (other / "kernels" / "broken.json").read_bytes() == (
+        out / "kernels" / "broken.json").read_bytes()
 
 
 def test_report_in_place_is_idempotent(tmp_path: Path) -> None:

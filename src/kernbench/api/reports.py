@@ -63,7 +63,24 @@ def render_reports(output_dir: Path, formats: Sequence[str], history_root: Path 
     if not wanted and (source / "summary.json").is_file():  # no need to read a large run
         return []
     inputs = load_report_inputs(source, history_root)
-    return write_formats(inputs, output_dir, wanted)
+    written = write_formats(inputs, output_dir, wanted)
+    if "json" in wanted:  # another folder: the records the reports point to go along
+        written += _copy_records(source, output_dir)
+    return written
+
+
+def _copy_records(source: Path, output_dir: Path) -> list[Path]:
+    """kernel_manifest.json and kernels/*.json (which hold each case's traceback, named in
+    summary.md's advice) of the report set in `source`, copied into `output_dir`."""
+    import shutil
+
+    copied = []
+    for path in [source / "kernel_manifest.json", *sorted((source / "kernels").glob("*.json"))]:
+        if path.is_file():
+            target = output_dir / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copied.append(Path(shutil.copyfile(path, target)))
+    return copied
 
 
 def write_report_set(output_dir: Path, run: RunResult, manifest: dict[str, Any]) -> None:
