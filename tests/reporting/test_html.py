@@ -309,3 +309,14 @@ def test_a_chart_label_past_the_widest_is_shortened_in_its_middle() -> None:
     name = "a" * 100 + "b" * 100 + "[cpu,fp32]"
     short = clipped(name, 70.0)  # 10 characters of 7 px
     assert short == "aaaa…fp32]" and len(short) == 10
+
+
+def test_settings_read_as_json_not_as_python() -> None:
+    from kernbench.reporting.html import settings_rows
+
+    rows = dict(settings_rows({"interleave": True, "shard": None, "processes": 3,
+                               "shards": [{"shard": [1, 2], "host": "vm"}],
+                               "filters": ["gemm*", "fft"], "plan": {"complete": False}}))
+    assert rows == {"interleave": "true", "shard": "not set", "processes": "3",
+                    "shards": '{"shard": [1, 2], "host": "vm"}', "filters": "gemm*, fft",
+                    "plan.complete": "false"}

@@ -97,7 +97,8 @@ def work_record(counts: Mapping[str, Any] | None, samples_ms: tuple[float, ...],
     figures = work_figures(latency, counts.get("flops"), counts.get("bytes"), peak, precision)
     sources = {k: v for k, v in counts.items() if k.endswith("_source")}
     if peak is None:
-        sources["peak_reason"] = "no known peak for this device: % of peak left out"
+        sources["peak_reason"] = ("% of peak left out: no peak is known for this device, or "
+                                  "the CPU probe was skipped (--no-cpu-peak)")
     return {**figures, **sources}
 
 

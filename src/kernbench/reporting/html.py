@@ -16,6 +16,7 @@ size that ran; speedup = baseline p50 / p50.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -230,10 +231,17 @@ def settings_rows(settings: Mapping[str, Any], prefix: str = "") -> list[tuple[s
         if isinstance(value, Mapping):
             rows += settings_rows(value, f"{prefix}{key}.")
         elif isinstance(value, (list, tuple)):
-            rows.append((prefix + key, ", ".join(map(str, value)) or "none"))
+            rows.append((prefix + key, ", ".join(map(_setting_text, value)) or "none"))
         else:
-            rows.append((prefix + key, "not set" if value is None else fmt_num(value)))
+            rows.append((prefix + key, "not set" if value is None else _setting_text(value)))
     return rows
+
+
+def _setting_text(value: object) -> str:
+    """A setting as its JSON reads (true, not Python's True; {"shard": ...} for a mapping)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return json.dumps(value, default=str, separators=(", ", ": "))
+    return value if isinstance(value, str) else fmt_num(value)
 
 
 # --- leaderboard and case details -----------------------------------------------------------
