@@ -177,6 +177,15 @@ def test_kernel_raising_value_error_fails_with_traceback(tmp_path: Path) -> None
     assert result.samples_ns is None
 
 
+@pytest.mark.parametrize(("raised", "reason"), [
+    ("MemoryError()", "MemoryError: an allocation failed"),
+    ("ValueError()", "ValueError: no message")])
+def test_an_exception_without_a_message_still_reads_as_a_sentence(
+        tmp_path: Path, raised: str, reason: str) -> None:
+    result = run_kernel(tmp_path, f"def run_benchmark():\n    raise {raised}\n")
+    assert result.status == "failed" and result.reason == reason
+
+
 @pytest.mark.parametrize("where", ["call", "import"])
 def test_system_exit_fails(tmp_path: Path, where: str) -> None:
     source = """

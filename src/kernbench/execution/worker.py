@@ -100,8 +100,10 @@ def _unsupported_precision(exc: BaseException, precision: str) -> str | None:
 
 def _failure(exc: BaseException) -> WorkerReply:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    said = str(exc) or ("no message" if not isinstance(exc, MemoryError)
+                        else "an allocation failed")
     reason = (f"the kernel called sys.exit({exc.code!r}) (SystemExit): a kernel must return, "
-              "not exit" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}")
+              "not exit" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {said}")
     return WorkerReply(status="failed", reason=reason[:2000], traceback=text[-8000:])
 
 
