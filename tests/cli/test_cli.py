@@ -617,6 +617,8 @@ def test_run_prints_progress_and_tally(tmp_path: Path,
     ("--compare-to", " ", "expected a value, got an empty string"),
     ("--seed", "99999999999999999999", "expected an integer from 0 to 4294967295"),
     ("--seed", "-1", "expected an integer >= 0, got -1"),
+    ("--precision", "fp17", "unknown value 'fp17' (did you mean 'fp16'?)"),
+    ("--precision", "FP32", "unknown value 'FP32' (did you mean 'fp32'?)"),
 ])
 def test_bad_flag_values_exit_2_with_a_message(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str,

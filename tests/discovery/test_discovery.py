@@ -563,6 +563,13 @@ def test_a_reference_backend_the_kernel_does_not_run_on_is_invalid(
             "so no case would be checked")
 
 
+def test_a_precision_spelled_in_capitals_gets_a_hint(tmp_path: Path) -> None:
+    write(tmp_path, "kernels/k/bench.yaml", "precisions: [FP32]\n")
+    write(tmp_path, "kernels/k/k.py", "def run_benchmark(precision):\n    return precision\n")
+    (spec,) = discover(tmp_path)
+    assert spec.status == "invalid" and "(did you mean 'fp32'?) (got 'FP32')" in str(spec.error)
+
+
 def test_precisions_are_allowed_when_the_signature_is_unknown(tmp_path: Path) -> None:
     write(tmp_path, "kernels/alias/bench.yaml", "precisions: [fp32]\n")
     write(tmp_path, "kernels/alias/alias.py",

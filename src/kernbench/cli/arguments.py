@@ -24,6 +24,15 @@ def non_empty(text: str) -> str:
     return text
 
 
+def nearest(value: str, choices: Sequence[str]) -> str:
+    """` (did you mean 'fp16'?)` for a near miss, spelling case aside; else ""."""
+    import difflib
+
+    lowered = {c.lower(): c for c in choices}
+    hint = difflib.get_close_matches(value.lower(), list(lowered), n=1)
+    return f" (did you mean {lowered[hint[0]]!r}?)" if hint else ""
+
+
 def comma_list(choices: Sequence[str] | None = None) -> Parse:
     """argparse type for `a,b,c`, checked against `choices` when given."""
     def parse(text: str) -> tuple[str, ...]:
@@ -33,7 +42,8 @@ def comma_list(choices: Sequence[str] | None = None) -> Parse:
         bad = [i for i in items if choices is not None and i not in choices]
         if bad:
             raise argparse.ArgumentTypeError(
-                f"unknown value {bad[0]!r}; expected a comma list of {', '.join(choices or ())}")
+                f"unknown value {bad[0]!r}{nearest(bad[0], choices or ())}; expected a comma "
+                f"list of {', '.join(choices or ())}")
         return items
     return parse
 

@@ -395,5 +395,6 @@ _PATTERN_WORDS = {
 def _did_you_mean(instance: object, allowed: Iterable[object]) -> str:
     if not isinstance(instance, str):
         return ""
-    hint = difflib.get_close_matches(instance, [str(a) for a in allowed], n=1)
-    return f" (did you mean '{hint[0]}'?)" if hint else ""
+    lowered = {str(a).lower(): str(a) for a in allowed}  # FP32 is a near miss of fp32
+    hint = difflib.get_close_matches(instance.lower(), list(lowered), n=1)
+    return f" (did you mean '{lowered[hint[0]]}'?)" if hint else ""
