@@ -159,7 +159,7 @@ def test_a_bounded_flag_and_its_suite_key_share_the_bound() -> None:
     properties = suite_schema(())["properties"]
     bounded = {o.suite_key: o.maximum for o in RUN.options
                if o.maximum is not None and o.suite_key is not None}
-    assert set(bounded) == {"iterations", "processes", "timeout_s"}
+    assert set(bounded) == {"iterations", "processes", "timeout_s", "seed"}
     assert {key: properties[key]["maximum"] for key in bounded} == bounded
 
 
