@@ -439,8 +439,22 @@ def test_pyproject_without_kernbench_table_gives_empty_settings(tmp_path: Path) 
 
 
 def test_pyproject_paths(tmp_path: Path) -> None:
+    for folder in ("benches", "more/kernels"):
+        (tmp_path / folder).mkdir(parents=True)
     pyproject(tmp_path, '[tool.kernbench]\npaths = ["benches", "more/kernels"]\n')
     assert load_pyproject_settings(tmp_path) == {"paths": ["benches", "more/kernels"]}
+
+
+@pytest.mark.parametrize("folder", ["nope", "../outside"])
+def test_pyproject_paths_must_be_folders_inside_the_root(tmp_path: Path, folder: str) -> None:
+    root = tmp_path / "root"
+    (root / "benches").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    pyproject(root, f'[tool.kernbench]\npaths = ["benches", "{folder}"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_pyproject_settings(root)
+    assert str(info.value) == (f"{root / 'pyproject.toml'}: key 'tool.kernbench.paths[1]': "
+                               f"expected a folder inside the root that exists (got '{folder}')")
 
 
 def test_pyproject_unknown_key(tmp_path: Path) -> None:

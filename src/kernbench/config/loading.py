@@ -317,4 +317,9 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
         if key == "paths" and not (isinstance(value, list)
                                    and all(isinstance(v, str) for v in value)):
             raise ConfigError(source, "tool.kernbench.paths", PYPROJECT_KEYS["paths"], got=value)
+    for index, folder in enumerate(table.get("paths", [])):
+        resolved = (root / folder).resolve()
+        if not resolved.is_relative_to(root.resolve()) or not resolved.is_dir():
+            raise ConfigError(source, f"tool.kernbench.paths[{index}]",
+                              "a folder inside the root that exists", got=folder)
     return table
