@@ -145,6 +145,49 @@ def test_a_kernel_inside_a_package_imports_as_its_package_does(
     assert result.output is not None and result.output["items"][0]["dtype"] == "python float"
 
 
+def test_teardown_runs_once_after_everything_with_what_setup_made(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        import os
+
+        CALLS = []
+
+        def setup(n=4):
+            path = os.path.join(os.path.dirname(__file__), "scratch.bin")
+            open(path, "wb").close()
+            return {"path": path, "n": n}
+
+        def run_benchmark(path, n):
+            CALLS.append("run")
+            return float(n)
+
+        def reference(path, n):
+            CALLS.append("reference")
+            return float(n)
+
+        def teardown(path, precision="none"):
+            CALLS.append(("teardown", os.path.basename(path), precision))
+            os.remove(path)
+    """, name="tidy", precision="fp32")
+    assert result.status == "ok", result
+    assert not (tmp_path / "scratch.bin").exists()
+    calls = kernel_calls("tidy")
+    assert calls[-1] == ("teardown", "scratch.bin", "fp32")
+    assert calls.count(("teardown", "scratch.bin", "fp32")) == 1
+    assert "reference" in calls[:-1]
+
+
+def test_a_teardown_that_raises_fails_the_case(tmp_path: Path) -> None:
+    result = run_kernel(tmp_path, """
+        def run_benchmark():
+            return 1.0
+
+        def teardown():
+            raise OSError("could not remove the scratch file")
+    """)
+    assert result.status == "failed"
+    assert result.reason == "OSError: could not remove the scratch file"
+
+
 def test_custom_function_name(tmp_path: Path) -> None:
     result = run_kernel(tmp_path, """
         def bench():

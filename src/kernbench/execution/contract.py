@@ -31,6 +31,7 @@ from kernbench.errors import ConfigError
 REFERENCE_FUNCTIONS = ("reference", "reference_result")
 SETUP_FUNCTION = "setup"
 RESET_FUNCTION = "reset"
+TEARDOWN_FUNCTION = "teardown"
 WORK_FUNCTIONS = ("flops", "bytes_moved")
 
 
@@ -202,6 +203,18 @@ class BoundKernel:
         value = counter(**bind_arguments(counter, accepted(counter, self.sizes), self.harness,
                                          "bench.yaml problem_size"))
         return float(value)
+
+    def teardown(self) -> None:
+        """The module's `teardown`, if it has one, called once after everything else: with
+        the keys of setup's result (what it made: files, handles), the problem-size items
+        and the harness arguments it names, as asv and pytest-benchmark call theirs."""
+        teardown = getattr(self.module, TEARDOWN_FUNCTION, None)
+        if not callable(teardown):
+            return
+        inputs = {**self.sizes, **(self.inputs if self.inputs is not None else {
+            k: v for k, v in self.run_kwargs.items() if k not in self.harness})}
+        teardown(**bind_arguments(teardown, accepted(teardown, inputs), self.harness,
+                                  "setup()'s result"))
 
     def reset_call(self) -> Callable[[], object] | None:
         """The module's `reset`, bound to the benchmark function's arguments it accepts (the

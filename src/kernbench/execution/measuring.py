@@ -126,6 +126,9 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
     untimed = missing_figure(timed.gpu_timing)
     if status == "ok" and untimed is not None:  # nothing to report as the case's figure
         status, reason = "skipped", untimed
+    work = work_counts(job, timed.kernel, output)
+    profile = None if job.profile is None else _profile(job, backend, timed.kernel)
+    timed.kernel.teardown()  # last: it may free what the checks and the profile used
     return WorkerReply(
         status=status, reason=reason, samples_ns=tuple(m.samples_ns),
         inner_loops=m.inner_loops, warmup_ns=tuple(m.warmup_ns),
@@ -133,9 +136,9 @@ def measure_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
         timer_overhead_ns=m.timer_overhead_ns, timer_resolution_ns=_resolution_ns(m.timer),
         memory=timed.memory, energy=timed.energy, output=output,
         device=describe_device(backend, job.backend), l2_flush=timed.l2_flush,
-        work=work_counts(job, timed.kernel, output), machine=timed.machine, gpu_state=gpu,
+        work=work, machine=timed.machine, gpu_state=gpu,
         compile=timed.compile, accuracy=checked, gpu_timing=timed.gpu_timing,
-        profile=None if job.profile is None else _profile(job, backend, timed.kernel))
+        profile=profile)
 
 
 def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
