@@ -138,3 +138,31 @@ def test_nvml_guards_the_blocks_as_a_workers_guard_does(
         assert set(cold["discard_reasons"]) == {"throttled: HwThermalSlowdown"}
     else:
         assert cold["discarded_blocks"] == 0
+
+
+def test_a_mode_that_gave_no_figure_is_an_error_not_an_empty_result(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kernel` mode needs the profiler; without one the worker records the case skipped,
+    and kernbench.bench must not return an "ok" result of no sample either."""
+    device = FakeDevice(LAUNCH_NS, SYNC_NS)
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch(device, profiler=False))
+
+    def kernel() -> CudaTensor:
+        device.launch(KERNEL_NS)
+        return CudaTensor()
+
+    with pytest.raises(KernbenchError, match=r"^kernbench.bench: not timed: kernel mode: "):
+        kernbench.bench(kernel, iterations=3, gpu_timing="kernel")
+
+
+class AlwaysHotNVML(HotNVML):
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
+        return 0x40
+
+
+def test_a_gpu_that_throttles_throughout_is_a_kernbench_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", AlwaysHotNVML(0x40))
+    with pytest.raises(KernbenchError, match=r"kernbench.bench: cold mode: every one of \d+ "
+                                             r"blocks was discarded \(throttled: "):
+        kernbench.bench(on_fake_gpu(monkeypatch), iterations=3)

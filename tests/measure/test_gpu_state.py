@@ -214,6 +214,7 @@ def test_a_quiet_block_is_kept() -> None:
     ([0, 0], [1400], "SM clock under 75% of its maximum (1980 MHz)"),  # 1400 < 1485
     ([0x1, 0x1], [300, 300], None),  # an idle GPU's low clock says nothing of the block
     ([0x2, 0], [1500], None),  # pinned application clocks are not throttling; 1500 >= 1485
+    ([0x2, 0x2], [1410, 1410], None),  # pinned well below the maximum, on purpose
 ])
 def test_a_throttled_or_slow_block_is_discarded(masks: list[int], clocks: list[int],
                                                 why: str | None) -> None:

@@ -75,8 +75,8 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
     from kernbench.errors import KernbenchError
     from kernbench.execution.measuring import DeviceMemory, case_nvml, settled
     from kernbench.measure.backends import backend_for
-    from kernbench.measure.gpu_record import gpu_timing_raw
-    from kernbench.measure.gpu_session import measure_gpu
+    from kernbench.measure.gpu_record import gpu_timing_raw, missing_figure
+    from kernbench.measure.gpu_session import AllBlocksDiscarded, measure_gpu
 
     framework, name = target
     backend = backend_for(framework)
@@ -91,11 +91,16 @@ def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
     try:
         run = measure_gpu(call, clock, memory.start(), settled(protocol, backend.settle_s(name)),
                           mode, guard)
+    except AllBlocksDiscarded as exc:
+        raise KernbenchError(f"kernbench.bench: {exc}") from None
     finally:
         if guard is not None:
             guard.close()
     outcome = run.outcome
     m = outcome.measurement
+    untimed = missing_figure(gpu_timing_raw(outcome, mode))
+    if untimed is not None:  # an "ok" result of no sample would be a baseline of nothing
+        raise KernbenchError(f"kernbench.bench: {untimed}")
     return {"samples_ms": [s / 1e6 for s in m.samples_ns], "inner_loops": m.inner_loops,
             "warmup_ms": [s / 1e6 for s in m.warmup_ns], "warmup_s": m.warmup_s,
             "timer": m.timer, "timer_overhead_ns": m.timer_overhead_ns,

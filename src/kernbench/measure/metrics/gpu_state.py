@@ -162,7 +162,8 @@ class ThrottleGuard:
     """Reads throttle reasons and the SM clock before and after each block of calls; a block
     with a throttle reason (other than idle, pinned clocks or the power cap: :data:`KEPT_REASONS`)
     or a low SM clock at either read is discarded. An idle GPU's low clock says nothing of the
-    block and is not held against it.
+    block, and clocks pinned on purpose (application clocks, ``nvidia-smi -ac``) are what the
+    user asked for: neither is held against it.
     """
 
     def __init__(self, nvml: Any, handle: Any) -> None:
@@ -191,8 +192,8 @@ class ThrottleGuard:
         throttled = [r for r in reasons if r not in KEPT_REASONS]
         if throttled:
             return f"throttled: {', '.join(throttled)}"
-        if "GpuIdle" in reasons or not self._max_sm:
-            return None
+        if "GpuIdle" in reasons or "ApplicationsClocksSetting" in reasons or not self._max_sm:
+            return None  # idle, or clocks pinned below the maximum on purpose
         sm = _query(lambda: self._nvml.nvmlDeviceGetClockInfo(self._handle, self._sm))
         if sm is not None and sm < MIN_CLOCK_SHARE * self._max_sm:
             return f"SM clock under {MIN_CLOCK_SHARE:.0%} of its maximum ({self._max_sm} MHz)"
