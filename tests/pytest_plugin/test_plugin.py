@@ -98,7 +98,9 @@ def test_compare_judges_against_the_saved_set(pytester: pytest.Pytester,
     slow = pytester.runpytest_subprocess(*args, "--kernbench-compare", "--kernbench-compare-fail",
                               "--kernbench-save", "slow")
     slow.stdout.fnmatch_lines(["*vs saved*verdict*", "test_kernels.test_sum*regressed",
-                               "kernbench: compared with *fast*"])
+                               "kernbench: compared with *fast*",
+                               "kernbench: 1 case(s) regressed (test_kernels.test_sum*): the "
+                               "session fails (--kernbench-compare-fail)"])
     assert slow.ret == pytest.ExitCode.TESTS_FAILED
     document = json.loads((pytester.path / ".kernbench" / "slow" / "comparison.json")
                           .read_text(encoding="utf-8"))
@@ -226,6 +228,9 @@ def test_tests_of_the_same_name_in_two_folders_are_two_cases(pytester: pytest.Py
     ("--kernbench-format", "bogus", "--kernbench-format: unknown format 'bogus'"),
     # a typo in the saved set's name compared nothing and passed, exit 0
     ("--kernbench-compare", "nosuch", "--kernbench-compare nosuch: no saved report set"),
+    ("--kernbench-compare", "../x", "--kernbench-compare: '../x' must be a saved set's name"),
+    # options that would do nothing on their own
+    ("--kernbench-format", "md", "--kernbench-format renders into the saved report set"),
 ])
 def test_bad_options_are_usage_errors_before_any_test_runs(
         pytester: pytest.Pytester, option: str, value: str, message: str) -> None:
@@ -275,3 +280,63 @@ def test_the_pytest_benchmark_export_names_each_case_by_its_node_id(
     names = sorted(b["fullname"] for b in json.loads(export.read_text())["benchmarks"])
     assert names == ["test_kernels.py::test_param[3]", "test_kernels.py::test_param[5]",
                      "test_kernels.py::test_sum"]
+
+
+def test_compare_fail_without_compare_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_kernels=KERNELS)
+    outcome = pytester.runpytest_subprocess(*FAST, "--kernbench-compare-fail")
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--kernbench-compare-fail needs --kernbench-compare" in outcome.stderr.str()
+
+
+def test_a_session_stopped_early_is_saved_incomplete_and_xfail_is_no_clean_case(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_stop="""
+import pytest
+
+def f_sum(values):
+    return sum(values)
+
+def f_max(values):
+    return max(values)
+
+@pytest.mark.parametrize("fn", [f_sum, f_max])
+def test_fn(kernbench, fn):
+    kernbench(fn, [1, 2])
+
+@pytest.mark.xfail(reason="known wrong")
+def test_known(kernbench):
+    assert kernbench(sum, [1, 2]) == 4
+
+def test_stop():
+    assert False
+
+def test_never(kernbench):
+    kernbench(sum, [1])
+""")
+    outcome = pytester.runpytest_subprocess(*FAST, "-x", "--kernbench-save", "early")
+    outcome.assert_outcomes(passed=2, xfailed=1, failed=1)
+    outcome.stdout.fnmatch_lines(["kernbench: saved 3 case(s) to *early (complete: false: the "
+                                  "session stopped before its end)"])
+    summary = _summary(pytester, "early")
+    assert summary["complete"] is False
+    by_point = {r["case_id"]: r for r in summary["results"]}
+    # two functions as parameters are two cases, not one key seen twice
+    sizes = sorted(str(r["problem_size"]) for r in summary["results"] if r["problem_size"])
+    assert sizes == ["{'fn': '<function f_max>'}", "{'fn': '<function f_sum>'}"]
+    known = next(r for c, r in by_point.items() if c.startswith("test_stop.test_known"))
+    assert known["status"] == "failed"
+
+
+def test_saving_under_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    # pytest-xdist's -n (its option's dest is numprocesses): each worker process ran its own
+    # session and saved over the others' cases
+    pytester.makeconftest("""
+def pytest_addoption(parser):
+    parser.addoption("--numprocesses", dest="numprocesses", default=None)
+""")
+    pytester.makepyfile(test_kernels=KERNELS)
+    outcome = pytester.runpytest_subprocess(*FAST, "--numprocesses", "2", "--kernbench-save",
+                                            "base")
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    assert "cannot run under pytest-xdist (-n)" in outcome.stderr.str()

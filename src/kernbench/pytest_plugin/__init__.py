@@ -90,6 +90,11 @@ def _check_save_options(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--kernbench-save: {name!r} must be a plain directory name")
     compare = config.getoption("kernbench_compare", None)
     storage = config.rootpath / str(config.getoption("kernbench_storage", ".kernbench"))
+    if config.getoption("kernbench_compare_fail", False) and compare is None:
+        raise pytest.UsageError("--kernbench-compare-fail needs --kernbench-compare [NAME]: "
+                                "without a comparison there is nothing to fail on")
+    if compare and (Path(compare).name != compare or compare.startswith(".")):
+        raise pytest.UsageError(f"--kernbench-compare: {compare!r} must be a saved set's name")
     if compare and not (storage / compare / "summary.json").is_file():
         saved = sorted(p.parent.name for p in storage.glob("*/summary.json"))
         raise pytest.UsageError(f"--kernbench-compare {compare}: no saved report set "
@@ -103,6 +108,14 @@ def _check_save_options(config: pytest.Config) -> None:
         except KernbenchError as exc:
             raise pytest.UsageError(exc.message.replace("--format", "--kernbench-format",
                                                         1)) from None
+    if config.getoption("kernbench_format", None) and name is None:
+        raise pytest.UsageError("--kernbench-format renders into the saved report set: give "
+                                "--kernbench-save NAME")
+    if (name is not None or compare is not None) and config.getoption("numprocesses", None):
+        raise pytest.UsageError("--kernbench-save and --kernbench-compare cannot run under "
+                                "pytest-xdist (-n): each worker would save over the others, "
+                                "and timings taken side by side disturb each other; run the "
+                                "benchmarks without -n")
 
 
 def _new_session(config: pytest.Config) -> PluginSession:
@@ -146,14 +159,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     outcome: Any = yield
     report = outcome.get_result()
     plugin = item.config.stash.get(_SESSION, None)
-    if plugin is not None and report.when == "call" and report.failed:
+    xfailed = report.when == "call" and hasattr(report, "wasxfail") and report.skipped
+    if plugin is not None and report.when == "call" and (report.failed or xfailed):
         why = call.excinfo.exconly() if call.excinfo is not None else "failed"
         plugin.test_failed(item.nodeid, why.splitlines()[0] if why else "failed")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     plugin = session.config.stash.get(_SESSION, None)
-    if plugin is not None and plugin.finish() and session.exitstatus == pytest.ExitCode.OK:
+    complete = (exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
+                and not session.shouldfail)  # Ctrl-C, -x, --maxfail: tests were left out
+    if plugin is not None and plugin.finish(complete) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

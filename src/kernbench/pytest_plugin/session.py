@@ -48,9 +48,10 @@ def case_name(node: pytest.Item) -> str:
 
 
 def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A parametrized test's parameters as a problem size: JSON values as they are, any other
-    object by its ``str`` (its type's name where that str names a memory address, which would
-    differ from one session to the next)."""
+    """A parametrized test's parameters as a problem size: JSON values as they are, a function
+    or class by its qualified name (``<function f_sum>``: two of them must not share a case),
+    any other object by its ``str`` (its type's name where that str names a memory address,
+    which would differ from one session to the next)."""
     found: dict[str, Any] = {}
     for key, value in params.items():
         try:
@@ -58,7 +59,9 @@ def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
             found[key] = value
         except (TypeError, ValueError):
             text = str(value)
-            found[key] = f"<{type(value).__name__}>" if " at 0x" in text else text
+            named = getattr(value, "__qualname__", None)  # a function or class: by its name
+            found[key] = (f"<{type(value).__name__} {named}>" if isinstance(named, str) else
+                          f"<{type(value).__name__}>" if " at 0x" in text else text)
     return found
 
 
@@ -138,9 +141,11 @@ class PluginSession:
 
     # ------------------------------------------------------------------ end of the session
 
-    def finish(self) -> bool:
+    def finish(self, complete: bool = True) -> bool:
         """Compare and save as asked; True when the session must fail (a regression under
-        ``--kernbench-compare-fail``, or a comparison that could not be made)."""
+        ``--kernbench-compare-fail``, or a comparison that could not be made). A session
+        that stopped early (Ctrl-C, ``-x``) is saved ``complete: false``: comparing with it
+        says its cases are not all there."""
         from kernbench.errors import KernbenchError
 
         compare, save = self.option("compare"), self.option("save")
@@ -148,7 +153,7 @@ class PluginSession:
             return False
         try:
             baseline = self._baseline(compare) if compare is not None else None
-            saved = self._save(save) if save is not None and self.results else None
+            saved = self._save(save, complete) if save is not None and self.results else None
             if save is not None and not self.results:
                 self.notes.append("nothing measured: no report set saved")
             if baseline is not None:
@@ -158,8 +163,12 @@ class PluginSession:
             return bool(self.option("compare_fail")) or save is not None
         if compare is not None and self._say_what_was_compared(baseline):
             return True
-        regressed = any(c.get("verdict") == "regressed" for c in self.cases)
-        return regressed and bool(self.option("compare_fail"))
+        regressed = [str(c.get("label")) for c in self.cases if c.get("verdict") == "regressed"]
+        if regressed and self.option("compare_fail"):
+            self.notes.append(f"{len(regressed)} case(s) regressed ({', '.join(regressed[:5])}"
+                              f"{', ...' if len(regressed) > 5 else ''}): the session fails "
+                              "(--kernbench-compare-fail)")
+        return bool(regressed) and bool(self.option("compare_fail"))
 
     def _say_what_was_compared(self, baseline: LoadedRun | None) -> bool:
         """`compared with <set>`; or, where no case had a saved one to be judged against,
@@ -203,7 +212,7 @@ class PluginSession:
             return None  # said by _say_what_was_compared
         return load_run(saved[-1].parent)
 
-    def _save(self, name: str) -> Path:
+    def _save(self, name: str, complete: bool = True) -> Path:
         from kernbench.api.reports import render_reports, write_report_set
         from kernbench.errors import KernbenchError
         from kernbench.measure.environment import collect_environment
@@ -224,7 +233,7 @@ class PluginSession:
         settings = {"runner": "pytest", "iterations": defaults.iterations,
                     "warmup": defaults.warmup, "isolation": defaults.isolation, "seed": None,
                     "note": "a test's @pytest.mark.kernbench may set its own"}
-        run = RunResult(started_at=self.started, finished_at=_now(), complete=True,
+        run = RunResult(started_at=self.started, finished_at=_now(), complete=complete,
                         settings=settings, environment=collect_environment(root),
                         kernels=tuple(specs), results=tuple(r.case for r in self.results))
         write_report_set(directory, run, manifest_dict(str(root), sorted(
@@ -232,7 +241,8 @@ class PluginSession:
         formats = self.option("format")
         if formats:
             render_reports(directory, parse_formats(formats))
-        self.notes.append(f"saved {len(self.results)} case(s) to {directory}")
+        self.notes.append(f"saved {len(self.results)} case(s) to {directory}" + (
+            "" if complete else " (complete: false: the session stopped before its end)"))
         return directory
 
     def _compare(self, baseline: LoadedRun, saved: Path | None) -> None:
