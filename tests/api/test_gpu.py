@@ -166,3 +166,26 @@ def test_a_gpu_that_throttles_throughout_is_a_kernbench_error(
     with pytest.raises(KernbenchError, match=r"kernbench.bench: cold mode: every one of \d+ "
                                              r"blocks was discarded \(throttled: "):
         kernbench.bench(on_fake_gpu(monkeypatch), iterations=3)
+
+
+def test_arrays_on_another_gpu_than_the_timed_one_are_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The events go on the current device's stream: a kernel on cuda:1 while cuda:0 is
+    current would be timed as an idle queue (near zero), with cuda:0's memory and state."""
+    from types import SimpleNamespace
+
+    kernel = on_fake_gpu(monkeypatch)  # torch.cuda.current_device() is 0
+
+    class OnSecondGpu(CudaTensor):
+        __module__ = "torch"
+        device = SimpleNamespace(index=1)
+
+    with pytest.raises(KernbenchError, match=r"the arrays are on cuda:1, the current device "
+                                             r"is cuda:0: call torch.cuda.set_device\(1\)"):
+        kernbench.bench(lambda x: kernel(), OnSecondGpu(), iterations=3)
+
+    class OnFirstGpu(CudaTensor):
+        __module__ = "torch"
+        device = SimpleNamespace(index=0)
+
+    assert kernbench.bench(lambda x: kernel(), OnFirstGpu(), iterations=3).n == 3

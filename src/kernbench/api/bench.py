@@ -272,9 +272,12 @@ def _target(first: object, inputs: tuple[object, ...],
             backend: str | None) -> tuple[str, str] | None:
     """Where the function runs, ``(framework, backend)`` on a GPU, or None for the CPU; a
     `backend` given that contradicts its arrays is refused."""
-    from kernbench.api.gpu import gpu_target, guess_gpu_framework
+    from kernbench.api.gpu import gpu_target, guess_gpu_framework, off_timed_device
 
     found = gpu_target(first, *inputs)
+    elsewhere = off_timed_device(first, *inputs) if found is not None else None
+    if elsewhere is not None:
+        raise KernbenchError(f"kernbench.bench: {elsewhere}")
     if found is not None and backend == "cpu":
         raise KernbenchError(f"kernbench.bench: backend='cpu', but the function works on "
                              f"{found[0]} arrays on a GPU; leave backend out (it is read off "

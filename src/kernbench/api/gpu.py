@@ -20,7 +20,7 @@ from typing import Any
 from kernbench.measure.backends.base import PROBED_LEAVES, walk_leaves
 from kernbench.results.model import ProtocolSettings
 
-__all__ = ["gpu_target", "guess_gpu_framework", "measure_on_gpu"]
+__all__ = ["gpu_target", "guess_gpu_framework", "measure_on_gpu", "off_timed_device"]
 
 
 def gpu_target(*values: object) -> tuple[str, str] | None:
@@ -46,6 +46,44 @@ def _leaf_target(leaf: object) -> tuple[str, str] | None:
         platforms = {getattr(d, "platform", None) for d in devices()}
         if platforms & {"gpu", "cuda", "rocm"}:
             return "jax", "rocm" if "rocm" in platforms else "cuda"
+    return None
+
+
+def off_timed_device(*values: object) -> str | None:
+    """Why a GPU array among `values` (its first leaves) is not on the device a GPU clock
+    times (the current CUDA device; JAX's first GPU), or None: events recorded on device 0
+    while the kernel runs on device 1 time an idle queue."""
+    for value in values:
+        for leaf in islice(walk_leaves(value), PROBED_LEAVES):
+            found = _device_mismatch(leaf) if _leaf_target(leaf) is not None else None
+            if found is not None:
+                return found
+    return None
+
+
+def _device_mismatch(leaf: object) -> str | None:
+    root = type(leaf).__module__.split(".")[0]
+    if root == "torch":
+        index, current = getattr(getattr(leaf, "device", None), "index", None), None
+        cuda = getattr(sys.modules.get("torch"), "cuda", None)
+        if cuda is not None and hasattr(cuda, "current_device"):
+            current = cuda.current_device()
+        if isinstance(index, int) and isinstance(current, int) and index != current:
+            return (f"the arrays are on cuda:{index}, the current device is cuda:{current}: "
+                    f"call torch.cuda.set_device({index}) first, or move them")
+    if root == "cupy":
+        index = getattr(getattr(leaf, "device", None), "id", None)
+        current = getattr(sys.modules["cupy"].cuda.Device(), "id", None)
+        if isinstance(index, int) and isinstance(current, int) and index != current:
+            return (f"the arrays are on GPU {index}, the current device is GPU {current}: run "
+                    f"it under `with cupy.cuda.Device({index}):`")
+    if root in ("jax", "jaxlib"):
+        jax = sys.modules.get("jax")
+        mine = next(iter(leaf.devices()), None)  # type: ignore[attr-defined]
+        first = jax.devices(mine.platform)[0] if jax is not None and mine is not None else None
+        if mine is not None and first is not None and mine != first:
+            return (f"the arrays are on {mine}, and kernbench times JAX's first GPU, {first}: "
+                    f"put them there (jax.device_put)")
     return None
 
 
