@@ -193,6 +193,7 @@ def test_timeout_s_without_fork_is_refused_not_silently_ignored() -> None:
     ({"alpha": float("nan")}, "alpha must be a number > 0 and < 1"),
     ({"threshold": float("nan")}, "threshold must be a finite number > 0"),
     ({"threshold": -1}, "threshold must be a finite number > 0"),
+    ({"threshold": True}, "threshold must be a finite number > 0"),  # not 100 %
 ])
 def test_compare_refuses_an_alpha_or_threshold_that_makes_no_verdict(
         keywords: dict[str, float], message: str) -> None:

@@ -181,10 +181,11 @@ def compare(baseline: BenchResult, candidate: BenchResult, threshold: float = 0.
     (``isolation="fork"``) compares process medians (Welch), as a run does."""
     from kernbench.analysis.compare import Thresholds, compare_results
 
-    if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 0):
+    if not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+            and math.isfinite(threshold) and threshold > 0):
         raise KernbenchError(f"kernbench.compare: threshold must be a finite number > 0, not "
                              f"{threshold!r}")
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
         raise KernbenchError(f"kernbench.compare: alpha must be a number > 0 and < 1, not "
                              f"{alpha!r}")
     for side, value in (("baseline", baseline), ("candidate", candidate)):
