@@ -119,7 +119,7 @@ def test_a_comparison_that_judged_no_case_says_nothing_was_compared(
                                           "--kernbench-compare-fail")
     other.assert_outcomes(passed=2, deselected=2, warnings=1)
     other.stdout.fnmatch_lines([
-        "*KernbenchWarning: nothing compared: none of this session's 2 case(s) is in "
+        "*KernbenchWarning: nothing compared: none of this session's 2 case(s) ran in "
         "*sum*summary.json; --kernbench-compare-fail had nothing to judge"])
     other.stdout.no_fnmatch_line("kernbench: compared with*")
     # a demanding user's warning filter makes it fail the session (not a traceback)
@@ -260,6 +260,15 @@ def test_right(kernbench):
                                       "AssertionError")
     assert right["status"] == "ok"
     assert _summary(pytester, "base")["counts"]["failed"] == 1
+    # fixed, it has nothing to be judged against: the saved case failed
+    pytester.makepyfile(test_fail="""
+def test_wrong(kernbench):
+    assert kernbench(sum, [1, 2]) == 3
+""")
+    fixed = pytester.runpytest_subprocess(*FAST, "--kernbench-compare", "base")
+    fixed.stdout.fnmatch_lines(["kernbench: nothing compared: none of this session's 1 case(s) "
+                                "ran in *base*summary.json (1 are there, but failed or were "
+                                "skipped)"])
 
 
 def test_a_save_that_fails_fails_the_session(pytester: pytest.Pytester) -> None:

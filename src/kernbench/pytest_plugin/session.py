@@ -184,9 +184,12 @@ class PluginSession:
         if any(c.get("verdict") not in ("new", "missing") for c in self.cases):
             self.notes.append(f"compared with {source}")
             return False
+        there = sum(str(c.get("note") or "").startswith("the baseline did not run")
+                    for c in self.cases)
         why = (f"nothing saved in {self._storage()}" if baseline is None else
                "no kernbench case ran in this session" if not self.results else
-               f"none of this session's {len(self.results)} case(s) is in {source}")
+               f"none of this session's {len(self.results)} case(s) ran in {source}" + (
+                   f" ({there} are there, but failed or were skipped)" if there else ""))
         gate = ("; --kernbench-compare-fail had nothing to judge"
                 if self.option("compare_fail") else "")
         message = f"nothing compared: {why}{gate}"
