@@ -1083,6 +1083,28 @@ def test_an_interrupted_ab_shard_joins_the_merge_which_says_it_is_incomplete(
     assert code == 2 and f"{finished}: an --ab shard that finished has no comparison.json" in err
 
 
+def test_a_merge_of_a_shard_stopped_between_rounds_is_incomplete_under_strict(
+        tmp_path: Path) -> None:
+    # every case came back, but one shard was interrupted with a case short of its processes:
+    # the merge said "not every case came back", and --strict exited 0
+    repo = tmp_path / "repo"
+    init_repo(repo, {f"k{i}": GOOD for i in range(4)})
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for k, out in enumerate(shards, start=1):
+        assert run(repo, out, "--shard", f"{k}/2", "--debug-fake-timer", "2")[0] == 0
+    summary = load(shards[0] / "summary.json")
+    short = summary["results"][0]["case_id"]
+    (shards[0] / "summary.json").write_text(json.dumps(
+        {**summary, "complete": False, "unfinished_cases": [short]}))
+    code, _, err = cli("merge", tmp_path / "merged", *shards, "--strict")
+    assert code == 1, err
+    assert f"the merge is incomplete: a shard was interrupted before its end; 1 of the cases " \
+        f"shown ran fewer worker processes than the 3 asked for (e.g. {short})" in err
+    merged = load(tmp_path / "merged" / "summary.json")
+    assert merged["complete"] is False and merged["unfinished_cases"] == [short]
+    assert cli("merge", tmp_path / "lenient", *shards)[0] == 0
+
+
 def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD, "beta": GOOD})

@@ -239,10 +239,11 @@ def test_an_interrupted_run_names_the_cases_short_of_their_processes() -> None:
 
     short = replace(case("gemm"), process_sample_counts=(6, 6))
     whole = replace(case("fft"), process_sample_counts=(4, 4, 4))
+    one = case("conv")  # one process keeps no per-process counts
     run = RunResult(started_at="s", finished_at=None, complete=False,
                     settings={"processes": 3}, environment=ENVIRONMENT, kernels=(),
-                    results=(short, whole))
-    assert summary_dict(run)["unfinished_cases"] == ["gemm[cpu,fp32]"]
+                    results=(short, whole, one))
+    assert summary_dict(run)["unfinished_cases"] == ["gemm[cpu,fp32]", "conv[cpu,fp32]"]
     assert "unfinished_cases" not in summary_dict(replace(run, complete=True))
 
 

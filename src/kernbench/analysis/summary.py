@@ -142,5 +142,10 @@ def unfinished_cases(run: RunResult) -> list[str]:
     if not isinstance(wanted, int):
         return []
     return [r.case_id for r in run.results
-            if r.status == "ok" and 0 < len(r.process_sample_counts) < wanted]
+            if r.status == "ok" and _processes(r) < wanted]
+
+
+def _processes(result: CaseResult) -> int:
+    """How many worker processes took a case's samples (one keeps no per-process counts)."""
+    return len(result.process_sample_counts) or (1 if result.samples_ms else 0)
 

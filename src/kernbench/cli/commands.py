@@ -178,6 +178,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
     """Says what was merged and what of the suite is missing; 1 under --strict if anything."""
     from kernbench.execution.completeness import problems
+    from kernbench.reporting.machines import incomplete_text
     from kernbench.results.machines import machine_names, machines_of
 
     machines = machines_of(document)
@@ -194,7 +195,11 @@ def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
         lines.append("unchecked (no plan recorded: an older kernbench or a merged set): "
                      + ", ".join(found["unchecked"]))
     warnings(lines)
-    return EXIT_FAILURES if args.strict and not found.get("complete", True) else 0
+    unfinished = document.get("complete") is False  # an interrupted shard, every case back
+    if unfinished and found.get("complete", True):
+        warnings([f"the merge is incomplete: {incomplete_text(document)[1]}"])
+    return EXIT_FAILURES if args.strict and (unfinished or not found.get("complete", True)) \
+        else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -332,6 +332,9 @@ def merged_header(heads: Sequence[ShardHead], found: Sequence[Mapping[str, Any]]
                             for k, v in (d.get("implementations") or {}).items()},
         "completeness": check,
     }
+    unfinished = [c for d in documents for c in d.get("unfinished_cases") or []]
+    if unfinished:  # cases an interrupted shard left short of their processes
+        merged["unfinished_cases"] = unfinished
     if len(found) > 1:
         merged["machines"] = [{k: v for k, v in m.items() if k != "testbeds"} for m in found]
     merged["results"] = []

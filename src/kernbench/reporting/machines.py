@@ -56,12 +56,12 @@ def incomplete_text(document: Mapping[str, Any]) -> tuple[str, str]:
     """Why a run is incomplete, as (title, sentence): an interrupted run, or a merge whose
     suite misses shards or cases (counted from its ``completeness``)."""
     found = document.get("completeness")
+    partial = document.get("unfinished_cases")
+    wanted = (document.get("settings") or {}).get("processes")
+    more = (f"; {len(partial)} of the cases shown ran fewer worker processes than the "
+            f"{wanted} asked for (e.g. {partial[0]})" if isinstance(partial, list) and partial
+            else "")
     if not isinstance(found, Mapping):
-        partial = document.get("unfinished_cases")
-        wanted = (document.get("settings") or {}).get("processes")
-        more = (f"; {len(partial)} of the cases shown ran fewer worker processes than the "
-                f"{wanted} asked for (e.g. {partial[0]})" if isinstance(partial, list) and partial
-                else "")
         return "Incomplete run", f"interrupted before every case finished{more}"
     parts = [(len(found.get(key) or []), word) for key, word in (
         ("missing_shards", "shards never came back"),
@@ -69,9 +69,10 @@ def incomplete_text(document: Mapping[str, Any]) -> tuple[str, str]:
         ("duplicated_shards", "shards were given twice"),
         ("plan_mismatches", "suites were split differently by their shards"))]
     said = "; ".join(f"{n} {word}" for n, word in parts if n)
-    return "Incomplete merge", (f"not every case of the suite came back once "
-                                f"({said or 'a shard was interrupted'}; see completeness in "
-                                "summary.json)")
+    if not said:  # every case came back, but a shard stopped before its end
+        return "Incomplete merge", f"a shard was interrupted before its end{more}"
+    return "Incomplete merge", (f"not every case of the suite came back once ({said}; see "
+                                f"completeness in summary.json){more}")
 
 
 def _entry(machine: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, Any]:
