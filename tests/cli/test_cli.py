@@ -877,6 +877,37 @@ def test_a_filter_glob_that_matches_nothing_is_named(
     assert captured.out.startswith("1 kernel under ")
 
 
+def test_a_second_run_into_a_folder_being_written_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # two runs writing one --output-dir at once mixed their records into one report
+    from kernbench.results.files import output_lock
+
+    write(tmp_path / "kernels" / "k.py", GOOD)
+    out = tmp_path / "out"
+    with output_lock(out):
+        code, _, err = run_cli(capsys, tmp_path, out, "--debug-fake-timer", "1")
+    assert code == 2
+    assert f"{out}: another kernbench run (pid {os.getpid()}) is writing this folder" in err
+    assert not (out / "summary.json").exists()
+    code, summary, _ = run_cli(capsys, tmp_path, out, "--debug-fake-timer", "1")
+    assert code == 0 and summary is not None  # released: the next run goes ahead
+    assert not (out / ".kernbench-lock").exists()
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path / "kernels" / "k.py", GOOD)
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == readonly
+                        else real(p, mode))  # a read-only mount (root ignores mode bits)
+    code, _, err = run_cli(capsys, tmp_path, readonly / "out", "--debug-fake-timer", "1")
+    assert code == 2 and f"--output-dir {readonly / 'out'}: cannot be written (in {readonly})" \
+        in err
+
+
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     # `kernbench list --json | head`: the manifest is larger than a pipe's buffer
     for index in range(400):

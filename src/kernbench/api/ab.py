@@ -44,12 +44,15 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     (``complete: false``), with no comparison, and the interrupt goes on."""
     from kernbench.execution.ab import finished_rounds, interleave, make_side, shard_sides, worktree
     from kernbench.execution.interrupts import signals_handled
+    from kernbench.results.files import check_output_dir, output_lock
 
     started = now_iso()
-    clear_previous_reports(output_dir)
-    environment = run_environment(settings)
+    check_output_dir(output_dir)
     runs: Runs = {}
-    with signals_handled() as guard, worktree(settings.root, ref) as (base_root, sha):
+    with output_lock(output_dir), signals_handled() as guard, \
+            worktree(settings.root, ref) as (base_root, sha):
+        clear_previous_reports(output_dir)
+        environment = run_environment(settings)
         base_specs, base_manifest = discover(base_root, paths, log)
         cand_specs, cand_manifest = discover(settings.root, paths, log)
         check_sweep_globs(settings, cand_specs)

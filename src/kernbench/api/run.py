@@ -24,7 +24,7 @@ from kernbench.execution.runner import BenchmarkRunner, now_iso
 from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
-from kernbench.results.files import check_output_dir
+from kernbench.results.files import check_output_dir, output_lock
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.results.serialize import manifest_dict
 
@@ -110,7 +110,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
         started, kept, planned, run_settings = _resume_state(
             previous, planned, run_settings, environment, log, settings.processes)
     held = HeldProcesses(output_dir / HELD_FOLDER)
-    with signals_handled() as guard:
+    with output_lock(output_dir), signals_handled() as guard:
         sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
         with guard.critical():
             clear_previous_reports(output_dir, resumed=previous is not None)

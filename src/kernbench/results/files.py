@@ -152,11 +152,47 @@ def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
 
     for folder in (path, *path.parents):
         if folder.is_dir():
+            if not os.access(folder, os.W_OK | os.X_OK):  # a read-only mount, say
+                what = "" if folder == path else f" (in {folder})"
+                raise KernbenchError(f"{flag} {path}: cannot be written{what}; expected a "
+                                     "folder this user can write")
             break
         if folder.exists() or folder.is_symlink():
             what = "is" if folder == path else f"cannot be created: {folder} is"
             raise KernbenchError(f"{flag} {path} {what} not a folder; expected a folder "
                                  "(created if missing)")
+
+
+LOCK_NAME = ".kernbench-lock"
+"""The file in an output folder that the run writing it holds locked."""
+
+
+@contextmanager
+def output_lock(path: Path) -> Iterator[None]:
+    """Hold `path` (an output folder, created) for one run: a second run writing the same
+    folder at once would mix its records into the first one's report. The lock is the
+    kernel's (``flock``), so a run killed outright leaves none behind."""
+    import fcntl
+
+    from kernbench.errors import KernbenchError
+
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise KernbenchError(f"{path}: another kernbench run (pid {holder}) is writing this "
+                                 "folder; give this one its own --output-dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:  # still held: no report set keeps a stray lock file
+            (path / LOCK_NAME).unlink(missing_ok=True)
+    finally:
+        os.close(fd)
 
 
 @contextmanager
