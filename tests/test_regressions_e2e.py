@@ -1103,6 +1103,10 @@ def test_a_merge_of_a_shard_stopped_between_rounds_is_incomplete_under_strict(
     merged = load(tmp_path / "merged" / "summary.json")
     assert merged["complete"] is False and merged["unfinished_cases"] == [short]
     assert cli("merge", tmp_path / "lenient", *shards)[0] == 0
+    before = (shards[1] / "summary.json").read_bytes()
+    code, _, err = cli("merge", shards[1], *shards)  # would overwrite the shard it reads
+    assert code == 2 and "the merge's output folder is one of its shards" in err
+    assert (shards[1] / "summary.json").read_bytes() == before
 
 
 def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> None:

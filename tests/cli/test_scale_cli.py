@@ -188,8 +188,8 @@ def test_ctrl_c_on_a_sharded_run_says_how_to_go_on_without_tracebacks(tmp_path: 
         _stop(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert f"kernbench run --resume {out}/shards/K-of-N" in err
-    assert f"then kernbench merge {out} {out}/shards/*" in err
+    assert f"kernbench run --resume {out}/shards/1-of-2" in err
+    assert f"then kernbench merge {out} {out}/shards/1-of-2 {out}/shards/2-of-2" in err
 
 
 def test_the_hint_names_the_shards_that_never_started(tmp_path: Path) -> None:
@@ -201,9 +201,14 @@ def test_the_hint_names_the_shards_that_never_started(tmp_path: Path) -> None:
         (out / "shards" / folder).mkdir(parents=True)
         (out / "shards" / folder / "summary.json").write_text("{}")
     hint = _how_to_continue_shards(out, 3)
-    assert "shard 3 of 3 never started" in hint
-    assert f"--shard K/3 --output-dir {out}/shards/K-of-3" in hint
-    assert "never started" not in _how_to_continue_shards(out, 2)
+    assert (f"continue the started shards (kernbench run --resume {out}/shards/1-of-3; "
+            f"kernbench run --resume {out}/shards/2-of-3)") in hint
+    assert (f"run the shards that never wrote a report (the same flags with --shard 3/3 "
+            f"--output-dir {out}/shards/3-of-3)") in hint
+    # the merge names this run's folders, not a glob that takes an earlier --shards 2's too
+    assert hint.endswith(f"then kernbench merge {out} {out}/shards/1-of-3 {out}/shards/2-of-3 "
+                         f"{out}/shards/3-of-3")
+    assert "never wrote" not in _how_to_continue_shards(out, 2)
 
 
 def test_sigterm_to_a_sharded_run_stops_its_shards_instead_of_waiting_for_them(

@@ -81,3 +81,34 @@ def test_a_job_that_left_no_result_is_told_by_its_state_not_its_last_log_line() 
     assert _short(RuntimeError(text)) == ("has not produced any output (state: NO PROCESS AND "
                                           "NO RESULT)")
     assert _short(RuntimeError("Traceback ...\nValueError: boom\n")) == "ValueError: boom"
+
+
+def test_an_interrupted_run_cancels_the_jobs_still_running() -> None:
+    # Ctrl-C ended kernbench while the job array ran on: a --resume as the message advised
+    # would then write into folders the jobs were still writing
+    from types import SimpleNamespace
+
+    from kernbench.execution.slurm import SlurmShards
+
+    class Job:
+        def __init__(self, job_id: int, finished: bool) -> None:
+            self.job_id, self.finished, self.cancelled = job_id, finished, False
+            self.state = "COMPLETED" if finished else "RUNNING"
+
+        def done(self) -> bool:
+            return self.finished
+
+        def cancel(self, check: bool = True) -> None:
+            self.cancelled = True
+
+    jobs = [Job(1, True), Job(2, False)]
+    shards = SlurmShards(SimpleNamespace(map_array=lambda fn, tasks: jobs))
+    shards.poll_s = 0.0
+
+    def interrupted(message: str) -> None:
+        if "RUNNING" in message:
+            raise KeyboardInterrupt("SIGINT")
+
+    with pytest.raises(KeyboardInterrupt):
+        shards.run(lambda task: 0, [1, 2], ["shard 1/2", "shard 2/2"], interrupted)
+    assert [job.cancelled for job in jobs] == [False, True]

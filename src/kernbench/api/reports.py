@@ -129,6 +129,10 @@ def merge_shards(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool
     """
     from kernbench.api.merge import merge_report_sets
 
+    for shard in shard_dirs:  # the merge would overwrite the shard it reads
+        if shard.resolve() == output_dir.resolve():
+            raise KernbenchError(f"{output_dir}: the merge's output folder is one of its shards "
+                                 f"({shard}): give the merge a folder of its own")
     has_baseline = [(d / "baseline" / "summary.json").is_file() for d in shard_dirs]
     if any(has_baseline) and not all(has_baseline):
         with_one = shard_dirs[has_baseline.index(True)]

@@ -77,10 +77,13 @@ def _how_to_continue_shards(out: Path, total: int) -> str:
 
     started = [k for k in range(1, total + 1)
                if (shard_dir(out, k, total) / "summary.json").is_file()]
-    never = [str(k) for k in range(1, total + 1) if k not in started]
-    text = ("; finished cases are saved in each shard's folder: continue each started shard "
-            f"with kernbench run --resume {out}/shards/K-of-N")
+    never = [k for k in range(1, total + 1) if k not in started]
+    resumes = "; ".join(f"kernbench run --resume {shard_dir(out, k, total)}" for k in started)
+    text = (f"; finished cases are saved in each shard's folder: continue the started shards "
+            f"({resumes})" if started else "; no shard had started")
+    runs = "; ".join(f"the same flags with --shard {k}/{total} --output-dir "
+                     f"{shard_dir(out, k, total)}" for k in never)
     if never:
-        text += (f"; shard {', '.join(never)} of {total} never started: run it with the same "
-                 f"flags and --shard K/{total} --output-dir {out}/shards/K-of-{total}")
-    return f"{text}; then kernbench merge {out} {out}/shards/*"
+        text += f"; run the shards that never wrote a report ({runs})"
+    folders = " ".join(str(shard_dir(out, k, total)) for k in range(1, total + 1))
+    return f"{text}; then kernbench merge {out} {folders}"

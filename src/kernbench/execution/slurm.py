@@ -114,13 +114,18 @@ class SlurmShards:
             log: Log | None) -> list[Attempt]:
         jobs = self.executor.map_array(fn, list(tasks))
         pending = dict(enumerate(jobs))
-        while pending:
-            for index, job in list(pending.items()):
-                self._progress(labels[index], job, log)
-                if job.done():
-                    del pending[index]
-            if pending:
-                time.sleep(self.poll_s)
+        try:
+            while pending:
+                for index, job in list(pending.items()):
+                    self._progress(labels[index], job, log)
+                    if job.done():
+                        del pending[index]
+                if pending:
+                    time.sleep(self.poll_s)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the jobs stop too (scancel: SIGTERM,
+            for job in pending.values():  # which each shard answers by saving what finished)
+                job.cancel(check=False)
+            raise
         return [_attempt(label, job) for label, job in zip(labels, jobs, strict=True)]
 
     def _progress(self, label: str, job: Any, log: Log | None) -> None:
