@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,12 +45,23 @@ def result(data: object, text: str | None, as_json: bool) -> None:
 def status(message: str) -> None:
     """A line about what happened, on stderr; nothing with -q."""
     if not VERBOSITY.quiet:
-        print(message, file=sys.stderr)
+        _line(message)
 
 
 def error(message: str) -> None:
     """An error, on stderr, whatever -q says."""
-    print(message, file=sys.stderr)
+    _line(message)
+
+
+_STDERR = threading.Lock()
+
+
+def _line(message: str) -> None:
+    """One whole line on stderr: the shards' threads of `run --shards` report at once, and
+    print() writes a line and its newline apart ("shard 1/3: ...shard 2/3: ...")."""
+    with _STDERR:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
 
 
 def log(enabled: bool = True) -> Callable[[str], None] | None:

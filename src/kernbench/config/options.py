@@ -193,8 +193,8 @@ RUN = (
     Option(("--seed",), "passed to kernels that take `seed`; seeds random, NumPy's and "
            "torch's global RNGs",
            "count", 1337, "1337", minimum=0, maximum=2**32 - 1, suite_key="seed"),
-    Option(("--timeout",), "per-case limit; the worker and its children are killed after it "
-           f"(at most {MAX_TIMEOUT_S}: one week)",
+    Option(("--timeout",), "limit of each of a case's worker processes; the worker and its "
+           f"children are killed after it (at most {MAX_TIMEOUT_S}: one week)",
            "positive_float", 300.0, "300; bench.yaml timeout_s overrides per kernel",
            "SECONDS", maximum=MAX_TIMEOUT_S, suite_key="timeout_s"),
     Option(("--max-memory",), "address-space limit of each worker (RLIMIT_AS), e.g. 512M or "
