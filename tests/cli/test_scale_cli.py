@@ -73,7 +73,8 @@ def test_executor_options_are_suite_keys(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("flags", "message"), [
     (("--executor", "slurm"), "--executor slurm needs --shards N"),
     (("--shards", "2", "--shard", "1/2"), "--shards cannot be combined with --shard"),
-    (("--shards", "2", "--slurm-arg", "mem"), "--slurm-arg 'mem': expected KEY=VALUE"),
+    (("--shards", "2", "--executor", "slurm", "--debug-slurm-cluster", "local", "--slurm-arg",
+      "mem"), "--slurm-arg 'mem': expected KEY=VALUE"),
     (("--shards", "2", "--executor", "ray", "--ray-resource", "sku:H100=lots"),
      "--ray-resource sku:H100=lots: the amount must be a positive number"),
     pytest.param(("--shards", "2", "--executor", "slurm", "--slurm-arg", "time=30"),
@@ -254,3 +255,21 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "Z"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--partition", "gpu"], "--partition is an option of --shards N (an executor's)"),
+    (["--jobs", "2"], "--jobs is an option of --shards N"),
+    (["--shards", "2", "--ray-address", "auto"],
+     "--ray-address is an option of another executor than --executor local"),
+    (["--shards", "2", "--executor", "slurm", "--debug-slurm-cluster", "local", "--jobs", "3"],
+     "--jobs is an option of another executor than --executor slurm"),
+])
+def test_an_executor_option_that_would_do_nothing_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+        message: str) -> None:
+    from kernbench.cli.main import main
+
+    assert main(["run", "--root", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                 *flags]) == 2
+    assert message in capsys.readouterr().err

@@ -32,14 +32,34 @@ def executor_settings(args: argparse.Namespace) -> ExecutorSettings:
         ray_resources=parse_resources(parse_key_values(args.ray_resource, "--ray-resource")))
 
 
+_EXECUTOR_FLAGS = (("jobs", "--jobs", "local"), ("partition", "--partition", "slurm"),
+                   ("gpus_per_task", "--gpus-per-task", "slurm"), ("time", "--time", "slurm"),
+                   ("exclusive", "--exclusive", "slurm"), ("slurm_arg", "--slurm-arg", "slurm"),
+                   ("ray_address", "--ray-address", "ray"),
+                   ("gpus_per_shard", "--gpus-per-shard", "ray"),
+                   ("ray_resource", "--ray-resource", "ray"))
+"""Each executor's own flags (dest, flag, executor): silently unused anywhere else."""
+
+
 def check_sharded(args: argparse.Namespace) -> None:
     """Executor options need --shards; --shards does not go with a run of one side or shard."""
     if getattr(args, "debug_slurm_cluster", None) and args.executor != "slurm":
         raise KernbenchError("--debug-slurm-cluster goes with --executor slurm")
+    given = [flag for dest, flag, executor in _EXECUTOR_FLAGS
+             if getattr(args, dest, None) not in (None, False, (), 1) or (
+                 dest == "jobs" and getattr(args, dest, 1) != 1)]
     if args.shards is None:
         if args.executor != "local":
             raise KernbenchError(f"--executor {args.executor} needs --shards N")
+        if given:
+            raise KernbenchError(f"{given[0]} is an option of --shards N (an executor's); "
+                                 "without --shards it would do nothing")
         return
+    foreign = [flag for dest, flag, executor in _EXECUTOR_FLAGS if executor != args.executor
+               and flag in given]
+    if foreign:
+        raise KernbenchError(f"{foreign[0]} is an option of another executor than "
+                             f"--executor {args.executor}; it would do nothing")
     for dest, flag in _REFUSED:
         if getattr(args, dest, None):
             raise KernbenchError(f"--shards cannot be combined with {flag}")
