@@ -235,6 +235,10 @@ def test_an_interrupted_run_names_the_cases_short_of_their_processes() -> None:
         "fewer worker processes than the 3 asked for (e.g. gemm[cpu,fp32])")
     assert incomplete_text({"complete": False, "unfinished_cases": []})[1] == \
         "interrupted before every case finished"
+    planned = {"complete": False, "counts": {"total": 3},
+               "settings": {"plan": {"case_ids": ["a", "b", "c", "d", "e", "f"]}}}
+    assert incomplete_text(planned)[1] == ("interrupted before every case finished; 3 of its "
+                                           "6 planned cases never ran")
     from dataclasses import replace
 
     short = replace(case("gemm"), process_sample_counts=(6, 6))
@@ -253,6 +257,7 @@ def test_render_summary_with_nothing_successful_and_incomplete() -> None:
     md = render_summary(document, {**ENVIRONMENT, "git": {"commit": None,
                                                           "reason": "not a git work tree"}})
     assert "Incomplete run" in md
+    assert "every case ran" not in md  # some never did
     assert section(md, "Performance Leaderboard").count("No case finished successfully.") == 1
     assert section(md, "Resource Usage").count("No case finished successfully.") == 1
     assert "n/a (not a git work tree)" in section(md, "Environment")

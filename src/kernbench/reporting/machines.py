@@ -62,7 +62,12 @@ def incomplete_text(document: Mapping[str, Any]) -> tuple[str, str]:
             f"{wanted} asked for (e.g. {partial[0]})" if isinstance(partial, list) and partial
             else "")
     if not isinstance(found, Mapping):
-        return "Incomplete run", f"interrupted before every case finished{more}"
+        planned = ((document.get("settings") or {}).get("plan") or {}).get("case_ids")
+        ran = (document.get("counts") or {}).get("total")
+        never = (f"; {len(planned) - ran} of its {len(planned)} planned cases never ran"
+                 if isinstance(planned, list) and isinstance(ran, int) and len(planned) > ran
+                 else "")
+        return "Incomplete run", f"interrupted before every case finished{never}{more}"
     parts = [(len(found.get(key) or []), word) for key, word in (
         ("missing_shards", "shards never came back"),
         ("missing_cases", "planned cases have no record"),
