@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,38 @@ def test_a_shard_failing_twice_is_named_missing_never_dropped(
     found = outcome.summary["completeness"]
     assert found["complete"] is False
     assert [m["shard"] for m in found["missing_shards"]] == ["2/2"]
+
+
+def test_a_retried_shard_resumes_what_its_first_attempt_left(
+        whole: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """A shard lost part-way (its report set complete: false) ran every case again: the
+    retry now finishes what the first attempt left, as --resume does."""
+    root, expected = whole
+    resumed: list[bool] = []
+
+    @dataclass
+    class LostAfterWriting(Flaky):
+        def run(self, fn: Any, tasks: Sequence[ShardTask], labels: Sequence[str],
+                log: Any) -> list[Attempt]:
+            attempts = []
+            for task, label in zip(tasks, labels, strict=True):
+                resumed.append(task.resume)
+                fn(task)
+                if not task.resume and task.settings.shard == (2, 2):  # lost at the end
+                    summary = json.loads((task.output_dir / "summary.json").read_text())
+                    (task.output_dir / "summary.json").write_text(
+                        json.dumps({**summary, "complete": False}))
+                    attempts.append(Attempt(label, None, "the node was lost"))
+                else:
+                    attempts.append(Attempt(label, 0))
+            return attempts
+
+    outcome = run_sharded(settings(root), tmp_path / "out", LostAfterWriting(set(), 0),
+                          shards=2)
+    assert resumed == [False, False, True]
+    assert outcome.missing == () and statuses(tmp_path / "out") == expected
+    shard = load(tmp_path / "out" / "shards" / "2-of-2" / "summary.json")
+    assert shard["complete"] is True and shard["settings"]["resumed"]
 
 
 def test_every_shard_failing_is_an_error(whole: tuple[Path, dict[str, str]],

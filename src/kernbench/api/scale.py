@@ -32,6 +32,8 @@ class ShardTask:
     output_dir: Path
     paths: tuple[str, ...] | None = None
     extra_settings: Mapping[str, Any] | None = None
+    resume: bool = False
+    """Finish the run its folder holds (a retry of a shard that stopped part-way)."""
 
 
 def run_shard_task(task: ShardTask) -> int:
@@ -39,8 +41,15 @@ def run_shard_task(task: ShardTask) -> int:
     from kernbench.api.run import run_suite
 
     outcome = run_suite(task.settings, task.output_dir, task.paths,
-                        extra_settings=task.extra_settings)
+                        extra_settings=task.extra_settings, resume=task.resume)
     return outcome.exit_code
+
+
+def _retry(task: ShardTask) -> ShardTask:
+    """The task run again: as a --resume of what its first attempt left (an interrupted
+    report set keeps the cases that finished), or from the start where it left none."""
+    left = task.output_dir / "summary.json"
+    return replace(task, resume=left.is_file())
 
 
 @dataclass(frozen=True)
@@ -121,7 +130,8 @@ def run_sharded(settings: RunSettings, output_dir: Path,
              for k in range(1, shards + 1)}
     attempts = _run_round(runner, tasks, shards, log)
     history = list(attempts.values())
-    again = {k: tasks[k] for k, a in attempts.items() if not _finished(a, tasks[k].output_dir)}
+    again = {k: _retry(tasks[k]) for k, a in attempts.items()
+             if not _finished(a, tasks[k].output_dir)}
     if again:
         if log is not None:
             log(f"retrying {len(again)} shards once: "
