@@ -44,7 +44,8 @@ def test_local_shards_merge_into_the_unsharded_cases_and_statuses(tmp_path: Path
     assert code == 1, err
     assert "History record: " in err  # of the merged run: what balances the next shards
     assert statuses(tmp_path / "out") == statuses(tmp_path / "whole")
-    assert "Merged 2 of 2 shards (local): 5 cases into" in err
+    merged = next(line for line in err.splitlines() if line.startswith("Merged 2 of 2"))
+    assert merged.startswith("Merged 2 of 2 shards (local): 5 cases (") and "1 failed" in merged
     assert "shard 1/2: finished (exit" in err
     assert (tmp_path / "out" / "summary.md").is_file()
     assert (tmp_path / "out" / "index.html").is_file()

@@ -81,8 +81,11 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
     if not args.quiet:
         cluster = getattr(args, "debug_slurm_cluster", None)
         where = f"{args.executor} on submitit's {cluster} executor" if cluster else args.executor
+        counts = outcome.summary["counts"]
+        tally = ", ".join(f"{counts[s]} {s}" for s in ("ok", "failed", "timeout", "skipped",
+                                                        "invalid") if counts.get(s))
         status(f"Merged {len(outcome.shard_dirs)} of {args.shards} shards "
-               f"({where}): {outcome.summary['counts']['total']} cases into "
+               f"({where}): {counts['total']} cases ({tally or 'none'}) into "
                f"{args.output_dir}/")
     warnings([f"missing: shard {line}" for line in outcome.missing] + problems(found))
     strict = EXIT_FAILURES if args.strict and not found.get("complete", True) else 0
