@@ -141,3 +141,12 @@ def test_a_shard_task_writes_its_own_report_set(whole: tuple[Path, dict[str, str
     root, expected = whole
     code = run_shard_task(ShardTask(replace(settings(root), shard=(1, 1)), tmp_path / "s"))
     assert code == 1 and statuses(tmp_path / "s") == expected
+
+
+def test_a_suite_with_no_case_starts_no_shard(tmp_path: Path) -> None:
+    # every shard failed alike ("exit 102") and was retried before the run said so
+    runner = Flaky(set(), 0)
+    (tmp_path / "kernels").mkdir()
+    with pytest.raises(KernbenchError, match=r"no cases to run under .*: no shard was started"):
+        run_sharded(settings(tmp_path), tmp_path / "out", runner, shards=2)
+    assert runner.seen == {}

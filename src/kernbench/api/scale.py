@@ -120,11 +120,16 @@ def run_sharded(settings: RunSettings, output_dir: Path,
         raise KernbenchError("--shards and --shard cannot be combined: --shards N runs every "
                              "shard, --shard K/N runs one")
     runner = _runner(executor, output_dir)
+    from kernbench.api.run import shard_split
+
+    split = shard_split(settings, shards, paths)
+    if not split["suite_cases"]:  # every shard would fail alike: say it once, before any
+        raise KernbenchError(f"no cases to run under {settings.root} (see --paths, --filter, "
+                             "--backends and --precision): no shard was started")
     if log is not None:
-        from kernbench.api.run import shard_split
         from kernbench.execution.balancing import describe_split
 
-        log(describe_split(shards, shard_split(settings, shards, paths)))
+        log(describe_split(shards, split))
     tasks = {k: ShardTask(replace(settings, shard=(k, shards)), shard_dir(output_dir, k, shards),
                           tuple(paths) if paths is not None else None, extra_settings)
              for k in range(1, shards + 1)}
