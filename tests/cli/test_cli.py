@@ -924,3 +924,15 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 141, stderr
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+def test_run_list_with_a_shard_shows_that_shards_kernels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("a", "b", "c", "d"):
+        write(tmp_path / "kernels" / f"{name}.py", GOOD)
+    shown = []
+    for k in (1, 2):
+        assert main(["run", "--root", str(tmp_path), "--list", "--shard", f"{k}/2"]) == 0
+        shown.append(set(listed_names(capsys.readouterr().out)))
+    assert shown[0] | shown[1] == {"a", "b", "c", "d"} and not shown[0] & shown[1]
+    assert len(shown[0]) == len(shown[1]) == 2

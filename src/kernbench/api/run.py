@@ -246,6 +246,15 @@ def shard_split(settings: RunSettings, shards: int,
             "cases": [where.count(k) for k in range(1, shards + 1)]}
 
 
+def shard_kernels(settings: RunSettings, paths: Sequence[str] | None = None) -> set[str]:
+    """The kernels `settings.shard` (K/N) runs, split as the run splits the suite: what
+    ``run --list --shard K/N`` shows."""
+    assert settings.shard is not None
+    specs, _ = discover(settings.root, paths)
+    suite = BenchmarkRunner(settings).plan(select_kernels(specs, settings.filters))
+    return {plan_key(item) for item in _shard_items(settings, suite)[0]}
+
+
 def _resume_state(previous: PreviousRun, planned: list[Case | KernelSpec],
                   run_settings: dict[str, Any], environment: Mapping[str, Any],
                   log: Log | None, processes: int = 1

@@ -49,6 +49,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     unmatched = unmatched_filters(specs, args.filter)
     specs = select_kernels(specs, args.filter)
+    if getattr(args, "shard", None) is not None:  # run --list --shard K/N: that shard's
+        from kernbench.api.run import shard_kernels
+        from kernbench.cli.run import run_settings
+
+        mine = shard_kernels(run_settings(args), args.paths)
+        specs = [s for s in specs if s.name in mine]
     if unmatched and specs:
         warnings([f"--filter {', '.join(repr(g) for g in unmatched)} matched no kernel"])
     picked = _selections(args, specs)
