@@ -936,3 +936,21 @@ def test_run_list_with_a_shard_shows_that_shards_kernels(
         shown.append(set(listed_names(capsys.readouterr().out)))
     assert shown[0] | shown[1] == {"a", "b", "c", "d"} and not shown[0] & shown[1]
     assert len(shown[0]) == len(shown[1]) == 2
+
+
+def test_a_second_ctrl_c_while_rendering_says_what_is_missing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import kernbench.cli.run as cli_run
+
+    (tmp_path / "summary.json").write_text("{}")
+
+    def interrupted(*args: Any, **kwargs: Any) -> list[str]:
+        raise KeyboardInterrupt("SIGINT")
+
+    monkeypatch.setattr(cli_run, "render", interrupted)
+    cli_run._render_partial(SimpleNamespace(output_dir=tmp_path))  # type: ignore[arg-type]
+    assert (f"interrupted again while rendering the partial reports; kernbench report "
+            f"{tmp_path} renders them") in capsys.readouterr().err

@@ -195,6 +195,9 @@ def _render_partial(args: argparse.Namespace) -> None:
         render(args, args.output_dir)
     except KernbenchError as exc:
         status(f"kernbench: the partial reports could not be rendered: {exc.message}")
+    except KeyboardInterrupt:  # Ctrl-C again while rendering: leave, but say what is missing
+        error(f"kernbench: interrupted again while rendering the partial reports; "
+              f"kernbench report {args.output_dir} renders them")
 
 
 def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
