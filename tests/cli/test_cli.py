@@ -954,3 +954,19 @@ def test_a_second_ctrl_c_while_rendering_says_what_is_missing(
     cli_run._render_partial(SimpleNamespace(output_dir=tmp_path))  # type: ignore[arg-type]
     assert (f"interrupted again while rendering the partial reports; kernbench report "
             f"{tmp_path} renders them") in capsys.readouterr().err
+
+
+def test_a_run_sweeps_the_scratch_folder_a_killed_run_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a run killed outright (SIGKILL) left /tmp/kernbench-run-* behind, which no run swept
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    dead = tmp_path / "tmp" / "kernbench-run-4194303-leftover"  # a pid no process has
+    (dead / "refs").mkdir(parents=True)
+    write(tmp_path / "repo" / "kernels" / "k.py", GOOD)
+    code, _, _ = run_cli(capsys, tmp_path / "repo", tmp_path / "out", "--debug-fake-timer", "1")
+    assert code == 0 and not dead.exists()
+    assert not list((tmp_path / "tmp").glob("kernbench-run-*"))  # and its own is gone

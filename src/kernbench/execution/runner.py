@@ -142,8 +142,7 @@ class BenchmarkRunner:
         owned = self._launcher is None
         if owned:
             self._launcher = make_launcher(self.settings)
-        with tempfile.TemporaryDirectory(prefix="kernbench-run-") as scratch, \
-                _case_scratch(Path(scratch)) as cases:
+        with _run_scratch() as scratch, _case_scratch(Path(scratch)) as cases:
             self._scratch, self._cases = Path(scratch), cases
             try:
                 yield
@@ -357,6 +356,19 @@ CASES_SCRATCH_PREFIX = "kernbench-cases-"
 """The in-memory scratch folder of a run is ``<prefix><pid>-<random>``, held while the run
 lives (:func:`~kernbench.results.files.live_scratch`): a later run removes those whose process
 is gone and that no run holds."""
+
+
+RUN_SCRATCH_PREFIX = "kernbench-run-"
+"""The run's scratch folder on disk, ``<tmp>/<prefix><pid>-<random>``, made and swept like
+the cases' (a run killed outright leaves one behind)."""
+
+
+@contextmanager
+def _run_scratch() -> Iterator[Path]:
+    place = Path(tempfile.gettempdir())
+    sweep_dead_scratch(place, RUN_SCRATCH_PREFIX)
+    with live_scratch(place, RUN_SCRATCH_PREFIX) as folder:
+        yield folder
 
 
 @contextmanager
