@@ -737,6 +737,26 @@ def test_ab_with_a_ref_that_does_not_exist_exits_2(tmp_path: Path) -> None:
     assert "no-such-ref" in err and "no such commit" in err
 
 
+def test_ab_removes_the_worktree_an_ab_run_killed_outright_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    dead = scratch / "kernbench-ab-4194303-left"  # a pid no process has: SIGKILLed
+    git(repo, "worktree", "add", "--detach", "--quiet", str(dead / "baseline"), "HEAD")
+    code, err = run(repo, tmp_path / "out", "--ab", "HEAD", "--rounds", "2",
+                    "--debug-fake-timer", "1")
+    assert code == 0, err
+    assert not dead.exists() and not list(scratch.glob("kernbench-ab-*"))
+    listed = [line for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+              if line.startswith("worktree ")]
+    assert listed == [f"worktree {repo.resolve()}"]
+
+
 def test_ab_where_no_kernel_is_on_both_sides_exits_2_before_any_round(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})

@@ -36,6 +36,7 @@ from kernbench.execution.planning import plan_key
 from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.runner import BenchmarkRunner, make_launcher
 from kernbench.execution.settings import RunSettings
+from kernbench.results.files import live_scratch, sweep_dead_scratch
 from kernbench.results.model import Case, CaseResult, KernelSpec
 
 
@@ -84,19 +85,28 @@ def worktree(root: Path, ref: str) -> Iterator[tuple[Path, str]]:
     if sha is None:
         raise KernbenchError(f"--ab {ref}: no such commit in {root} (is it a git repository, "
                              "and is the ref fetched?)")
-    folder = Path(tempfile.mkdtemp(prefix="kernbench-ab-"))
-    target = folder / "baseline"
-    prefix = prefix_in_repository(root)
-    _git(root, "worktree", "add", "--detach", "--quiet", str(target), sha)
-    try:
-        if not (target / prefix).is_dir():
-            raise KernbenchError(f"--ab {ref}: --root is {prefix.rstrip('/')} in its "
-                                 f"repository, and {ref} has no such folder")
-        yield target / prefix, sha
-    finally:
-        _git(root, "worktree", "remove", "--force", str(target), check=False)
+    place = Path(tempfile.gettempdir())
+    if sweep_dead_scratch(place, WORKTREE_PREFIX):  # an --ab run killed outright left one
         _git(root, "worktree", "prune", check=False)
-        shutil.rmtree(folder, ignore_errors=True)
+    prefix = prefix_in_repository(root)
+    with live_scratch(place, WORKTREE_PREFIX) as folder:
+        target = folder / "baseline"
+        _git(root, "worktree", "add", "--detach", "--quiet", str(target), sha)
+        try:
+            if not (target / prefix).is_dir():
+                raise KernbenchError(f"--ab {ref}: --root is {prefix.rstrip('/')} in its "
+                                     f"repository, and {ref} has no such folder")
+            yield target / prefix, sha
+        finally:
+            _git(root, "worktree", "remove", "--force", str(target), check=False)
+            _git(root, "worktree", "prune", check=False)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+WORKTREE_PREFIX = "kernbench-ab-"
+"""--ab's worktree lives in ``<tmp>/<prefix><pid>-<random>/baseline``, held while its run
+lives: a run killed outright leaves it, and the next --ab removes it (and git's record of
+it, with `git worktree prune`)."""
 
 
 def _git(root: Path, *args: str, check: bool = True) -> None:
