@@ -1074,16 +1074,21 @@ def test_merging_ab_shards_with_plain_shards_is_refused(tmp_path: Path) -> None:
     assert "--ab baseline" in err
 
 
-def test_an_interrupted_ab_shard_joins_the_merge_which_says_it_is_incomplete(
-        tmp_path: Path) -> None:
-    # A CI shard job's timeout sends SIGTERM: the shard keeps both sides' finished rounds
-    # (complete: false) and writes no comparison.json. The merge refused every shard.
+def two_shards(tmp_path: Path, *extra: str) -> list[Path]:
+    """Shards 1/2 and 2/2 of a repository of four kernels, on the fake clock."""
     repo = tmp_path / "repo"
     init_repo(repo, {f"k{i}": GOOD for i in range(4)})
     shards = [tmp_path / "s1", tmp_path / "s2"]
     for k, out in enumerate(shards, start=1):
-        assert run(repo, out, "--ab", "HEAD", "--rounds", "3", "--shard", f"{k}/2",
-                   "--debug-fake-timer", "2")[0] == 0
+        assert run(repo, out, *extra, "--shard", f"{k}/2", "--debug-fake-timer", "2")[0] == 0
+    return shards
+
+
+def test_an_interrupted_ab_shard_joins_the_merge_which_says_it_is_incomplete(
+        tmp_path: Path) -> None:
+    # A CI shard job's timeout sends SIGTERM: the shard keeps both sides' finished rounds
+    # (complete: false) and writes no comparison.json. The merge refused every shard.
+    shards = two_shards(tmp_path, "--ab", "HEAD", "--rounds", "3")
     stopped = shards[0]
     (stopped / "comparison.json").unlink()
     for side in (stopped, stopped / "baseline"):
@@ -1107,11 +1112,7 @@ def test_a_merge_of_a_shard_stopped_between_rounds_is_incomplete_under_strict(
         tmp_path: Path) -> None:
     # every case came back, but one shard was interrupted with a case short of its processes:
     # the merge said "not every case came back", and --strict exited 0
-    repo = tmp_path / "repo"
-    init_repo(repo, {f"k{i}": GOOD for i in range(4)})
-    shards = [tmp_path / "s1", tmp_path / "s2"]
-    for k, out in enumerate(shards, start=1):
-        assert run(repo, out, "--shard", f"{k}/2", "--debug-fake-timer", "2")[0] == 0
+    shards = two_shards(tmp_path)
     summary = load(shards[0] / "summary.json")
     short = summary["results"][0]["case_id"]
     (shards[0] / "summary.json").write_text(json.dumps(
