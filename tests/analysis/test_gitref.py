@@ -161,3 +161,13 @@ def test_the_prefix_of_a_folder_inside_a_repository(repo: Path) -> None:
     (repo / "sub" / "dir").mkdir(parents=True)
     assert prefix_in_repository(repo) == ""
     assert prefix_in_repository(repo / "sub" / "dir") == "sub/dir/"
+
+
+def test_a_ref_that_names_a_file_is_said_to_be_no_commit(repo: Path) -> None:
+    from kernbench.analysis.gitref import check_ref
+    from kernbench.errors import KernbenchError
+
+    ref = "HEAD:a.txt"  # a tracked file
+    with pytest.raises(KernbenchError, match=rf"--compare-to {ref}: names a blob in .*, not a "
+                                             r"commit"):
+        check_ref(repo, ref)

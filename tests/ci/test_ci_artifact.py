@@ -125,3 +125,10 @@ def test_cli_artifact_command(github_api: GitHubServer, tmp_path: Path,
     github_api.add("GET", LIST, listed(10_000))
     assert main([*argv[:-1], str(tmp_path / "again"), "--max-bytes", "5000"]) == 1
     assert "over the limit of 5000; it was not downloaded" in capsys.readouterr().err
+
+
+def test_a_member_below_a_file_of_its_name_is_a_clear_refusal(tmp_path: Path) -> None:
+    data = make_zip({"a": b"file", "a/b": b"under it"})
+    with pytest.raises(KernbenchError, match=r"artifact: 'a/b' cannot be unpacked \(.*: a file "
+                                             r"holds its folder's name\)"):
+        extract_zip(data, tmp_path / "out")

@@ -292,6 +292,9 @@ def test_escape_defuses_references_but_keeps_the_text() -> None:
 def test_escape_clips_long_values() -> None:
     text = escape("x" * 100_000)
     assert len(text) <= 201 and text.endswith("…")
+    # a note is cut after a whole word, not in the middle of one ("(the defau…")
+    words = escape("run --ab origin/main (the default rounds are thirty)", 40)
+    assert words == "run --ab origin/main (the default…"
     assert escape(["not", "a", "scalar"]) == "n/a"
     assert escape(None) == "n/a"
 

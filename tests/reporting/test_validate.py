@@ -83,6 +83,12 @@ def test_directory_itself_a_symlink_refused(run_dir: Path, tmp_path: Path) -> No
     refused(link, "link", "symlink")
 
 
+def test_a_missing_directory_is_said_to_be_missing(tmp_path: Path) -> None:
+    refused(tmp_path / "nowhere", "nowhere", "expected a report directory, got no such folder")
+    (tmp_path / "file").write_text("x")
+    refused(tmp_path / "file", "file", "expected a report directory, got not a folder")
+
+
 def test_hostile_file_name_cannot_forge_log_lines(run_dir: Path) -> None:
     (run_dir / "kernels" / "x\n::error::forged").symlink_to("/etc/passwd")
     message = refused(run_dir, "symbolic link", "\\n::error::forged")

@@ -95,6 +95,10 @@ def check_ref(root: Path, ref: str, option: str = "--compare-to") -> str:
     commit = resolve_ref(root, ref)
     if commit is not None:
         return commit
+    kind = _git(root, "cat-file", "-t", ref) if ref and not ref.startswith("-") else None
+    if kind is not None and kind.returncode == 0:  # HEAD:README names a file, say
+        named = kind.stdout.decode("ascii", "replace").strip()
+        raise KernbenchError(f"{option} {ref}: names a {named} in {root}, not a commit")
     hint = f"; this is a shallow clone, {shallow_fetch_hint(ref)}" if is_shallow(root) else ""
     raise KernbenchError(f"{option} {ref}: no such commit, branch or tag in {root}{hint}")
 

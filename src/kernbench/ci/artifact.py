@@ -106,10 +106,15 @@ def extract_zip(data: bytes, out: Path, *, max_files: int = MAX_FILES,
         for info in members:
             target = _member_path(out, info.filename)
             _check_member(info)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if info.is_dir():
-                target.mkdir(exist_ok=True)
-                continue
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if info.is_dir():
+                    target.mkdir(exist_ok=True)
+                    continue
+            except OSError as error:  # a member named like a file unpacked before it (a, a/b)
+                raise KernbenchError(f"artifact: {info.filename[:200]!r} cannot be unpacked "
+                                     f"({error.strerror}: a file holds its folder's name)") \
+                    from None
             written = _copy(archive, info, target, written, max_bytes)
     return sum(1 for info in members if not info.is_dir())
 

@@ -56,8 +56,11 @@ def escape(value: object, limit: int = CELL_CHARS) -> str:
         return "n/a"
     text = str(value)
     clipped = len(text) > limit
+    if clipped:  # at the last space in the kept part, if it keeps most of it: no cut word
+        head = text[:limit]
+        text = head[:cut] if (cut := head.rfind(" ")) > limit * 3 // 4 else head
     text = "".join(" " if unicodedata.category(ch) in _DROPPED_CATEGORIES else ch
-                   for ch in text[:limit])
+                   for ch in text)
     text = md_escape(text) + ("…" if clipped else "")
     for char in "&~$":
         text = text.replace(char, "\\" + char)

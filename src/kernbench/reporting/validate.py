@@ -196,7 +196,9 @@ def _name(path: Path) -> str:
 def _scan(root: Path, max_file_bytes: int, max_total_bytes: int) -> None:
     """Walk `root` without following anything; every size comes from lstat, nothing is read."""
     if root.is_symlink() or not root.is_dir():
-        raise KernbenchError(f"{_name(root)}: expected a report directory (not a symlink)")
+        what = ("a symlink" if root.is_symlink() else "no such folder" if not root.exists()
+                else "not a folder")
+        raise KernbenchError(f"{_name(root)}: expected a report directory, got {what}")
     pending, total, entries = [root], 0, 0
     while pending:
         directory = pending.pop()
