@@ -1314,7 +1314,10 @@ def test_a_a_with_a_cpu_hog_claims_no_regression_but_a_real_slowdown_is_caught(
     assert code == 0, err
     busy_run = load(tmp_path / "busy" / "summary.json")
     seen = [r["machine"]["other_cpu_cores"] for r in busy_run["results"]]
-    assert max(seen) >= 1.0, f"the hogs were not seen: {seen}"
+    # seen as kernbench sees a busy machine (half a core or more: BUSY_OTHER_CORES); on two
+    # cores shared with the worker itself, four hogs read 0.96-1.2 cores, so 1.0 was a coin
+    assert any(busy(r["machine"]) for r in busy_run["results"]), \
+        f"the hogs were not seen: {seen}"
 
     code, _, err = cli("compare", tmp_path / "quiet", tmp_path / "busy", "--output-dir",
                        tmp_path / "aa", "--fail-on-regression")
