@@ -261,6 +261,7 @@ def _state(pid: int) -> str:
 @pytest.mark.parametrize(("flags", "message"), [
     (["--partition", "gpu"], "--partition is an option of --shards N (an executor's)"),
     (["--jobs", "2"], "--jobs is an option of --shards N"),
+    (["--gpus-per-task", "1"], "--gpus-per-task is an option of --shards N"),  # 1 is given too
     (["--shards", "2", "--ray-address", "auto"],
      "--ray-address is an option of another executor than --executor local"),
     (["--shards", "2", "--executor", "slurm", "--debug-slurm-cluster", "local", "--jobs", "3"],

@@ -16,10 +16,11 @@ from kernbench.cli.console import (
     report_comparison,
     result,
     status,
+    status_tally,
     text_block,
     warnings,
 )
-from kernbench.cli.run import cmd_run, render
+from kernbench.cli.run import cmd_run, render, unmatched_warning
 from kernbench.errors import EXIT_FAILURES, EXIT_USAGE, KernbenchError
 
 
@@ -55,8 +56,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         mine = shard_kernels(run_settings(args), args.paths)
         specs = [s for s in specs if s.name in mine]
-    if unmatched and specs:
-        warnings([f"--filter {', '.join(repr(g) for g in unmatched)} matched no kernel"])
+    if specs:  # else the run's own error says no kernel matched
+        unmatched_warning(unmatched)
     picked = _selections(args, specs)
     if args.json:
         document = manifest_dict(manifest["root"], manifest["paths"], specs)
@@ -191,10 +192,8 @@ def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
     kept = (f", {len(machines)} machines kept apart: "
             f"{', '.join(machine_names(machines))}") if machines else ""
     counts = document["counts"]
-    tally = ", ".join(f"{counts[s]} {s}" for s in ("ok", "failed", "timeout", "skipped",
-                                                    "invalid") if counts.get(s))
-    status(f"Merged {len(args.shards)} shards: {counts['total']} cases ({tally or 'none'}) "
-           f"into {args.output_dir}/{kept}")
+    status(f"Merged {len(args.shards)} shards: {counts['total']} cases "
+           f"({status_tally(counts)}) into {args.output_dir}/{kept}")
     found = document.get("completeness") or {}
     lines = problems(found)
     if found.get("unchecked"):

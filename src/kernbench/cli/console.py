@@ -119,11 +119,17 @@ def report_comparison(document: Mapping[str, Any], output_dir: Path, fail: bool)
 
 def run_tally(results: Sequence[Any], output_dir: Path, written: Sequence[str]) -> str:
     """`5 cases: 4 ok, 1 failed. Reports in out/ (summary.json, ...)`."""
-    counts = {s: sum(1 for r in results if r.status == s)
-              for s in ("ok", "failed", "timeout", "skipped", "invalid")}
-    tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return (f"{count(len(results), 'case')}: {tally}. Reports in {output_dir}/ "
+    counts = {s: sum(1 for r in results if r.status == s) for s in STATUS_ORDER}
+    return (f"{count(len(results), 'case')}: {status_tally(counts)}. Reports in {output_dir}/ "
             f"({', '.join(written)})")
+
+
+STATUS_ORDER = ("ok", "failed", "timeout", "skipped", "invalid")
+
+
+def status_tally(counts: Mapping[str, int]) -> str:
+    """`4 ok, 1 failed`: the statuses a run or merge has, in one order ("none" for none)."""
+    return ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts.get(s)) or "none"
 
 
 def count(n: int, noun: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kernbench.cli.console import report_comparison, status, warnings
+from kernbench.cli.console import report_comparison, status, status_tally, warnings
 from kernbench.errors import EXIT_FAILURES, KernbenchError
 
 if TYPE_CHECKING:
@@ -32,22 +32,26 @@ def executor_settings(args: argparse.Namespace) -> ExecutorSettings:
         ray_resources=parse_resources(parse_key_values(args.ray_resource, "--ray-resource")))
 
 
-_EXECUTOR_FLAGS = (("jobs", "--jobs", "local"), ("partition", "--partition", "slurm"),
-                   ("gpus_per_task", "--gpus-per-task", "slurm"), ("time", "--time", "slurm"),
-                   ("exclusive", "--exclusive", "slurm"), ("slurm_arg", "--slurm-arg", "slurm"),
-                   ("ray_address", "--ray-address", "ray"),
-                   ("gpus_per_shard", "--gpus-per-shard", "ray"),
-                   ("ray_resource", "--ray-resource", "ray"))
-"""Each executor's own flags (dest, flag, executor): silently unused anywhere else."""
+EXECUTOR_FLAGS = {"--jobs": "local", "--partition": "slurm", "--gpus-per-task": "slurm",
+                  "--time": "slurm", "--exclusive": "slurm", "--slurm-arg": "slurm",
+                  "--ray-address": "ray", "--gpus-per-shard": "ray", "--ray-resource": "ray"}
+"""Each executor's own flags: unused by a run without --shards, or by another executor."""
+
+
+def _given_executor_flags(args: argparse.Namespace) -> list[str]:
+    """The executor flags set to anything but their default."""
+    from kernbench.config.options import command
+
+    options = {o.name: o for o in command("run").options if o.name in EXECUTOR_FLAGS}
+    return [flag for flag, o in options.items()
+            if getattr(args, o.dest, o.default) not in (None, o.default)]
 
 
 def check_sharded(args: argparse.Namespace) -> None:
     """Executor options need --shards; --shards does not go with a run of one side or shard."""
     if getattr(args, "debug_slurm_cluster", None) and args.executor != "slurm":
         raise KernbenchError("--debug-slurm-cluster goes with --executor slurm")
-    given = [flag for dest, flag, executor in _EXECUTOR_FLAGS
-             if getattr(args, dest, None) not in (None, False, (), 1) or (
-                 dest == "jobs" and getattr(args, dest, 1) != 1)]
+    given = _given_executor_flags(args)
     if args.shards is None:
         if args.executor != "local":
             raise KernbenchError(f"--executor {args.executor} needs --shards N")
@@ -55,8 +59,7 @@ def check_sharded(args: argparse.Namespace) -> None:
             raise KernbenchError(f"{given[0]} is an option of --shards N (an executor's); "
                                  "without --shards it would do nothing")
         return
-    foreign = [flag for dest, flag, executor in _EXECUTOR_FLAGS if executor != args.executor
-               and flag in given]
+    foreign = [flag for flag in given if EXECUTOR_FLAGS[flag] != args.executor]
     if foreign:
         raise KernbenchError(f"{foreign[0]} is an option of another executor than "
                              f"--executor {args.executor}; it would do nothing")
@@ -82,10 +85,8 @@ def cmd_run_sharded(args: argparse.Namespace, settings: RunSettings,
         cluster = getattr(args, "debug_slurm_cluster", None)
         where = f"{args.executor} on submitit's {cluster} executor" if cluster else args.executor
         counts = outcome.summary["counts"]
-        tally = ", ".join(f"{counts[s]} {s}" for s in ("ok", "failed", "timeout", "skipped",
-                                                        "invalid") if counts.get(s))
         status(f"Merged {len(outcome.shard_dirs)} of {args.shards} shards "
-               f"({where}): {counts['total']} cases ({tally or 'none'}) into "
+               f"({where}): {counts['total']} cases ({status_tally(counts)}) into "
                f"{args.output_dir}/")
     warnings([f"missing: shard {line}" for line in outcome.missing] + problems(found))
     strict = EXIT_FAILURES if args.strict and not found.get("complete", True) else 0

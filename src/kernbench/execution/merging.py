@@ -27,7 +27,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from kernbench import __version__
@@ -40,6 +40,7 @@ from kernbench.execution.run_identity import (
     RunIdentity,
     run_identity,
 )
+from kernbench.results.history_names import parse_instant
 from kernbench.results.model import STATUSES, record_case_id
 from kernbench.results.schema import SCHEMA_VERSION, migrate
 
@@ -234,12 +235,6 @@ def merge_sorted(runs: Sequence[Iterator[Any]]) -> Iterator[Any]:
         yield from heap[0][1]
 
 
-def _instant(text: str) -> datetime:
-    """An ISO 8601 time (``Z`` allowed) as an aware datetime; naive ones are taken as UTC."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def _extreme(values: Sequence[Any], labels: Sequence[str], latest: bool) -> str | None:
     """The earliest (or latest) of the ISO times among ``values``; None when there are none."""
     times: list[tuple[datetime, str]] = []
@@ -247,7 +242,7 @@ def _extreme(values: Sequence[Any], labels: Sequence[str], latest: bool) -> str 
         if value is None:
             continue
         try:
-            times.append((_instant(str(value)), str(value)))
+            times.append((parse_instant(str(value)), str(value)))
         except ValueError:
             raise KernbenchError(f"{label}: {value!r} is not an ISO 8601 time") from None
     if not times:

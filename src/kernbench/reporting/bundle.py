@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +112,11 @@ def run_start(record: Mapping[str, Any]) -> object:
 
 
 def instant(text: object) -> datetime | None:
-    """An ISO time (a trailing Z, or no offset, is UTC), or None where `text` is not one."""
+    """An ISO time (:func:`~kernbench.results.history_names.parse_instant`), or None where
+    `text` is not one."""
+    from kernbench.results.history_names import parse_instant
+
     try:
-        # Python 3.10's fromisoformat does not read a trailing "Z" (3.11 does)
-        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return parse_instant(str(text))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

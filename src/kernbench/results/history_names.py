@@ -13,8 +13,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HISTORY_DIR", "SUFFIX", "HistoryName", "format_created_at", "history_name",
-           "name_fingerprint", "parse_history_name", "record_path"]
+__all__ = [
+    "HISTORY_DIR",
+    "SUFFIX",
+    "HistoryName",
+    "format_created_at",
+    "history_name",
+    "name_fingerprint",
+    "parse_history_name",
+    "parse_instant",
+    "record_path",
+]
 
 HISTORY_DIR = "benchmarks/history"
 SUFFIX = ".jsonl.gz"
@@ -25,15 +34,22 @@ _NAME = re.compile(
 )
 
 
+def parse_instant(text: str) -> datetime:
+    """An ISO 8601 time as an aware datetime (a trailing ``Z`` is accepted, which Python
+    3.10's fromisoformat is not; no offset means UTC); ValueError for anything else."""
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 def format_created_at(moment: datetime | str | None = None) -> str:
     """``2024-05-01T12:34:56.789Z``: UTC, milliseconds, so strings sort like the times.
 
-    A string is parsed as ISO 8601 (a trailing ``Z`` is accepted; no offset means UTC).
+    A string is parsed as ISO 8601 (:func:`parse_instant`).
     """
     if moment is None:
         moment = datetime.now(timezone.utc)
     elif isinstance(moment, str):
-        moment = datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
+        moment = parse_instant(moment)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     moment = moment.astimezone(timezone.utc)
