@@ -237,3 +237,24 @@ def test_workers_cut_each_machines_view_by_its_own_bounds(tmp_path: Path) -> Non
         written.append((out / "summary.md").read_text(encoding="utf-8"))
     assert "Reduce measurement noise" in written[0]
     assert written[0] == written[1]
+
+
+def test_a_killed_shard_gives_the_cases_its_kernel_files_hold(tmp_path: Path) -> None:
+    """A killed run's summary.json lists none of its finished cases (it was written at the
+    start); its kernels/*.json do, except a file an earlier run left in the folder."""
+    from dataclasses import replace
+
+    two, one = shards()
+    killed = shard_set(tmp_path / "s2", one[1])
+    kept = json.loads((killed / "summary.json").read_text(encoding="utf-8"))
+    earlier = summary(replace(result("z"), started_at="2023-12-31T10:00:00Z"))
+    (killed / "kernels" / "z.json").write_text(json.dumps(
+        {"kernel_name": "z", "results": earlier["results"]}), encoding="utf-8")
+    (killed / "summary.json").write_text(json.dumps({**kept, "results": [],
+                                                     "complete": False}), encoding="utf-8")
+    header, _ = merge_shards([shard_set(tmp_path / "s1", two[1]), killed], tmp_path / "out",
+                             markdown=False)
+    written = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert sorted(r["case_id"] for r in written["results"]) == sorted(SUITE)
+    assert header["complete"] is False  # the shard did not finish, though nothing is missing
+    assert header["completeness"]["missing_cases"] == []

@@ -120,6 +120,52 @@ def test_a_retried_shard_resumes_what_its_first_attempt_left(
     assert shard["complete"] is True and shard["settings"]["resumed"]
 
 
+@dataclass
+class KilledAfterSome(Flaky):
+    """Shard 2 runs, then dies as SIGKILL leaves it, on both attempts: its summary.json as
+    the run wrote it at the start (no result, complete: false), its last kernel's file never
+    written (that kernel's name goes into `lost`)."""
+
+    lost: list[str] = field(default_factory=list)
+
+    def run(self, fn: Any, tasks: Sequence[ShardTask], labels: Sequence[str],
+            log: Any) -> list[Attempt]:
+        attempts = []
+        for task, label in zip(tasks, labels, strict=True):
+            code = fn(task)
+            if task.settings.shard != (2, 2):
+                attempts.append(Attempt(label, code))
+                continue
+            path = task.output_dir / "summary.json"
+            path.write_text(json.dumps({**load(path), "results": [], "complete": False}))
+            last = sorted((task.output_dir / "kernels").glob("*.json"))[-1]
+            self.lost.append(last.stem)
+            last.unlink()
+            attempts.append(Attempt(label, None, "the node was lost"))
+        return attempts
+
+
+def test_a_shard_failing_twice_keeps_the_cases_it_finished(
+        whole: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """Its kernels/*.json go into the merge; completeness names only the cases it lacks."""
+    root, expected = whole
+    logged: list[str] = []
+    runner = KilledAfterSome(set(), 0)
+    outcome = run_sharded(settings(root), tmp_path / "out", runner, shards=2,
+                          log=logged.append)
+    assert outcome.missing == ("2/2: the node was lost",) and outcome.exit_code == 1
+    assert [d.name for d in outcome.shard_dirs] == ["1-of-2", "2-of-2"]
+    shard_two = set(expected) - set(statuses(tmp_path / "out" / "shards" / "1-of-2"))
+    lost = {c for c in shard_two if c.startswith(f"{runner.lost[-1]}[")}
+    assert shard_two - lost and lost  # shard 2 held two kernels, one of them lost
+    assert statuses(tmp_path / "out") == {c: s for c, s in expected.items() if c not in lost}
+    found = outcome.summary["completeness"]
+    assert found["complete"] is False and found["missing_shards"] == []
+    assert [c["case_id"] for c in found["missing_cases"]] == [f"{runner.lost[-1]}[cpu,*]"]
+    assert any(line.startswith("merging what the unfinished shards saved: shard 2/2")
+               for line in logged)
+
+
 def test_every_shard_failing_is_an_error(whole: tuple[Path, dict[str, str]],
                                          tmp_path: Path) -> None:
     root, _ = whole

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,7 @@ from typing import Any
 from kernbench.api.merge_spool import Spool
 from kernbench.errors import KernbenchError
 from kernbench.execution.merging import Entry, ShardHead, read_shard
+from kernbench.execution.resume import merged_sources
 from kernbench.reporting.summary_view import Bounds, SummaryView
 
 __all__ = ["PARALLEL_FROM", "ShardRead", "read_one", "read_shards", "workers_for"]
@@ -63,11 +64,44 @@ def read_one(source: Path, index: int, views: dict[str, SummaryView] | None
         document, items = split_records(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise KernbenchError(f"{path}: cannot read shard summary: {exc}") from exc
-    document["results"] = [record for record, _ in items or []]
+    items = list(items or [])
+    if document.get("complete") is not True and not merged_sources(document):
+        items.extend(_left_in_kernel_files(source, document, items))
+    document["results"] = [record for record, _ in items]
     head, entries = read_shard(str(source), document, [text for _, text in items or []])
     if views is not None:  # one view per machine: nothing is ranked across machines
         _view_kernels(views.setdefault(head.machine, SummaryView()), head, index, entries)
     return head, Spool.encode([(key, case_id, text) for key, case_id, (_, text) in entries])
+
+
+def _left_in_kernel_files(source: Path, document: Mapping[str, Any],
+                          listed: Sequence[tuple[Any, str]]) -> list[tuple[Any, str]]:
+    """The records of a shard that did not finish that its summary.json does not list: a
+    killed run's summary lists none of the cases it finished, its kernels/*.json (rewritten
+    after every case) hold them. Never a record that started before the shard's run did (an
+    earlier run's, left in the folder), nor a case listed already."""
+    from kernbench.results.jsontext import split_records
+    from kernbench.results.model import record_case_id
+    from kernbench.results.schema import started_before_run
+
+    began = document.get("started_at")
+    seen = {record_case_id(record) for record, _ in listed if isinstance(record, Mapping)}
+    found: list[tuple[Any, str]] = []
+    for path in sorted((source / "kernels").glob("*.json")):
+        try:
+            _, items = split_records(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise KernbenchError(f"{path}: cannot read the kernel file of a shard that did not "
+                                 f"finish: {exc}") from exc
+        for record, text in items or []:
+            if not isinstance(record, Mapping) or started_before_run(record.get("started_at"),
+                                                                     began):
+                continue
+            case_id = record_case_id(record)
+            if case_id not in seen:
+                seen.add(case_id)
+                found.append((record, text))
+    return found
 
 
 def _view_kernels(view: SummaryView, head: ShardHead, index: int,

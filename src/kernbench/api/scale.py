@@ -4,8 +4,9 @@
 (``OUTPUT_DIR/shards/k-of-N``), has the executor (:mod:`kernbench.execution.executors`) run
 them, runs a shard that did not finish (an error, a lost node, a pre-empted job, a summary left
 incomplete) once more, and merges what came back into OUTPUT_DIR with ``kernbench merge``'s own
-code. A shard that failed twice is named in ``missing`` and in the merged ``completeness``;
-it is never silently dropped.
+code. A shard that failed twice is named in ``missing``, and the cases it finished before it
+stopped (its kernels/*.json) are merged with the rest; the merged ``completeness`` names the
+cases it lacks (or the whole shard, where it left nothing). It is never silently dropped.
 """
 
 from __future__ import annotations
@@ -146,10 +147,18 @@ def run_sharded(settings: RunSettings, output_dir: Path,
         history.extend(retried.values())
     done = [k for k in sorted(tasks) if _finished(attempts[k], tasks[k].output_dir)]
     missing = tuple(f"{k}/{shards}: {_why(attempts[k])}" for k in sorted(tasks) if k not in done)
-    if not done:
+    # A shard that failed twice keeps the cases it finished: its folder goes into the merge,
+    # which reads them from its kernels/*.json and names the cases it lacks (completeness).
+    merged = [k for k in sorted(tasks)
+              if k in done or (tasks[k].output_dir / "summary.json").is_file()]
+    if not merged:
         raise KernbenchError(f"no shard of {shards} finished, even retried: "
                              + "; ".join(missing))
-    return _merge(output_dir, [tasks[k].output_dir for k in done], attempts, history, missing,
+    if log is not None and len(merged) > len(done):
+        log("merging what the unfinished shards saved: "
+            + ", ".join(shard_label(k, shards) for k in merged if k not in done)
+            + " (the cases they lack are named under completeness)")
+    return _merge(output_dir, [tasks[k].output_dir for k in merged], attempts, history, missing,
                   allow_mixed, (markdown, html, history_root))
 
 
