@@ -938,6 +938,29 @@ def test_run_list_with_a_shard_shows_that_shards_kernels(
     assert len(shown[0]) == len(shown[1]) == 2
 
 
+def test_run_list_with_resume_shows_what_is_left_to_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    for name in ("a", "b", "c"):
+        write(tmp_path / "kernels" / f"{name}.py", GOOD)
+    out = tmp_path / "out"
+    assert main(["run", "--root", str(tmp_path), "--output-dir", str(out), "--processes", "1",
+                 "--iters", "3", "--debug-fake-timer", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--list"]) == 0
+    shown = capsys.readouterr()
+    assert listed_names(shown.out) == []
+    assert "3 finished cases kept, 0 cases to run: nothing to run" in shown.err
+    summary = json.loads((out / "summary.json").read_text())  # as a killed run leaves it
+    (out / "summary.json").write_text(json.dumps({**summary, "results": [], "complete": False}))
+    (out / "kernels" / "b.json").unlink()
+    assert main(["run", "--resume", str(out), "--list"]) == 0
+    shown = capsys.readouterr()
+    assert listed_names(shown.out) == ["b"]
+    assert "2 finished cases kept, 1 case to run, in the 1 kernel below" in shown.err
+
+
 def test_a_second_ctrl_c_while_rendering_says_what_is_missing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

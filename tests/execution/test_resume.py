@@ -175,6 +175,10 @@ def test_resume_of_a_complete_run_says_so_and_runs_nothing(interrupted: dict[str
     assert "already complete" in proc.stderr
     assert "nothing to resume" in proc.stderr
     assert (out / "summary.json").stat().st_mtime_ns == stamp
+    other = resume(interrupted["root"], out, "--iters", "7")  # not silently ignored
+    assert other.returncode == 2, other.stderr
+    assert "differ from the finished run's" in other.stderr
+    assert "iterations: the run used" in other.stderr and "this command 7" in other.stderr
 
 
 @pytest.mark.slow
@@ -417,7 +421,10 @@ def test_resume_alone_keeps_the_suite_file_sku_and_formats(tmp_path: Path,
                for r in after["results"])
     assert (out / "results.csv").is_file()
     assert after["settings"]["config"]["path"] == str(suite.resolve())
-    assert main(["run", "--resume", str(out), "--sku", "other", "-q"]) == 0  # complete now
+    assert main(["run", "--resume", str(out), "-q"]) == 0  # complete now: nothing runs
+    # but a flag that differs is still refused, not ignored because nothing is left to run
+    assert main(["run", "--resume", str(out), "--sku", "other", "-q"]) == 2
+    assert "differ from the finished run's" in capsys.readouterr().err
 
 
 def test_an_earlier_run_in_the_same_folder_is_never_resumed_or_reported(tmp_path: Path) -> None:

@@ -132,6 +132,35 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                       tuple(unmatched_filters(specs, settings.filters)))
 
 
+def finished_run(settings: RunSettings, output_dir: Path,
+                 paths: Sequence[str] | None = None) -> PreviousRun | None:
+    """The run `output_dir` holds when it already finished (a :class:`PreviousRun`), None
+    when it did not. A finished run is checked against `settings` as a resume checks them:
+    flags that differ from the run's are a KernbenchError naming them, never silently
+    ignored because nothing is left to run."""
+    from kernbench.execution.resume import check_compatible, load_previous
+
+    previous = load_previous(output_dir)
+    if not previous.complete:
+        return None
+    _, manifest = discover(settings.root, paths)
+    check_compatible(previous, settings_record(settings, output_dir, manifest["paths"]), None)
+    return previous
+
+
+def resume_split(settings: RunSettings, output_dir: Path, paths: Sequence[str] | None = None
+                 ) -> tuple[list[CaseResult], list[Case | KernelSpec]]:
+    """What ``run --resume output_dir`` with `settings` would do: (the finished records it
+    keeps, the cases it still runs); what ``run --resume DIR --list`` shows."""
+    from kernbench.execution.resume import load_previous, split_plan
+
+    previous = load_previous(output_dir)
+    specs, manifest = discover(settings.root, paths)
+    planned, _ = _plan_run(settings, manifest, select_kernels(specs, settings.filters),
+                           _recorded_plan(previous.summary))
+    return split_plan(planned, previous.records, settings.processes)
+
+
 def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str, str]:
     """The valid kernels --backends or --precision left without a case, and why."""
     from kernbench.execution.planning import not_selected

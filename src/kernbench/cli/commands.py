@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.cli.console import (
+    count,
     history_listing,
     log,
     render_manifest,
@@ -56,6 +57,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         mine = shard_kernels(run_settings(args), args.paths)
         specs = [s for s in specs if s.name in mine]
+    if getattr(args, "resume", None) is not None:  # run --resume DIR --list: what is left
+        specs = _left_to_resume(args, specs)
     if specs:  # else the run's own error says no kernel matched
         unmatched_warning(unmatched)
     picked = _selections(args, specs)
@@ -67,6 +70,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         result(None, render_manifest(specs, manifest["root"], manifest["paths"], picked), False)
     return EXIT_USAGE if any(s.status == "invalid" for s in specs) else 0
+
+
+def _left_to_resume(args: argparse.Namespace, specs: Any) -> Any:
+    """The kernels with cases ``run --resume DIR`` would still run, after a line saying how
+    many cases it keeps and runs."""
+    from kernbench.api.run import resume_split
+    from kernbench.cli.run import run_settings
+    from kernbench.execution.planning import plan_key
+
+    kept, todo = resume_split(run_settings(args), args.resume, args.paths)
+    left = {plan_key(item) for item in todo}
+    status(f"--resume {args.resume}: {count(len(kept), 'finished case')} kept, "
+           f"{count(len(todo), 'case')} to run"
+           + (f", in the {count(len(left), 'kernel')} below" if todo else ": nothing to run"))
+    return [s for s in specs if s.name in left]
 
 
 def _selections(args: argparse.Namespace, specs: Any) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from kernbench.errors import KernbenchError
 from kernbench.results.files import default_cache_dir
 
 if TYPE_CHECKING:
+    from kernbench.execution.resume import PreviousRun
     from kernbench.execution.settings import RunSettings
 
 
@@ -74,8 +75,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_run_sharded(args, settings, _suite_settings(args))
     if args.ab:
         return _run_ab(args, settings)
-    if args.resume is not None and _already_complete(args.resume):
-        return _rerender_complete(args)
+    if args.resume is not None:
+        from kernbench.api.run import finished_run
+
+        previous = finished_run(settings, args.resume, args.paths)
+        if previous is not None:
+            return _rerender_complete(args, previous)
     from kernbench.cli.progress import make_progress, result_line
 
     progress = make_progress(args.quiet)
@@ -237,19 +242,11 @@ def _check_baseline_first(args: argparse.Namespace) -> Any:
     return load_run(args.baseline)
 
 
-def _already_complete(directory: Path) -> bool:
-    from kernbench.execution.resume import load_previous
-
-    return load_previous(directory).complete
-
-
-def _rerender_complete(args: argparse.Namespace) -> int:
+def _rerender_complete(args: argparse.Namespace, previous: PreviousRun) -> int:
     """--resume of a run that already finished: say so, render its reports again, and exit
     as the run itself did (1 if a case failed), without running anything."""
     from kernbench.api import exit_code_for
-    from kernbench.execution.resume import load_previous
 
-    previous = load_previous(args.resume)
     written = render(args, args.output_dir)
     status(f"{args.resume}: the run is already complete (finished "
            f"{previous.summary.get('finished_at')}); nothing to resume. Rendered "

@@ -146,7 +146,9 @@ def merged_sources(summary: Mapping[str, Any]) -> list[str]:
 
 def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],
                      fingerprint: object) -> None:
-    """Refuse a resume whose settings or machine differ from the interrupted run's."""
+    """Refuse a resume whose settings or machine differ from the run's (the interrupted one,
+    or a finished one: nothing runs then, but flags that would change nothing are refused,
+    not ignored)."""
     recorded = previous.summary.get("settings") or {}
     now = json.loads(json.dumps(dict(settings)))  # tuples as lists, as they were recorded
     then = {key: recorded.get(key, RECORDED_SINCE.get(key)) for key in COMPARED_SETTINGS}
@@ -154,8 +156,9 @@ def check_compatible(previous: PreviousRun, settings: Mapping[str, Any],
               f"{json.dumps(now.get(key))}" for key in COMPARED_SETTINGS
               if then[key] != now.get(key)]
     if differ:
+        which = "finished" if previous.complete else "interrupted"
         raise KernbenchError(f"--resume {previous.directory}: the settings differ from the "
-                             f"interrupted run's; repeat its flags: {'; '.join(differ)}")
+                             f"{which} run's; repeat its flags: {'; '.join(differ)}")
     before = (previous.summary.get("environment") or {}).get("fingerprint")
     if before and fingerprint and before != fingerprint:
         raise KernbenchError(f"--resume {previous.directory}: the run was made on machine "
