@@ -961,6 +961,37 @@ def test_run_list_with_resume_shows_what_is_left_to_run(
     assert "2 finished cases kept, 1 case to run, in the 1 kernel below" in shown.err
 
 
+def test_a_report_folder_broken_mid_run_is_one_clear_error_and_the_summary_is_saved(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The second kernel's setup replaces out/kernels with a file: the next kernel file
+    cannot be written. One message naming it (no chained tracebacks), exit 2, and an
+    incomplete summary.json with the record that finished."""
+    import json
+
+    out = tmp_path / "out"
+    write(tmp_path / "kernels" / "a.py", GOOD)
+    write(tmp_path / "kernels" / "b.py", f"""
+import os, shutil
+
+def setup():
+    shutil.rmtree({str(out / "kernels")!r})
+    open({str(out / "kernels")!r}, "w").close()
+    return {{}}
+
+def run_benchmark():
+    return 1
+""")
+    code = main(["run", "--root", str(tmp_path), "--output-dir", str(out), "--processes", "1",
+                 "--iters", "3", "--debug-fake-timer", "1", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert f"kernbench: error: FileExistsError on {out / 'kernels'}: [Errno 17]" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is False
+    assert [r["case_id"] for r in summary["results"]] == ["b[cpu,native]"]
+
+
 def test_a_second_ctrl_c_while_rendering_says_what_is_missing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,8 @@ interrupted or killed run leaves a report set that ``--resume`` continues."""
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -110,7 +112,11 @@ class ResultSink:
         return records_of(read_document(path), path)
 
     def finish(self, complete: bool, machine_state: Mapping[str, Any] | None = None) -> RunResult:
-        self._flush()
+        try:
+            self._flush()
+        except OSError:  # its kernel file cannot be written: save the summary all the same
+            self._save_what_can_be(machine_state)
+            raise
         self._current = ("", [])
         results = [r for name in self._written for r in self._read_back(name)]
         if machine_state is not None:
@@ -119,6 +125,24 @@ class ResultSink:
         self.reports.write_environment(run.environment)
         self.reports.write_summary(run)
         return run
+
+    def _save_what_can_be(self, machine_state: Mapping[str, Any] | None) -> None:
+        """An incomplete summary.json of every record still readable (the kernel files that
+        can be read back, the current kernel's records in memory), after a kernel file could
+        not be written; nothing more is raised if this fails too."""
+        from kernbench.errors import KernbenchError
+
+        name, current = self._current
+        results: list[CaseResult] = []
+        for written in self._written:
+            if written != name:
+                with contextlib.suppress(OSError, KernbenchError):
+                    results.extend(self._read_back(written))
+        results.extend(current)
+        if machine_state is not None:
+            self._environment["machine_state"] = dict(machine_state)
+        with contextlib.suppress(OSError):
+            self.reports.write_summary(self._run(False, results))
 
     def _run(self, complete: bool, results: Sequence[CaseResult]) -> RunResult:
         environment = {**self._environment, "devices": _devices(results)}

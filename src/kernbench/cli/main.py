@@ -2,8 +2,8 @@
 what went wrong to an exit code. The work happens in :mod:`kernbench.api`; the flags are the
 table of :mod:`kernbench.config.options`.
 
-Exit codes: 0 everything ran, 1 a case failed or timed out, 2 usage or configuration error,
-130 interrupted.
+Exit codes: 0 everything ran, 1 a case failed or timed out, 2 usage or configuration error
+(and a file that cannot be read or written), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from kernbench.cli.commands import dispatch
 from kernbench.cli.console import configure, error
 from kernbench.cli.parser import parse_args
-from kernbench.errors import KernbenchError
+from kernbench.errors import EXIT_USAGE, KernbenchError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,12 +34,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:  # `kernbench list --json | head`: the reader has what it wanted
         return _reader_gone()
+    except OSError as exc:  # a report or history file that cannot be written (full disk,
+        # a folder removed or replaced mid-run): what and where, not two chained tracebacks
+        if args is not None and getattr(args, "verbose", False):
+            import traceback
+
+            traceback.print_exc()
+        error(f"kernbench: error: {_os_error(exc)}")
+        return EXIT_USAGE
     except KeyboardInterrupt as exc:
         from kernbench.execution.interrupts import exit_code_for_interrupt
 
         what = exc.args[0] if exc.args else "SIGINT"
         error(f"kernbench: interrupted ({what}){_how_to_continue(args)}")
         return exit_code_for_interrupt(exc)
+
+
+def _os_error(exc: OSError) -> str:
+    """`cannot write out/kernels: [Errno 17] File exists` where the error names its file."""
+    where = f" {exc.filename}" if exc.filename is not None else ""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    number = f"[Errno {exc.errno}] " if exc.errno is not None else ""
+    return f"{type(exc).__name__} on{where}: {number}{what} (run again with -v for the traceback)"
 
 
 EXIT_BROKEN_PIPE = 128 + 13
