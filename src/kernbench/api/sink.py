@@ -4,7 +4,6 @@ interrupted or killed run leaves a report set that ``--resume`` continues."""
 from __future__ import annotations
 
 import contextlib
-
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
