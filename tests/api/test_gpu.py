@@ -189,3 +189,28 @@ def test_arrays_on_another_gpu_than_the_timed_one_are_refused(
         device = SimpleNamespace(index=0)
 
     assert kernbench.bench(lambda x: kernel(), OnFirstGpu(), iterations=3).n == 3
+
+
+@pytest.mark.parametrize(("imported", "expected"), [
+    (("torch",), "pytorch"), (("cupy",), "cupy"),
+    (("torch", "cupy"), "torch and cupy are both imported"),
+    (("torch", "cupy", "jax"), "torch and cupy and jax are all imported"),
+    ((), "no GPU framework")])
+def test_a_gpu_backend_without_gpu_arrays_takes_the_one_framework_imported(
+        monkeypatch: pytest.MonkeyPatch, imported: tuple[str, ...], expected: str) -> None:
+    """Never a guess among several: torch brought in by another library would have its
+    queue waited on while a cupy kernel ran."""
+    import sys
+    import types
+
+    from kernbench.api.gpu import guess_gpu_framework
+
+    for module in ("torch", "cupy", "jax"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    for module in imported:
+        monkeypatch.setitem(sys.modules, module, types.ModuleType(module))
+    if len(imported) == 1:
+        assert guess_gpu_framework("cuda") == expected
+    else:
+        with pytest.raises(KernbenchError, match=expected):
+            guess_gpu_framework("cuda")

@@ -89,15 +89,23 @@ def _device_mismatch(leaf: object) -> str | None:
 
 def guess_gpu_framework(backend: str) -> str:
     """The framework of a function said to run on `backend` whose arrays did not say which
-    (it returns None and takes none): the GPU framework this process has imported."""
-    for module, framework in (("torch", "pytorch"), ("cupy", "cupy"), ("jax", "jax")):
-        if module in sys.modules:
-            return framework
+    (it returns None and takes none): the one GPU framework this process has imported. With
+    several imported (torch brought in by another library, say), waiting on the wrong one's
+    queue would time an idle GPU: that is refused, never guessed."""
     from kernbench.errors import KernbenchError
 
+    imported = [(module, framework) for module, framework in
+                (("torch", "pytorch"), ("cupy", "cupy"), ("jax", "jax")) if module in sys.modules]
+    if len(imported) == 1:
+        return imported[0][1]
+    both = "both" if len(imported) == 2 else "all"
+    what = (f"{' and '.join(m for m, _ in imported)} are {both} imported, so which one's queue "
+            "to wait for is not known" if imported else
+            "no GPU framework (torch, cupy, jax) is imported: nothing says how to time it")
     raise KernbenchError(f"kernbench.bench: backend={backend!r}, but neither the function's "
-                         "result nor its arguments are GPU arrays and no GPU framework "
-                         "(torch, cupy, jax) is imported: nothing says how to time it")
+                         f"result nor its arguments are GPU arrays, and {what}; return the "
+                         "function's output array (or pass it one) so its framework is read "
+                         "off it")
 
 
 def measure_on_gpu(call: Callable[[], object], protocol: ProtocolSettings,
