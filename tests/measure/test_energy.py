@@ -188,6 +188,9 @@ class FakeAmdSmi:
     def amdsmi_get_processor_handles(self) -> list[str]:
         return ["gpu0", "gpu1"]
 
+    def amdsmi_get_gpu_device_bdf(self, handle: str) -> str:
+        return {"gpu0": "0000:03:00.0", "gpu1": "0000:83:00.0"}[handle]
+
     def amdsmi_get_energy_count(self, handle: str) -> dict[str, Any]:
         assert handle == "gpu1"
         return {self.key: next(self._counts), "counter_resolution": self.resolution,
@@ -201,6 +204,39 @@ def test_amdsmi_counter_with_resolution(key: str) -> None:
     assert region["source"] == "amdsmi:energy_count"
     assert region["method"] == "counter"
     assert region["region_energy_j"] == pytest.approx(654 * 15.3 / 1e6, rel=1e-12)
+
+
+def test_amdsmi_finds_the_gpu_that_ran_the_case_by_its_pci_address() -> None:
+    """Device index 0 (HIP_VISIBLE_DEVICES=1 renumbers the second GPU) with its address:
+    the second GPU's counter is read, not the first's."""
+    fake = FakeAmdSmi([500, 1_000, 1_654], resolution=1.0, key="energy_accumulator")
+    region = _measure(en.energy_meter_for("rocm", 0, amdsmi=fake,
+                                          pci_bus_id="00000000:83:00.0"))
+    assert region["source"] == "amdsmi:energy_count"
+    assert region["region_energy_j"] == pytest.approx(654 / 1e6, rel=1e-12)
+
+
+def test_rocm_smi_finds_the_card_by_its_pci_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_amdsmi(monkeypatch)
+
+    def cards(uj: float) -> str:
+        return json.dumps({"card0": {"PCI Bus": "0000:03:00.0", "Accumulated Energy (uJ)": "7"},
+                           "card1": {"PCI Bus": "0000:83:00.0",
+                                     "Accumulated Energy (uJ)": f"{uj}"}})
+
+    outputs = iter([cards(10.0), cards(1_000_000.0), cards(3_000_000.0)])
+    calls: list[list[str]] = []
+
+    def runner(argv: list[str]) -> str:
+        calls.append(argv)
+        return next(outputs)
+
+    region = _measure(en.energy_meter_for("rocm", 0, runner=runner,
+                                          pci_bus_id="00000000:83:00.0"))
+    assert calls[0] == ["rocm-smi", "--showenergycounter", "--json", "--showbus"]
+    assert region["region_energy_j"] == 2.0
+    with pytest.raises(meters.MeasureError, match=r"no card at 00000000:04:00\.0"):
+        en.rocm_smi_uj(cards(1.0), 0, "00000000:04:00.0")
 
 
 def test_amd_counter_dict_without_known_keys_is_rejected() -> None:

@@ -151,7 +151,7 @@ def _time_case(job: WorkerJob, settings: ProtocolSettings, backend: Backend,
     collector = MetricsCollector(settings, backend.timer(name), backend.synchronizer(name))
     clock = None if fake else backend.gpu_clock(name)
     meter = NullMeter("not measured: --debug-fake-timer runs on a fake clock") if fake \
-        else _energy_meter(name, nvml)
+        else _energy_meter(name, nvml, backend)
     options = job.implementation.compile if job.implementation is not None else None
     watch = CompileWatch(options) if options is not None else None
     if options is not None:
@@ -234,11 +234,18 @@ def _protocol(collector: MetricsCollector, call: Callable[[], object], meter: En
             None)
 
 
-def _energy_meter(name: str, nvml: NvmlDevice | None) -> EnergyMeter:
-    """The backend's meter, on the device that ran the case (NVML: by its PCI bus id)."""
+def _energy_meter(name: str, nvml: NvmlDevice | None, backend: Backend) -> EnergyMeter:
+    """The backend's meter, on the device that ran the case (by its PCI bus id: NVML's, or
+    the backend's for an AMD GPU)."""
     if nvml is not None and nvml.refusal is not None:
         return NullMeter(nvml.refusal, "nvml")
-    return energy_meter_for(name, pci_bus_id=nvml.pci_bus_id if nvml is not None else None)
+    bus = nvml.pci_bus_id if nvml is not None else None
+    if name == "rocm":
+        try:
+            bus = backend.pci_bus_id(name)
+        except Exception:  # no address: the device index picks the GPU
+            bus = None
+    return energy_meter_for(name, pci_bus_id=bus)
 
 
 def _gpu_modes(job: WorkerJob, call: Callable[[], object], clock: GpuClock,

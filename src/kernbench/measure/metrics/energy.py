@@ -21,7 +21,9 @@ Sources, by backend:
   short regions is coarse; both NVML sources update at a finite rate, and a counter that does
   not advance over a region yields ``None`` rather than 0 J.
 * ``"rocm"``: the ``amdsmi`` module's ``amdsmi_get_energy_count`` (count x µJ resolution), else
-  ``rocm-smi --showenergycounter --json`` (each read spawns a process: coarse, for long regions).
+  ``rocm-smi --showenergycounter --json`` (each read spawns a process: coarse, for long regions);
+  the GPU is found by its PCI address (``amdsmi_get_gpu_device_bdf``, rocm-smi's ``--showbus``)
+  where the backend gives one, so a case on its second GPU is not charged the first one's.
 * ``"cpu"``: Linux powercap RAPL package domains (``intel-rapl:N`` with a ``package-N`` name;
   AMD's driver uses the same layout), ``energy_uj`` summed over packages, wraparound corrected
   with ``max_energy_range_uj``.
@@ -136,9 +138,25 @@ def amd_counter_uj(counter: Mapping[str, Any]) -> float:
     return float(count) * float(resolution)
 
 
-def _amdsmi_meter(device_index: int, amdsmi: Any) -> EnergyMeter:
+def _same_bus(text: object, pci_bus_id: str) -> bool:
+    from kernbench.measure.backends.device_facts import parse_bus_id
+
+    return parse_bus_id(text) == pci_bus_id
+
+
+def _amdsmi_meter(device_index: int, amdsmi: Any, pci_bus_id: str | None) -> EnergyMeter:
+    """By the device's PCI address where known (the one that ran the case, whatever
+    HIP_VISIBLE_DEVICES renumbered), else by `device_index`."""
     amdsmi.amdsmi_init()
-    handle = amdsmi.amdsmi_get_processor_handles()[device_index]
+    handles = amdsmi.amdsmi_get_processor_handles()
+    if pci_bus_id is None:
+        handle = handles[device_index]
+    else:
+        found = [h for h in handles if _same_bus(amdsmi.amdsmi_get_gpu_device_bdf(h),
+                                                 pci_bus_id)]
+        if not found:
+            raise MeasureError(f"amdsmi lists no GPU at {pci_bus_id}")
+        handle = found[0]
 
     def read_uj() -> Reading:
         return [amd_counter_uj(amdsmi.amdsmi_get_energy_count(handle))]
@@ -147,16 +165,24 @@ def _amdsmi_meter(device_index: int, amdsmi: Any) -> EnergyMeter:
     return CounterMeter("amdsmi:energy_count", read_uj, plain_delta_j(1e6))
 
 
-def _card_entry(data: Mapping[str, Any], device_index: int) -> Mapping[str, Any]:
+def _card_entry(data: Mapping[str, Any], device_index: int,
+                pci_bus_id: str | None = None) -> Mapping[str, Any]:
     cards = {k: v for k, v in data.items() if re.fullmatch(r"card\d+", k) and isinstance(v, dict)}
-    entry = cards.get(f"card{device_index}")
-    if entry is None:
+    if pci_bus_id is not None:  # rocm-smi numbers every card, HIP_VISIBLE_DEVICES or not
+        for entry in cards.values():
+            if any("pci bus" in str(key).lower() and _same_bus(value, pci_bus_id)
+                   for key, value in entry.items()):
+                return entry
+        raise MeasureError(f"rocm-smi reported no card at {pci_bus_id} (cards: {sorted(cards)})")
+    indexed = cards.get(f"card{device_index}")
+    if indexed is None:
         raise MeasureError(f"rocm-smi reported no card{device_index} (cards: {sorted(cards)})")
-    return entry
+    return indexed
 
 
-def rocm_smi_uj(stdout: str, device_index: int) -> float:
-    """µJ of ``card<device_index>`` from ``rocm-smi --showenergycounter --json`` output."""
+def rocm_smi_uj(stdout: str, device_index: int, pci_bus_id: str | None = None) -> float:
+    """µJ of ``card<device_index>`` (or of the card at `pci_bus_id`, from ``--showbus``) from
+    ``rocm-smi --showenergycounter --json`` output."""
     start = stdout.find("{")
     if start < 0:
         raise MeasureError("rocm-smi printed no JSON")
@@ -166,32 +192,36 @@ def rocm_smi_uj(stdout: str, device_index: int) -> float:
         raise MeasureError(f"rocm-smi JSON did not parse: {exc}") from exc
     if not isinstance(data, dict):
         raise MeasureError("rocm-smi JSON is not an object")
-    entry = _card_entry(data, device_index)
+    entry = _card_entry(data, device_index, pci_bus_id)
     for key, value in entry.items():
         if "accumulated energy" in key.lower() and "uj" in key.lower():
             try:
                 return float(value)
             except (TypeError, ValueError) as exc:
                 raise MeasureError(f"rocm-smi {key!r} is not a number: {value!r}") from exc
-    raise MeasureError(f"rocm-smi reported no accumulated energy for card{device_index}")
+    raise MeasureError(f"rocm-smi reported no accumulated energy for "
+                       f"{pci_bus_id or f'card{device_index}'}")
 
 
-def _rocm_smi_meter(device_index: int, runner: Runner) -> EnergyMeter:
+def _rocm_smi_meter(device_index: int, runner: Runner, pci_bus_id: str | None) -> EnergyMeter:
+    argv = [*ROCM_SMI_ARGV, *(["--showbus"] if pci_bus_id is not None else [])]
+
     def read_uj() -> Reading:
-        return [rocm_smi_uj(runner(list(ROCM_SMI_ARGV)), device_index)]
+        return [rocm_smi_uj(runner(list(argv)), device_index, pci_bus_id)]
 
     read_uj()
     return CounterMeter("rocm-smi:energy_counter", read_uj, plain_delta_j(1e6))
 
 
-def _amd_meter(device_index: int, amdsmi: Any | None, runner: Runner) -> EnergyMeter:
+def _amd_meter(device_index: int, amdsmi: Any | None, runner: Runner,
+               pci_bus_id: str | None = None) -> EnergyMeter:
     try:
         module = amdsmi if amdsmi is not None else import_optional("amdsmi")
-        return _amdsmi_meter(device_index, module)
+        return _amdsmi_meter(device_index, module, pci_bus_id)
     except Exception as exc:
         amd_error = describe_error(exc)
     try:
-        return _rocm_smi_meter(device_index, runner)
+        return _rocm_smi_meter(device_index, runner, pci_bus_id)
     except Exception as exc:
         smi_error = describe_error(exc)
     return NullMeter(f"no AMD energy counter: amdsmi ({amd_error}); rocm-smi ({smi_error})", "amd")
@@ -275,15 +305,15 @@ def energy_meter_for(backend: str, device_index: int = 0, *, pci_bus_id: str | N
                      runner: Runner | None = None) -> EnergyMeter:
     """The best energy meter for ``backend`` ("cuda", "rocm", "cpu"); a null meter otherwise.
 
-    ``pci_bus_id`` picks the NVIDIA device by its PCI address (the device that ran the case),
-    else ``device_index`` does. ``nvml`` / ``amdsmi`` / ``powercap_root`` / ``runner`` are test
-    hooks (see the module doc). Never raises.
+    ``pci_bus_id`` picks the GPU by its PCI address, NVML's spelling (the device that ran the
+    case, NVIDIA or AMD), else ``device_index`` does. ``nvml`` / ``amdsmi`` /
+    ``powercap_root`` / ``runner`` are test hooks (see the module doc). Never raises.
     """
     try:
         if backend == "cuda":
             return _nvml_meter(device_index, nvml, pci_bus_id)
         if backend == "rocm":
-            return _amd_meter(device_index, amdsmi, runner or run_command)
+            return _amd_meter(device_index, amdsmi, runner or run_command, pci_bus_id)
         if backend == "cpu":
             return _rapl_meter(Path(powercap_root) if powercap_root is not None else POWERCAP_ROOT)
     except Exception as exc:  # a meter must never break a benchmark
