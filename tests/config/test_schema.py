@@ -141,9 +141,20 @@ def test_a_tolerance_must_be_finite(text: str, key: str, got: str) -> None:
     assert error.message.endswith(f"(got {got})")
 
 
-def test_first_error_reported_is_the_shallowest() -> None:
+def test_every_problem_is_reported_at_once_the_shallowest_first() -> None:
+    """A file with two wrong values takes one edit, not two runs."""
     error = error_for({"tolerances": {"rmse": "x"}, "precisions": "fp32"})
     assert error.key == "precisions"
+    assert error.message == (f"{SOURCE}: 2 problems: key 'precisions': expected a list "
+                             "(got 'fp32'); key 'tolerances.rmse': expected a number (got 'x')")
+
+
+def test_unknown_keys_and_wrong_values_are_reported_together() -> None:
+    error = error_for({"precisons": ["fp32"], "timeout_s": -1})
+    assert error.message.startswith(f"{SOURCE}: 2 problems: key 'precisons': expected a known "
+                                    "key: one of ")
+    assert "(did you mean 'precisions'?) (got \"unknown key 'precisons'\")" in error.message
+    assert "key 'timeout_s': expected" in error.message
 
 
 @pytest.mark.parametrize("data", [None, [], "precisions: [fp32]", 1])

@@ -6,16 +6,13 @@ nothing else of the package but :mod:`kernbench.errors`.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kernbench.config.options import MAX_PROCESSES, MAX_TIMEOUT_S
-from kernbench.config.unknown_keys import UnknownKeysError, key_path, unknown_keys
 from kernbench.config.values import MAX_ITERATIONS
-from kernbench.errors import ConfigError
 from kernbench.results.vocabulary import (
     BACKEND_NAMES,
     COMPILE_MODE_NAMES,
@@ -306,14 +303,9 @@ def _validator_class() -> Any:
 
 
 def validate_suite_config(data: object, source: str, format_names: Iterable[str]) -> None:
-    """Raise ConfigError for the first problem in a parsed suite file, as for bench.yaml."""
+    """Raise ConfigError for the problems in a parsed suite file, as for bench.yaml."""
     validator = _validator_class()(suite_schema(tuple(format_names)))
     _raise_first(validator.iter_errors(data), source)
-
-
-_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
-               "integer": "an integer", "number": "a number", "boolean": "true or false",
-               "null": "null"}
 
 
 @functools.cache
@@ -322,63 +314,16 @@ def _bench_yaml_validator() -> Any:
 
 
 def validate_bench_yaml(data: object, source: str) -> None:
-    """Raise ConfigError for the first problem in a parsed bench.yaml (file, key, expectation)."""
+    """Raise ConfigError for the problems in a parsed bench.yaml (file, key, expectation)."""
     _raise_first(_bench_yaml_validator().iter_errors(data), source)
 
 
 def _raise_first(errors: Iterable[Any], source: str) -> None:
-    """Raise ConfigError for `errors` (jsonschema ValidationErrors), if any: every unknown key
-    at once (a file with three typos takes one edit, not three runs), else the shallowest."""
-    ordered = sorted(errors, key=lambda e: (len(e.path), [str(p) for p in e.path]))
-    unknown = [found for e in ordered if e.validator == "additionalProperties"
-               for found in unknown_keys(e)]
-    if len(unknown) > 1:
-        raise UnknownKeysError(source, unknown)
-    if ordered:
-        raise _config_error(ordered[0], source)
+    """Raise ConfigError for `errors` (jsonschema ValidationErrors), if any: every problem at
+    once (:func:`kernbench.config.schema_errors.raise_errors`)."""
+    from kernbench.config.schema_errors import raise_errors
 
-
-def _config_error(error: Any, source: str) -> ConfigError:
-    key = key_path(error.absolute_path)
-    kind, value, instance = error.validator, error.validator_value, error.instance
-    if kind == "additionalProperties":
-        first = unknown_keys(error)[0]
-        name = first.path.removeprefix(first.parent).lstrip(".")
-        return ConfigError(source, first.path, first.expected, got=f"unknown key {name!r}")
-    if kind == "required":
-        missing = [k for k in value if k not in instance]
-        return ConfigError(source, key_path([*error.absolute_path, missing[0]]),
-                           "this key to be present", got="missing")
-    if kind == "type":
-        types = [value] if isinstance(value, str) else value
-        words = dict(_TYPE_WORDS)
-        if isinstance(instance, float) and not math.isfinite(instance):
-            words["number"] = "a finite number"
-        expected = " or ".join(words.get(t, t) for t in types)
-        return ConfigError(source, key, expected, got=instance)
-    if "description" in error.schema:  # the fragment says in words what it wants
-        return ConfigError(source, key, error.schema["description"], got=instance)
-    if kind == "enum":
-        return ConfigError(source, key, f"one of {', '.join(map(str, value))}"
-                           f"{_did_you_mean(instance, value)}", got=instance)
-    if kind == "pattern":
-        return ConfigError(source, key, _PATTERN_WORDS.get(value, f"text matching {value}"),
-                           got=instance)
-    if kind in ("minimum", "exclusiveMinimum", "maximum"):
-        relation = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<="}[kind]
-        return ConfigError(source, key, f"a number {relation} {value}", got=instance)
-    if kind in ("minItems", "maxItems", "minProperties", "maxProperties"):
-        what = "a mapping with" if kind.endswith("Properties") else "a list of"
-        bound = "at least" if kind.startswith("min") else "at most"
-        noun = "key" if kind.endswith("Properties") else "item"
-        return ConfigError(source, key, f"{what} {bound} {value} {noun}{'s' * (value != 1)}",
-                           got=instance)
-    if kind == "uniqueItems":
-        return ConfigError(source, key, "a list without repeated values", got=instance)
-    if kind == "propertyNames":
-        return ConfigError(source, key, "keys that are Python identifiers (they become keyword "
-                           "arguments)", got=instance)
-    return ConfigError(source, key, error.message)
+    raise_errors(errors, source, _PATTERN_WORDS)
 
 
 _PATTERN_WORDS = {
@@ -390,11 +335,3 @@ _PATTERN_WORDS = {
     POINT_TEXT: "numbers, true/false, or text of letters, digits and _ . + - (at most 64 "
                 "characters): sweep values name the cases",
 }
-
-
-def _did_you_mean(instance: object, allowed: Iterable[object]) -> str:
-    if not isinstance(instance, str):
-        return ""
-    lowered = {str(a).lower(): str(a) for a in allowed}  # FP32 is a near miss of fp32
-    hint = difflib.get_close_matches(instance.lower(), list(lowered), n=1)
-    return f" (did you mean '{lowered[hint[0]]}'?)" if hint else ""
