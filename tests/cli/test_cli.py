@@ -992,6 +992,27 @@ def run_benchmark():
     assert [r["case_id"] for r in summary["results"]] == ["b[cpu,native]"]
 
 
+def test_a_fake_clock_run_is_never_compared_with_a_measured_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--debug-fake-timer's made-up figures against measured ones gave confident verdicts
+    (a 100 ms fake baseline made any real run "improved")."""
+    write(tmp_path / "kernels" / "a.py", GOOD)
+    common = ["--root", str(tmp_path), "--processes", "1", "--iters", "3", "-q"]
+    assert main(["run", *common, "--output-dir", str(tmp_path / "fake"),
+                 "--debug-fake-timer", "100"]) == 0
+    assert main(["run", *common, "--output-dir", str(tmp_path / "real")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "fake"), str(tmp_path / "real")]) == 2
+    err = capsys.readouterr().err
+    assert "the baseline (" in err and "ran on the fake clock (--debug-fake-timer 100.0" in err
+    assert "compare runs made on the same clock" in err
+    assert main(["run", *common, "--output-dir", str(tmp_path / "new"),
+                 "--baseline", str(tmp_path / "fake")]) == 2
+    assert "ran on the fake clock" in capsys.readouterr().err
+    assert not (tmp_path / "new" / "summary.json").exists(), "refused before any kernel ran"
+    assert main(["compare", str(tmp_path / "fake"), str(tmp_path / "fake")]) == 0  # one clock
+
+
 def test_a_second_ctrl_c_while_rendering_says_what_is_missing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

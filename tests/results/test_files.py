@@ -108,6 +108,28 @@ def test_a_malformed_record_names_its_key(tmp_path: Path, results: Any, key: str
     assert message.startswith(f"{path}: key '{key}'"), message
 
 
+def test_a_case_twice_or_a_negative_sample_is_refused(tmp_path: Path) -> None:
+    """Which copy of a doubled case a comparison used was chance (the verdict flipped with
+    the order of the files); a negative latency is no measurement."""
+    record = SUMMARY["results"][0]
+    path = put(tmp_path, "summary.json", json.dumps({**SUMMARY, "results": [record, record]}))
+    message = error_of(load_run, path)
+    assert message.startswith(f"{path}: key 'results[1]': case ") and "also results[0]" in message
+    negative = copy.deepcopy(record)
+    negative["timing"]["samples_ms"] = [1.0, -5.0]
+    put(tmp_path, "summary.json", json.dumps({**SUMMARY, "results": [negative]}))
+    assert "'samples_ms' must be a list of numbers, none negative" in error_of(load_run, path)
+
+
+def test_one_kernels_file_is_not_a_run(tmp_path: Path) -> None:
+    path = put(tmp_path, "kernels/gemm.json", json.dumps(
+        {"schema_version": SCHEMA_VERSION, "kernel_name": "gemm", "kernel": None,
+         "results": SUMMARY["results"]}))
+    assert error_of(load_run, path) == (
+        f"{path}: one kernel's file of a report set (kernels/NAME.json), not a run: give the "
+        "report directory, its summary.json or a history record")
+
+
 def test_a_truncated_or_corrupt_history_file_is_named(tmp_path: Path) -> None:
     record = gzip.compress(b'{"kind": "kernbench-history"}\n')
     path = put(tmp_path, "h.jsonl.gz", record[: len(record) // 2])

@@ -3,6 +3,7 @@ caveats, written as comparison.json and regressions.md."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from kernbench.analysis.machine_caveats import (
     comparison_warnings,
     machine_caveats,
 )
+from kernbench.errors import KernbenchError
 from kernbench.results.inputs import LoadedRun, load_run
 
 
@@ -54,6 +56,8 @@ def run_comparison(base: LoadedRun, cand: LoadedRun, thresholds: Thresholds,
     changes."""
     from kernbench.reporting.regressions import comparison_document
 
+    if base.results and cand.results:  # an empty side (no baseline found) has no clock
+        check_same_clock(base.meta, cand.meta)
     cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
     changed = None
     if not paired:  # an interleaved A/B shares the machine's changes between its two sides
@@ -83,3 +87,20 @@ def incomplete_warnings(base_meta: dict[str, Any], cand_meta: dict[str, Any]) ->
             found.append(f"{title.lower()} on the {side} side: {sentence}; the cases it lacks "
                          "were not compared, so this verdict is not a pass for them")
     return found
+
+
+def check_same_clock(base_meta: Mapping[str, Any], cand_meta: Mapping[str, Any]) -> None:
+    """KernbenchError when one side ran on the fake clock (``--debug-fake-timer``: every call
+    takes exactly MS) and the other was measured: no verdict can come of those two."""
+    fake = {side: meta.get("fake_call_ms") for side, meta in
+            (("baseline", base_meta), ("candidate", cand_meta))}
+    if (fake["baseline"] is None) == (fake["candidate"] is None):
+        return
+    side = "baseline" if fake["baseline"] is not None else "candidate"
+    meta = base_meta if side == "baseline" else cand_meta
+    other = "candidate" if side == "baseline" else "baseline"
+    raise KernbenchError(
+        f"the {side} ({meta.get('source') or 'this run'}) ran on the fake clock "
+        f"(--debug-fake-timer {fake[side]}: every call takes exactly that many ms) and the "
+        f"{other} was measured: a made-up figure against a measured one says nothing; compare "
+        "runs made on the same clock")

@@ -237,9 +237,12 @@ def _check_baseline_first(args: argparse.Namespace) -> Any:
         check_ref(args.root.resolve(), args.ab, "--ab")
     if args.baseline is None:
         return None
+    from kernbench.api.compare import check_same_clock
     from kernbench.results.inputs import load_run
 
-    return load_run(args.baseline)
+    baseline = load_run(args.baseline)
+    check_same_clock(baseline.meta, {"fake_call_ms": args.debug_fake_timer})
+    return baseline
 
 
 def _rerender_complete(args: argparse.Namespace, previous: PreviousRun) -> int:

@@ -300,8 +300,8 @@ SCALE = (
 )
 
 RUN_LAST = (
-    Option(("--debug-fake-timer",), "testing aid: every kernel call takes exactly MS on a fake "
-           "clock, so reports hold known numbers", "positive_float", metavar="MS"),
+    Option(("--debug-fake-timer",), "testing aid: each call takes exactly MS on a fake clock "
+           "(known numbers; never compared with measured ones)", "positive_float", metavar="MS"),
     Option(("--debug-slurm-cluster",), "testing aid: --executor slurm submits its job array to "
            "submitit's local or debug executor on this machine, not to Slurm (the Slurm options "
            "are then ignored); without it, a machine with no sbatch is refused", "choice",

@@ -42,6 +42,10 @@ def load_run(path: Path) -> LoadedRun:
         raise KernbenchError(f"{target}: cannot read results: {exc}") from exc
     if not isinstance(document, dict):
         raise KernbenchError(f"{target}: not a kernbench result file (expected a JSON object)")
+    if "kernel_name" in document:  # kernels/NAME.json: one kernel's records, no run around
+        raise KernbenchError(f"{target}: one kernel's file of a report set (kernels/NAME.json), "
+                             "not a run: give the report directory, its summary.json or a "
+                             "history record")
     if "results" not in document:  # env.json, comparison.json, a manifest: not a run
         kind = document.get("kind")
         raise KernbenchError(f"{target}: key 'results': expected a run's results (a report "
@@ -69,15 +73,23 @@ def records_from_entries(entries: object, source: str) -> list[CaseResult]:
     if not isinstance(entries, list):
         raise KernbenchError(f"{source}: key 'results': expected a list of case records "
                              f"(got {type(entries).__name__})")
-    records = []
+    records: list[CaseResult] = []
+    seen: dict[str, int] = {}
     for index, entry in enumerate(entries):
         problem = _record_problem(entry)
         if problem is None:
             try:
-                records.append(result_from_dict(_as_record(entry)))
-                continue
+                record = result_from_dict(_as_record(entry))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if record.case_id in seen:  # which copy a comparison used would be chance
+                    raise KernbenchError(
+                        f"{source}: key 'results[{index}]': case {record.case_id} is also "
+                        f"results[{seen[record.case_id]}]; a run has one record per case")
+                seen[record.case_id] = index
+                records.append(record)
+                continue
         raise KernbenchError(f"{source}: key 'results[{index}]': not a case record ({problem})")
     return records
 
@@ -98,8 +110,9 @@ def _record_problem(entry: object) -> str | None:
     for key in ("samples_ms", "warmup_ms", "process_sample_counts"):
         values = timing.get(key)
         if values is not None and not (isinstance(values, list) and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)):
-            return f"'{key}' must be a list of numbers"
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                for v in values)):
+            return f"'{key}' must be a list of numbers, none negative"
     return None
 
 
@@ -137,6 +150,7 @@ def _meta(document: Mapping[str, Any], source: str) -> dict[str, Any]:
             "machine_state": _mapping(document.get("machine_state")
                                       or env.get("machine_state")) or None,
             "complete": document.get("complete") is not False,
+            "fake_call_ms": _mapping(document.get("settings")).get("fake_call_ms"),
             "completeness": _mapping(document.get("completeness")) or None}
 
 
