@@ -1013,6 +1013,31 @@ def test_a_fake_clock_run_is_never_compared_with_a_measured_one(
     assert main(["compare", str(tmp_path / "fake"), str(tmp_path / "fake")]) == 0  # one clock
 
 
+def test_a_run_never_deletes_files_it_did_not_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--output-dir . at the repository's top deleted kernels/*.py (the kernels themselves),
+    and a report folder's own kernels/ or plots/ lost the user's files in them."""
+    root = tmp_path / "repo"
+    write(root / "kernels" / "a.py", GOOD)
+    write(root / "kernels" / "weights.json", '{"w": 1}')
+    common = ["--root", str(root), "--processes", "1", "--iters", "3", "--debug-fake-timer",
+              "1", "-q"]
+    for out in (root, root / "kernels" / "out"):
+        assert main(["run", *common, "--output-dir", str(out)]) == 2
+        assert "the kernel folder" in capsys.readouterr().err
+    assert sorted(p.name for p in (root / "kernels").iterdir()) == ["a.py", "weights.json"]
+    out = tmp_path / "out"
+    for path in ("kernels/notes.txt", "kernels/nested/keep.txt", "plots/mine.txt"):
+        write(out / path, "mine")
+    write(out / "kernels" / "user.json", '{"x": 1}')
+    for _ in range(2):  # the second run replaces the first one's kernels/a.json
+        assert main(["run", *common, "--output-dir", str(out)]) == 0
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")
+                  if "kernels" in p.parts or "plots" in p.parts) == [
+        "kernels", "kernels/a.json", "kernels/nested", "kernels/nested/keep.txt",
+        "kernels/notes.txt", "kernels/user.json", "plots", "plots/mine.txt"]
+
+
 def test_a_second_ctrl_c_while_rendering_says_what_is_missing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,12 +42,15 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     and the comparison (regressions.md, comparison.json) to `output_dir`. Ctrl-C or SIGTERM
     stops it between writes: both report sets are written from the rounds that finished
     (``complete: false``), with no comparison, and the interrupt goes on."""
+    from kernbench.discovery.scan import KernelDiscovery
     from kernbench.execution.ab import finished_rounds, interleave, make_side, shard_sides, worktree
     from kernbench.execution.interrupts import signals_handled
-    from kernbench.results.files import check_output_dir, output_lock
+    from kernbench.results.files import check_apart_from_kernels, check_output_dir, output_lock
 
     started = now_iso()
     check_output_dir(output_dir)
+    where = KernelDiscovery(settings.root, paths=paths)
+    check_apart_from_kernels(output_dir, where.root, where.paths)
     runs: Runs = {}
     with output_lock(output_dir), signals_handled() as guard, \
             worktree(settings.root, ref) as (base_root, sha):

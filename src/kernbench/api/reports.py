@@ -25,24 +25,61 @@ from kernbench.results.serialize import spec_dict
 OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
                "pytorch_v3.json", "github_benchmark.json", "junit.xml", "bmf.json",
                "pytest_benchmark.json")
-OWNED_DIRS = ("plots", "profiles", "machines")
+OWNED_DIRS: dict[str, tuple[str, ...]] = {
+    "plots": ("*.png",), "machines": ("*/index.html",),
+    "profiles": ("*.prof", "*.txt", "*.torch.json", "*.jax")}
+"""Folders a run writes into, with the names of what it writes there: only those are removed
+(a file of the user's there stays, and so does its folder)."""
 
 
 def clear_previous_reports(output_dir: Path, kernels: bool = True,
                            resumed: bool = False) -> None:
     """Remove report files an earlier run left in `output_dir` (only kernbench's own names),
-    and with `kernels` its kernels/*.json: a run or merge writes its own, and an earlier run's
-    left there would be read back as this one's (by --resume, and by the report of a run that
-    did not finish). A resumed run has read the records it keeps before this, and keeps the
-    profiles/ they name (`resumed`)."""
-    import shutil
-
+    and with `kernels` its kernels/*.json (kernbench's kernel files only: a folder of the
+    user's called kernels keeps what kernbench did not write): a run or merge writes its own,
+    and an earlier run's left there would be read back as this one's (by --resume, and by the
+    report of a run that did not finish). A resumed run has read the records it keeps before
+    this, and keeps the profiles/ they name (`resumed`)."""
     for name in OWNED_FILES:
         (output_dir / name).unlink(missing_ok=True)
-    kept = ("profiles",) if resumed else ()
-    for name in (*OWNED_DIRS, *(("kernels",) if kernels else ())):
-        if name not in kept:
-            shutil.rmtree(output_dir / name, ignore_errors=True)
+    for name, patterns in OWNED_DIRS.items():
+        if not (resumed and name == "profiles"):
+            _remove_owned(output_dir / name, patterns)
+    if kernels:
+        _remove_owned(output_dir / "kernels", (), kernel_files=True)
+
+
+def _remove_owned(folder: Path, patterns: Sequence[str], kernel_files: bool = False) -> None:
+    """The entries of `folder` matching `patterns` (and with `kernel_files`, its kernbench
+    kernel files), then each folder that left empty, `folder` included."""
+    import contextlib
+    import shutil
+
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    found = [p for pattern in patterns for p in folder.glob(pattern)]
+    if kernel_files:
+        found += [p for p in folder.glob("*.json") if is_kernel_file(p)]
+    for path in found:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    for parent in sorted({p.parent for p in found} | {folder}, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):  # only when empty
+            parent.rmdir()
+
+
+def is_kernel_file(path: Path) -> bool:
+    """Whether `path` is a kernel file kernbench wrote (kernels/NAME.json: its JSON begins with
+    ``schema_version`` and ``kernel_name``), read no further than its first bytes."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"schema_version"' in head \
+        and b'"kernel_name"' in head
 
 
 def render_reports(output_dir: Path, formats: Sequence[str], history_root: Path | None = None,

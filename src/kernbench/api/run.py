@@ -24,7 +24,7 @@ from kernbench.execution.runner import BenchmarkRunner, now_iso
 from kernbench.execution.settings import RunSettings
 from kernbench.measure.environment import collect_environment
 from kernbench.measure.machine import RunState
-from kernbench.results.files import check_output_dir, output_lock
+from kernbench.results.files import check_apart_from_kernels, check_output_dir, output_lock
 from kernbench.results.model import Case, CaseResult, KernelSpec, RunResult
 from kernbench.results.serialize import manifest_dict
 
@@ -96,6 +96,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
 
     check_output_dir(output_dir)
     specs, manifest = discover(settings.root, paths, log)
+    check_apart_from_kernels(output_dir, Path(manifest["root"]), manifest["paths"])
     check_sweep_globs(settings, specs)
     selected = select_kernels(specs, settings.filters)
     previous = load_previous(output_dir) if resume else None

@@ -163,6 +163,25 @@ def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
                                  "(created if missing)")
 
 
+def check_apart_from_kernels(path: Path, root: Path, kernel_paths: Iterable[str],
+                             flag: str = "--output-dir") -> None:
+    """Raise a KernbenchError (exit 2) when the output folder `path` holds one of the kernel
+    folders (`kernel_paths`, under `root`) or lies inside one: a run rewrites its kernels/
+    and reports there, and would write into (or over) the kernels it measures."""
+    from kernbench.errors import KernbenchError
+
+    out = path.resolve()
+    for relative in kernel_paths:
+        folder = (root / relative).resolve()
+        if not folder.is_dir():
+            continue
+        if out == folder or folder in out.parents or out in folder.parents:
+            where = "holds" if out in folder.parents else "is inside"
+            raise KernbenchError(f"{flag} {path} {where} the kernel folder {folder}: a run "
+                                 "writes its kernels/*.json and reports there; expected a "
+                                 "folder of its own (the default is reports/ under --root)")
+
+
 LOCK_NAME = ".kernbench-lock"
 """The file in an output folder that the run writing it holds locked."""
 
