@@ -258,3 +258,26 @@ def test_a_killed_shard_gives_the_cases_its_kernel_files_hold(tmp_path: Path) ->
     assert sorted(r["case_id"] for r in written["results"]) == sorted(SUITE)
     assert header["complete"] is False  # the shard did not finish, though nothing is missing
     assert header["completeness"]["missing_cases"] == []
+
+
+def test_a_merge_into_a_folder_another_run_is_writing_is_refused(tmp_path: Path) -> None:
+    """It linked its kernel files into the live run's kernels/ (a foreign record replaced
+    the run's own) and both exited 0."""
+    import fcntl
+
+    from kernbench.results.files import LOCK_NAME
+
+    dirs = [shard_set(tmp_path / name, document) for name, document in shards()]
+    out = tmp_path / "live"
+    out.mkdir()
+    fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.pwrite(fd, b"4242", 0)
+        with pytest.raises(KernbenchError, match=r"another kernbench run \(pid 4242\)"):
+            merge_shards(dirs, out, markdown=False)
+        assert not (out / "summary.json").exists()
+    finally:
+        os.close(fd)
+    merge_shards(dirs, out, markdown=False)  # free again
+    assert (out / "summary.json").is_file() and not (out / LOCK_NAME).exists()

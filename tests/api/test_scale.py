@@ -196,3 +196,22 @@ def test_a_suite_with_no_case_starts_no_shard(tmp_path: Path) -> None:
     with pytest.raises(KernbenchError, match=r"no cases to run under .*: no shard was started"):
         run_sharded(settings(tmp_path), tmp_path / "out", runner, shards=2)
     assert runner.seen == {}
+
+
+def test_shards_into_a_folder_another_run_is_writing_are_refused(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    from kernbench.results.files import LOCK_NAME
+
+    out = tmp_path / "live"
+    out.mkdir()
+    runner = Flaky(set(), 0)
+    fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(KernbenchError, match="another kernbench run"):
+            run_sharded(settings(tree(tmp_path / "tree")), out, runner, shards=2)
+    finally:
+        os.close(fd)
+    assert runner.seen == {}

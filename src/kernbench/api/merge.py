@@ -59,10 +59,15 @@ def merge_report_sets(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed:
     other machines, of another run), before anything is written."""
     if not shard_dirs:
         raise KernbenchError("no shard summaries to merge")
+    from kernbench.results.files import check_output_dir, output_lock
+
+    check_output_dir(output_dir)
     collecting = gc.isenabled()
     gc.disable()  # records are trees, never cycles; collecting as they pile up costs a third
     try:
-        return _merge(shard_dirs, output_dir, allow_mixed, markdown, html, history_root, jobs)
+        with output_lock(output_dir):  # a run or merge writing there at once is refused
+            return _merge(shard_dirs, output_dir, allow_mixed, markdown, html, history_root,
+                          jobs)
     finally:
         if collecting:
             gc.enable()

@@ -120,7 +120,21 @@ def run_sharded(settings: RunSettings, output_dir: Path,
     if settings.shard is not None:
         raise KernbenchError("--shards and --shard cannot be combined: --shards N runs every "
                              "shard, --shard K/N runs one")
-    runner = _runner(executor, output_dir)
+    from kernbench.results.files import check_output_dir, output_lock
+
+    runner = _runner(executor, output_dir)  # a missing sbatch or extra: before any folder
+    check_output_dir(output_dir)
+    with output_lock(output_dir):  # a run or merge writing the folder at once is refused
+        return _run_sharded(settings, output_dir, runner, shards, paths, log, extra_settings,
+                            (allow_mixed, markdown, html, history_root))
+
+
+def _run_sharded(settings: RunSettings, output_dir: Path, runner: ShardRunner, shards: int,
+                 paths: Sequence[str] | None, log: Log | None,
+                 extra_settings: Mapping[str, Any] | None,
+                 merging: tuple[bool, bool, bool, Path | None]) -> ShardedOutcome:
+    """run_sharded in its held folder; `merging`: allow_mixed, markdown, html, history_root."""
+    allow_mixed, markdown, html, history_root = merging
     from kernbench.api.run import shard_split
 
     split = shard_split(settings, shards, paths)

@@ -188,15 +188,22 @@ LOCK_NAME = ".kernbench-lock"
 
 @contextmanager
 def output_lock(path: Path) -> Iterator[None]:
-    """Hold `path` (an output folder, created) for one run: a second run writing the same
-    folder at once would mix its records into the first one's report. The lock is the
-    kernel's (``flock``), so a run killed outright leaves none behind."""
+    """Hold `path` (an output folder, created) for one run or merge: a second one writing the
+    same folder at once would mix its records into the first one's report. The lock is the
+    kernel's (``flock``), so a run killed outright leaves none behind. Taken again by the
+    process that holds it (``run --shards`` holds its folder, then merges into it), it is
+    already held."""
     import fcntl
 
     from kernbench.errors import KernbenchError
 
     path.mkdir(parents=True, exist_ok=True)
+    key = path.resolve()
+    if key in _HELD:
+        yield
+        return
     fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    _HELD.add(key)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -211,7 +218,12 @@ def output_lock(path: Path) -> Iterator[None]:
         finally:  # still held: no report set keeps a stray lock file
             (path / LOCK_NAME).unlink(missing_ok=True)
     finally:
+        _HELD.discard(key)
         os.close(fd)
+
+
+_HELD: set[Path] = set()
+"""Output folders this process holds the lock of (:func:`output_lock`)."""
 
 
 @contextmanager
