@@ -155,6 +155,41 @@ def test_file_over_one_mib_is_rejected(tmp_path: Path) -> None:
     assert str(info.value).startswith(SOURCE)
 
 
+BILLION_LAUGHS = "".join(
+    ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n']
+    + [f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n"
+       for p, n in zip("abcdefgh", "bcdefghi", strict=True)]
+    + ["problem_size: {x: *i}\n"])
+
+
+def test_aliases_that_expand_past_a_million_values_are_refused_at_once(tmp_path: Path) -> None:
+    """374 bytes that stand for 387 million values: every check walked them, and discovery
+    of the whole repository hung."""
+    message = load_error(tmp_path, BILLION_LAUGHS)
+    assert message.startswith(f"{SOURCE}: expected YAML that stands for at most 1,000,000 "
+                              "values once its aliases (*name) are expanded"), message
+    recursive = load_error(tmp_path, "problem_size: &p {x: 1, y: *p}\n")
+    assert "expected YAML without an alias inside its own anchor" in recursive
+    shared = "tol: &t {rmse: 0.1}\ntolerances: {fp32: *t, fp64: *t}\n"  # a plain alias is fine
+    assert "tol" in load_error(tmp_path, shared)  # refused for its unknown key only
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_bench_yaml_that_is_no_regular_file_is_refused_unread(tmp_path: Path,
+                                                                kind: str) -> None:
+    """A FIFO's read waited for a writer forever; /dev/zero's never ended."""
+    import os
+
+    path = tmp_path / "bench.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="a FIFO, not a regular file" if kind == "fifo"
+                       else "a device, not a regular file"):
+        load_bench_config(path, SOURCE)
+
+
 def test_malformed_yaml_names_line_and_column(tmp_path: Path) -> None:
     message = load_error(tmp_path, "precisions: [fp32]\nbackends:\n  - cpu\n - cuda\n")
     assert message.startswith(f"{SOURCE}:4:2:"), message

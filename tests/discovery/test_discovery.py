@@ -720,3 +720,17 @@ def test_a_class_method_is_a_kernel_with_the_methods_parameters(tmp_path: Path) 
     assert missing.error == ("kernels/missing/bench.yaml: key 'function_name': expected a "
                              "function defined at module level in kernels/missing/missing.py, "
                              "which has no Ops.run()")
+
+
+def test_a_symlinked_folder_is_walked_once_and_a_fifo_is_invalid(tmp_path: Path) -> None:
+    """A linked folder was skipped without a word; a FIFO named like a kernel hung discovery."""
+    import os
+
+    write(tmp_path, "kernels/real/r.py", SIMPLE)
+    (tmp_path / "kernels" / "linked").symlink_to(tmp_path / "kernels" / "real")
+    (tmp_path / "kernels" / "real" / "loop").symlink_to(tmp_path / "kernels")  # a cycle
+    os.mkfifo(tmp_path / "kernels" / "pipe.py")
+    found = by_name(tmp_path)
+    assert sorted(found) == ["pipe", "real.r"]  # linked/ is real/ walked already
+    assert found["pipe"].status == "invalid"
+    assert "a FIFO, not a regular file" in str(found["pipe"].error)

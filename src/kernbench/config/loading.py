@@ -32,7 +32,18 @@ from kernbench.results.model import (
 from kernbench.results.vocabulary import canonical_precision
 
 MAX_BENCH_YAML_BYTES = 1 << 20
+MAX_SOURCE_BYTES = 16 << 20
+"""A kernel file larger than this is refused unread (a generated table belongs in data)."""
 PYPROJECT_KEYS = {"paths": "a list of folders (relative to the root) to scan for kernels"}
+
+
+def read_source(path: Path) -> bytes:
+    """A kernel file's (or a config file's) bytes, at most :data:`MAX_SOURCE_BYTES`: OSError
+    for a FIFO or a device, ValueError for a larger file
+    (:func:`kernbench.results.files.read_regular`)."""
+    from kernbench.results.files import read_regular
+
+    return read_regular(path, MAX_SOURCE_BYTES)
 
 
 class DataLoader(yaml.SafeLoader):
@@ -57,6 +68,7 @@ def parse_yaml(text: str, source: str) -> object:
             if node is None:
                 return None
             _refuse_duplicate_keys(node, source)
+            _refuse_alias_bombs(node, source)
             return loader.construct_document(node)
         finally:
             loader.dispose()
@@ -94,6 +106,46 @@ def _refuse_duplicate_keys(root: yaml.Node, source: str) -> None:
                          for key, value in reversed(node.value))
 
 
+MAX_YAML_VALUES = 1_000_000
+"""The most values a YAML document may stand for once its aliases (``*name``) are expanded:
+a 1 MiB file without aliases holds far fewer, and nine nested lists of nine aliases stand
+for 387 million, which every check would walk."""
+
+
+def _refuse_alias_bombs(root: yaml.Node, source: str) -> None:
+    """ConfigError for a document whose aliases expand past :data:`MAX_YAML_VALUES` values or
+    refer to themselves: counted over the nodes, each once, in time of the file's size."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        children = _children(node)
+        if closing:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_YAML_VALUES + 1)
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise ConfigError(source, "", "YAML without an alias inside its own anchor",
+                              got="a recursive alias")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    if sizes[id(root)] > MAX_YAML_VALUES:
+        raise ConfigError(source, "", f"YAML that stands for at most {MAX_YAML_VALUES:,} values "
+                          "once its aliases (*name) are expanded", got="more")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
 def _key_text(key: yaml.Node) -> str:
     """A key's text for error paths (a list or mapping as a key is refused later)."""
     return str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
@@ -128,13 +180,16 @@ def _check_keys(value: object, source: str, path: tuple[object, ...] = ()) -> No
 
 def load_bench_config(path: Path, source: str) -> BenchConfig:
     """Read and validate one bench.yaml; `source` is how the file is named in errors."""
+    from kernbench.results.files import read_regular
+
     try:
-        size = path.stat().st_size
-        if size > MAX_BENCH_YAML_BYTES:
-            raise ConfigError(source, "", f"a file under {MAX_BENCH_YAML_BYTES} bytes",
-                              got=f"{size} bytes")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(path, MAX_BENCH_YAML_BYTES).decode("utf-8")
+    except ValueError as exc:  # over the limit: read no further than it
+        if isinstance(exc, UnicodeDecodeError):
+            raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
+        raise ConfigError(source, "", f"a file under {MAX_BENCH_YAML_BYTES} bytes",
+                          got="a larger one") from exc
+    except OSError as exc:
         raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
     data = parse_yaml(text, source)
     return bench_config_from_data({} if data is None else data, source)

@@ -41,8 +41,10 @@ def spec_elsewhere(rel: str, name: str, folders: Sequence[Path]) -> KernelSpec |
         where = ", ".join(str(folder) for folder in folders)
         return (f"{rel}: function_name {name}: no module {module!r} in the kernel's folder, "
                 f"the root or sys_path ({where})")
+    from kernbench.config.loading import read_source
+
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = ast.parse(read_source(path), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
         return f"{rel}: function_name {name}: cannot read {path}: {exc}"
     definition = find_function(tree, attribute)

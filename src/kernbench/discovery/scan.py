@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kernbench.config.loading import load_bench_config, load_pyproject_settings
+from kernbench.config.loading import load_bench_config, load_pyproject_settings, read_source
 from kernbench.discovery.elsewhere import spec_elsewhere
 from kernbench.discovery.source import find_function, spec_from_tree
 from kernbench.errors import ConfigError, KernbenchError
@@ -134,8 +134,11 @@ class KernelDiscovery:
                     yield _Found(path, base.parent if base.is_file() else base)
 
     def _walk(self, base: Path) -> Iterator[Path]:
-        for folder, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        """The .py files under `base`, symlinked folders followed (each real folder once)."""
+        visited = {base.resolve()}
+        for folder, dirs, files in os.walk(base, followlinks=True):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS
+                             and self._first_visit(Path(folder, d), visited))
             self._listings[Path(folder)] = frozenset(files)  # spares a stat per config lookup
             for name in sorted(files):
                 if not name.endswith(".py"):
@@ -145,6 +148,14 @@ class KernelDiscovery:
                               f"'{name[:2] if name.startswith('__') else 'test_'}')")
                     continue
                 yield Path(folder, name)
+
+    def _first_visit(self, folder: Path, visited: set[Path]) -> bool:
+        real = folder.resolve()
+        if real in visited:
+            self._log(f"discovery: {folder}: skipped (a link to {real}, walked already)")
+            return False
+        visited.add(real)
+        return True
 
     # -- one file --------------------------------------------------------------------------
 
@@ -169,8 +180,8 @@ class KernelDiscovery:
         config = self._config_for(path)
         candidates = _function_names(config, path)
         try:
-            source = path.read_bytes()
-        except OSError as exc:
+            source = read_source(path)
+        except (OSError, ValueError) as exc:
             return _invalid(rel, candidates[0], f"{rel}: cannot read: {exc}")
         elsewhere = next((name for name in candidates if ":" in name), None)
         if elsewhere is not None:
@@ -270,8 +281,8 @@ def _function_names(config: BenchConfig | ConfigError | None, path: Path) -> tup
         if not config_file.is_file():
             config_file = path.with_name("bench.yaml")
         try:
-            text = config_file.read_text(errors="replace")
-        except OSError:
+            text = read_source(config_file).decode(errors="replace")
+        except (OSError, ValueError):
             text = ""
         named = [m.group(1) for m in _FUNCTION_NAME_RE.finditer(text)]
         return tuple(dict.fromkeys([*named, DEFAULT_FUNCTION]))

@@ -182,6 +182,33 @@ def check_apart_from_kernels(path: Path, root: Path, kernel_paths: Iterable[str]
                                  "folder of its own (the default is reports/ under --root)")
 
 
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path` (a symlink followed), at most `limit` of them:
+    OSError for a FIFO, a device (``/dev/zero``) or a folder, which a read would wait on or
+    never finish, and ValueError for a file over `limit`, read no further than that."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO's open would wait for a writer
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if (
+                stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) else "not a regular file"
+            raise OSError(f"{path} is {kind}, not a regular file")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ValueError(f"{path} is over {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 LOCK_NAME = ".kernbench-lock"
 """The file in an output folder that the run writing it holds locked."""
 
