@@ -205,3 +205,39 @@ def test_compare_refuses_an_alpha_or_threshold_that_makes_no_verdict(
 def test_a_first_argument_that_is_not_callable_is_a_clear_error() -> None:
     with pytest.raises(KernbenchError, match="must be the function to time, not int 42"):
         kernbench.bench(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("make", [lambda: (i for i in range(10)), lambda: map(abs, range(10))],
+                         ids=["generator", "map"])
+def test_a_lazy_result_is_refused_as_kernbench_run_fails_it(make: object) -> None:
+    """It timed the creation of a generator and reported nanoseconds for any work."""
+    with pytest.raises(KernbenchError, match="the function returned a lazy "):
+        kernbench.bench(make, iterations=5)  # type: ignore[arg-type]
+
+
+def test_a_coroutine_is_refused_without_a_never_awaited_warning() -> None:
+    import asyncio
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(KernbenchError, match="the function returned a coroutine"):
+            kernbench.bench(asyncio.sleep, 0, iterations=5)
+
+
+def test_fork_after_jax_started_its_backend_is_refused_before_forking() -> None:
+    """The forked child waited forever on the backend's threads (a timeout, or a hang). In a
+    process of its own: JAX's backend, once started, stays started."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    code = ("import jax, jax.numpy as jnp, kernbench\n"
+            "double = jax.jit(lambda a: a * 2); x = jnp.ones(4); double(x).block_until_ready()\n"
+            "try:\n"
+            "    kernbench.bench(double, x, isolation='fork', iterations=3, timeout_s=20)\n"
+            "except kernbench.KernbenchError as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert "isolation='fork' after JAX has started its backend" in done.stdout, done.stderr

@@ -41,3 +41,17 @@ def test_a_child_past_its_time_limit_is_killed() -> None:
 def test_a_reply_that_is_not_json_is_named() -> None:
     with pytest.raises(KernbenchError, match="not JSON"):
         run_forked(lambda: object())
+
+
+def test_a_timeout_with_torch_imported_says_why_the_child_may_wait_forever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked child blocks on torch's thread pool once it has run in the parent: the
+    timeout said only 'killed'."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    with pytest.raises(KernbenchError, match="torch is imported in this process, and a forked "
+                                             "child waits forever"):
+        run_forked(lambda: time.sleep(30), timeout_s=0.5)

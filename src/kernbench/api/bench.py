@@ -219,7 +219,7 @@ def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
     if options.isolation == "fork":
         from kernbench.execution.forked import run_forked
 
-        _refuse_forked_gpu(args, kwargs)
+        _refuse_forked_gpu(fn, args, kwargs)
         parts = [run_forked(lambda: _measure_once(call, options, (args, kwargs))[0],
                             options.timeout_s) for _ in range(options.processes)]
     else:
@@ -236,11 +236,38 @@ def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
     return BenchResult(merge_replicates(results)), value
 
 
-def _refuse_forked_gpu(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+def _uses_jax(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+    """Whether the call shows JAX: a jitted function or JAX arrays among its arguments (one
+    that makes its arrays inside says nothing: a timeout then says why it may have hung)."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return False
+    if hasattr(fn, "lower") and hasattr(fn, "trace"):  # jax.jit's wrapped functions
+        return True
+    from kernbench.measure.backends.base import walk_leaves
+
+    return any(isinstance(leaf, jax.Array) for leaf in walk_leaves((list(args), dict(kwargs))))
+
+
+def _refuse_forked_gpu(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """A forked child cannot use a GPU its parent has initialised (CUDA forbids it), and a
-    process holding GPU arrays has: refuse before forking, saying what to do instead."""
+    process holding GPU arrays has: refuse before forking, saying what to do instead. Nor can
+    it use JAX once its backend runs in the parent: it waits forever on the backend's threads,
+    which the fork did not copy (torch's thread pool does the same; a timeout says so)."""
+    import sys
+
     from kernbench.api.gpu import gpu_target
 
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    started = bridge is not None and bool(getattr(bridge, "_backends", None))
+    if started and _uses_jax(fn, args, kwargs):
+        raise KernbenchError(
+            "kernbench.bench: isolation='fork' after JAX has started its backend in this "
+            "process: a forked child deadlocks on the backend's threads, which the fork did not "
+            "copy; use isolation='none', or time it with `kernbench run`, whose workers are "
+            "forked before any backend starts")
     found = gpu_target(args, kwargs)
     if found is not None:
         raise KernbenchError(f"kernbench.bench: isolation='fork' cannot time a function of "
@@ -254,9 +281,13 @@ def _measure_once(call: Callable[[], object], options: BenchOptions,
     last timed call's result. One untimed call first says where the function runs: on a GPU
     (its result or `inputs` hold GPU arrays, or `options.backend` names a GPU) it is timed in
     a GPU timing mode (:mod:`kernbench.api.gpu`), else by the CPU protocol."""
-    from kernbench.execution.describe import describe_output
+    from kernbench.execution.describe import describe_output, unevaluated
 
-    target = _target(call(), inputs, options.backend)
+    first = call()
+    lazy = unevaluated(first)
+    if lazy is not None:  # timed as it stands, it would read nanoseconds for any work
+        raise KernbenchError(f"kernbench.bench: {lazy.replace('run_benchmark', 'the function')}")
+    target = _target(first, inputs, options.backend)
     began = time.monotonic()
     if target is not None:
         from kernbench.api.gpu import measure_on_gpu

@@ -57,8 +57,23 @@ def run_forked(work: Callable[[], Any], timeout_s: float | None = None) -> Any:
     _, status = os.waitpid(pid, 0)
     if timed_out:
         raise KernbenchError(f"the forked measurement ran past its time limit of {timeout_s:g} s "
-                             "and was killed")
+                             f"and was killed{_deadlock_hint()}")
     return _reply(data, status)
+
+
+def _deadlock_hint() -> str:
+    """Why a forked child that should have finished may wait forever: torch's thread pool or
+    JAX's backend, once it has run in this process, is not in the child, whose first use of
+    it waits on threads the fork did not copy."""
+    import sys
+
+    loaded = [name for name in ("torch", "jax") if name in sys.modules]
+    if not loaded:
+        return ""
+    return (f"; {' and '.join(loaded)} {'is' if len(loaded) == 1 else 'are'} imported in this "
+            "process, and a forked child waits forever on their threads once they have run "
+            "here: use isolation='none', or time the kernel with `kernbench run`, whose "
+            "workers are forked before any pool starts")
 
 
 def _child(work: Callable[[], Any], write_fd: int) -> None:  # pragma: no cover - child only
