@@ -880,14 +880,26 @@ def test_a_filter_glob_that_matches_nothing_is_named(
 def test_a_second_run_into_a_folder_being_written_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # two runs writing one --output-dir at once mixed their records into one report
-    from kernbench.results.files import output_lock
+    import subprocess
+    import sys
 
     write(tmp_path / "kernels" / "k.py", GOOD)
     out = tmp_path / "out"
-    with output_lock(out):
+    holder = subprocess.Popen(  # another run, in another process, holding the folder
+        [sys.executable, "-c", "import sys; from pathlib import Path\n"
+         "from kernbench.results.files import output_lock\n"
+         "with output_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n"
+         "    sys.stdin.read()\n", str(out)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         code, _, err = run_cli(capsys, tmp_path, out, "--debug-fake-timer", "1")
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
     assert code == 2
-    assert f"{out}: another kernbench run (pid {os.getpid()}) is writing this folder" in err
+    assert f"{out}: another kernbench run (pid {holder.pid}) is writing this folder" in err
     assert not (out / "summary.json").exists()
     code, summary, _ = run_cli(capsys, tmp_path, out, "--debug-fake-timer", "1")
     assert code == 0 and summary is not None  # released: the next run goes ahead
@@ -1036,6 +1048,27 @@ def test_a_run_never_deletes_files_it_did_not_write(
                   if "kernels" in p.parts or "plots" in p.parts) == [
         "kernels", "kernels/a.json", "kernels/nested", "kernels/nested/keep.txt",
         "kernels/notes.txt", "kernels/user.json", "plots", "plots/mine.txt"]
+
+
+def test_processes_with_ab_is_refused_not_ignored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "a.py", GOOD)
+    assert main(["run", "--root", str(tmp_path), "--ab", "HEAD", "--processes", "7"]) == 2
+    assert "--processes 7 has no effect with --ab: its rounds are its processes" in \
+        capsys.readouterr().err
+
+
+def test_an_interrupt_before_any_case_says_nothing_was_saved(tmp_path: Path) -> None:
+    """It said 'continue with --resume OUT' for a folder that did not exist."""
+    from types import SimpleNamespace
+
+    from kernbench.cli.main import _how_to_continue
+
+    args = SimpleNamespace(command="run", ab=None, shards=None, output_dir=tmp_path / "out")
+    assert _how_to_continue(args) == ("; no case had started, so nothing was saved: run it "  # type: ignore[arg-type]
+                                      "again")
+    write(tmp_path / "out" / "summary.json", "{}")
+    assert "continue with --resume" in _how_to_continue(args)  # type: ignore[arg-type]
 
 
 def test_a_second_ctrl_c_while_rendering_says_what_is_missing(

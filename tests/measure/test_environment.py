@@ -116,6 +116,20 @@ def test_untracked_file_is_not_dirty(git_repo: Path) -> None:
 
 
 @needs_git
+def test_an_untracked_kernel_or_bench_yaml_is_dirty_bytecode_is_not(git_repo: Path) -> None:
+    """A run filed under a commit measured a kernel the commit does not hold."""
+    (git_repo / "kernels" / "__pycache__").mkdir(parents=True)
+    (git_repo / "kernels" / "__pycache__" / "k.cpython-311.pyc").write_bytes(b"\0")
+    (git_repo / "reports").mkdir()
+    (git_repo / "reports" / "summary.json").write_text("{}")
+    assert envmod.git_info(git_repo, ["kernels", "src/kernels"])["dirty"] is False
+    (git_repo / "kernels" / "k").mkdir()
+    (git_repo / "kernels" / "k" / "bench.yaml").write_text("precisions: [fp32]\n")
+    assert envmod.git_info(git_repo, ["kernels", "src/kernels"])["dirty"] is True
+    assert envmod.git_info(git_repo)["dirty"] is False  # no kernel folders named
+
+
+@needs_git
 def test_git_info_from_subdirectory(git_repo: Path) -> None:
     sub = git_repo / "sub"
     sub.mkdir()

@@ -102,7 +102,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     previous = load_previous(output_dir) if resume else None
     planned, plan = _plan_run(settings, manifest, selected,
                               None if previous is None else _recorded_plan(previous.summary))
-    environment = run_environment(settings)
+    environment = run_environment(settings, manifest["paths"])
     run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
                     **identity_record(environment, settings), "plan": plan,
                     **(extra_settings or {})}
@@ -170,12 +170,14 @@ def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str,
             if spec.status != "invalid" and (reason := not_selected(spec, settings))}
 
 
-def run_environment(settings: RunSettings) -> dict[str, Any]:
-    """env.json of a run on this machine: the environment and the run's testbed."""
+def run_environment(settings: RunSettings,
+                    kernel_paths: Sequence[str] = ()) -> dict[str, Any]:
+    """env.json of a run on this machine: the environment and the run's testbed; `git.dirty`
+    counts files git does not track in the `kernel_paths` too."""
     from kernbench.measure.identity import resolve_testbed
     from kernbench.results.files import default_cache_dir
 
-    environment = collect_environment(settings.root)
+    environment = collect_environment(settings.root, kernel_paths=kernel_paths)
     environment["testbed"] = resolve_testbed(settings.testbed,
                                              settings.testbed_dir or default_cache_dir(),
                                              environment.get("hostname"))

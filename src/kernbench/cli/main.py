@@ -52,10 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """`cannot write out/kernels: [Errno 17] File exists` where the error names its file."""
-    where = f" {exc.filename}" if exc.filename is not None else ""
+    where = f" on {exc.filename}" if exc.filename is not None else ""
     what = exc.strerror or str(exc) or type(exc).__name__
     number = f"[Errno {exc.errno}] " if exc.errno is not None else ""
-    return f"{type(exc).__name__} on{where}: {number}{what} (run again with -v for the traceback)"
+    return f"{type(exc).__name__}{where}: {number}{what} (run again with -v for the traceback)"
 
 
 EXIT_BROKEN_PIPE = 128 + 13
@@ -84,6 +84,8 @@ def _how_to_continue(args: argparse.Namespace | None) -> str:
                 "cannot be resumed: run it again")
     if getattr(args, "shards", None):
         return _how_to_continue_shards(args.output_dir, args.shards)
+    if not (args.output_dir / "summary.json").is_file():
+        return "; no case had started, so nothing was saved: run it again"
     return f"; finished cases are saved: continue with --resume {args.output_dir}"
 
 

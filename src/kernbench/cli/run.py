@@ -122,6 +122,12 @@ def _refuse_combinations(args: argparse.Namespace) -> None:
     if args.ab and getattr(args, "profile", None):
         raise KernbenchError("--profile cannot be combined with --ab (every round would "
                              "profile again); profile a plain run")
+    from kernbench.config.options import DEFAULT_PROCESSES
+
+    if args.ab and args.processes != DEFAULT_PROCESSES:
+        raise KernbenchError(f"--processes {args.processes} has no effect with --ab: its rounds "
+                             "are its processes (--rounds N runs N per case and side); give "
+                             "--rounds instead")
     if args.ab and args.save_history:
         raise KernbenchError("--save-history cannot be combined with --ab (its rounds are "
                              "no run of one commit to keep); save the history of a plain run")

@@ -353,7 +353,7 @@ COMMENT = (
            "artifacts of untrusted runs); exit 2 if it fails", "switch", False),
     Option(("--run-url",), "link to the CI run, shown at the end", metavar="URL"),
     Option(("--max-chars",), "hard size limit", "count", 60_000, "60000; GitHub allows 65536",
-           "N", minimum=3000),
+           "N", minimum=3000, maximum=65536),
     Option(("--from-fork",), "the pull request comes from this fork: the comment warns that its "
            "figures were measured by the fork's own, untrusted code", metavar="OWNER/NAME"),
 )

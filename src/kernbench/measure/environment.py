@@ -168,10 +168,12 @@ def _null_git(reason: str | None) -> dict[str, Any]:
     return {**dict.fromkeys(keys), "reason": reason}
 
 
-def git_info(root: Path) -> dict[str, Any]:
+def git_info(root: Path, kernel_paths: Sequence[str] = ()) -> dict[str, Any]:
     """Commit, branch and dirty state of the git work tree containing ``root``.
 
-    ``dirty`` means tracked files differ from HEAD (untracked files do not count).
+    ``dirty`` means tracked files differ from HEAD, or a file git does not track and does not
+    ignore is in one of the `kernel_paths` (a new kernel or bench.yaml: the run measured code
+    the commit does not hold); untracked files elsewhere (a report folder) do not count.
     """
     if shutil.which("git") is None:
         return _null_git("git not found on PATH")
@@ -183,6 +185,11 @@ def git_info(root: Path) -> dict[str, Any]:
     info["branch"], info["detached"] = branch or None, not branch
     status, reason = _git(root, "status", "--porcelain", "--untracked-files=no")
     info["dirty"] = bool(status) if status is not None else None
+    folders = [str(root / p) for p in kernel_paths if (root / p).is_dir()]
+    if info["dirty"] is False and folders:  # a new kernel or bench.yaml not in the commit
+        new, _ = _git(root, "status", "--porcelain", "--untracked-files=all", "--", *folders)
+        info["dirty"] = any("__pycache__/" not in line and not line.endswith(".pyc")
+                            for line in (new or "").splitlines())  # bytecode is no code
     commit, _ = _git(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
     if not commit:
         info["reason"] = "repository has no commits yet"
@@ -262,14 +269,16 @@ def collect_gpus() -> tuple[list[dict[str, Any]], str | None]:
     return gpus, (None if gpus else "; ".join(problems))
 
 
-def collect_environment(root: Path, *, run_git: bool = True) -> dict[str, Any]:
+def collect_environment(root: Path, *, run_git: bool = True,
+                        kernel_paths: Sequence[str] = ()) -> dict[str, Any]:
     """Everything ``env.json`` records about this machine, its software and ``root``'s repo."""
     reasons: dict[str, str] = {}
     env: dict[str, Any] = {
         "os": _os_info(), "cpu": _cpu_info(), "memory": _memory_info(),
         "python": _python_info(), "libraries": _library_versions(reasons),
     }  # fmt: skip
-    env["git"] = git_info(root) if run_git else _null_git("git collection disabled (run_git=False)")
+    env["git"] = git_info(root, kernel_paths) if run_git else _null_git(
+        "git collection disabled (run_git=False)")
     env["gpus"], env["gpus_reason"] = collect_gpus()
     try:
         env["hostname"] = socket.gethostname() or None

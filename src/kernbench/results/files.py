@@ -272,6 +272,11 @@ def atomic_writer(path: Path, durable: bool = True) -> Iterator[IO[bytes]]:
             if durable:
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a full disk names no file: say which one failed
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
