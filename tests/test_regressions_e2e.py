@@ -623,7 +623,7 @@ def test_ab_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path) -> N
     """The documented rule (`--threshold` help, README): bench.yaml `regression.latency`
     overrides the threshold per kernel, in --ab as in the other comparisons."""
     out = tmp_path / "ab"
-    code, err = run(lenient.repo, out, "--ab", "main", "--rounds", "2", "--processes", "1",
+    code, err = run(lenient.repo, out, "--ab", "main", "--rounds", "2",
                     "--debug-fake-timer", "1", "--filter", "gamma")
     assert code == 0, err
     found = thresholds_and_verdicts(out)

@@ -123,8 +123,15 @@ def _method_note(comparison: Mapping[str, Any], n_cases: int, several: bool) -> 
     settings = section(comparison, "settings")
     threshold = settings.get("threshold")
     pct = number_text(threshold * 100) if isinstance(threshold, (int, float)) else "n/a"
+    per_kernel = settings.get("per_kernel")
+    own = [f"{escape(name)} {number_text(values['latency'] * 100)}%" for name, values in
+           sorted(per_kernel.items() if isinstance(per_kernel, Mapping) else [])
+           if isinstance(values, Mapping) and isinstance(values.get("latency"), (int, float))]
+    bar = f"{pct}% threshold"
+    if own:  # a kernel's bench.yaml overrides the threshold: say so, where it applied
+        bar += f" (a kernel's own from its bench.yaml: {', '.join(own)})"
     text = (f"{RATIO_NOTE} A change is "
-            f"claimed only beyond the {pct}% threshold **and** at q < "
+            f"claimed only beyond the {bar} **and** at q < "
             f"{number_text(settings.get('alpha'))} after Benjamini-Hochberg control across "
             + (f"each machine's cases ({n_cases} in all); each machine is compared only with "
                "its own baseline, and no case is compared across machines." if several else

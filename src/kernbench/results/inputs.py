@@ -74,7 +74,7 @@ def records_from_entries(entries: object, source: str) -> list[CaseResult]:
         raise KernbenchError(f"{source}: key 'results': expected a list of case records "
                              f"(got {type(entries).__name__})")
     records: list[CaseResult] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, object, object], int] = {}
     for index, entry in enumerate(entries):
         problem = _record_problem(entry)
         if problem is None:
@@ -83,11 +83,14 @@ def records_from_entries(entries: object, source: str) -> list[CaseResult]:
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
-                if record.case_id in seen:  # which copy a comparison used would be chance
+                # one record per case and machine (a merge keeps machines apart): which
+                # copy a comparison used would be chance
+                key = (record.case_id, entry.get("fingerprint"), entry.get("testbed"))
+                if key in seen:
                     raise KernbenchError(
                         f"{source}: key 'results[{index}]': case {record.case_id} is also "
-                        f"results[{seen[record.case_id]}]; a run has one record per case")
-                seen[record.case_id] = index
+                        f"results[{seen[key]}]; a run has one record per case and machine")
+                seen[key] = index
                 records.append(record)
                 continue
         raise KernbenchError(f"{source}: key 'results[{index}]': not a case record ({problem})")
