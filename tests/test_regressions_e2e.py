@@ -617,6 +617,9 @@ def test_compare_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path)
     assert found["delta"] == (pytest.approx(0.10), "regressed")
     assert found["gamma"] == (pytest.approx(1.5), "unchanged")
     assert load(out / "comparison.json")["settings"]["per_kernel"] == {"gamma": {"latency": 1.5}}
+    # said "(default 10%)" while gamma was judged by its own 150%
+    assert ("beyond the threshold (10%; a kernel's own from its bench.yaml: gamma 150%)"
+            in (out / "regressions.md").read_text(encoding="utf-8"))
 
 
 def test_ab_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path) -> None:
