@@ -78,6 +78,14 @@ class PluginSession:
         self.notes: list[str] = []
         self.cases: list[dict[str, Any]] = []
         """The comparison's cases (comparison.json's layout), when one was made."""
+        self.machine: Any = None
+        """The machine around the session (a calibration before and after), where it is saved
+        or compared: a comparison of two sessions then says when the machine changed."""
+        if not self.disabled and (self.option("save") is not None
+                                  or self.option("compare") is not None):
+            from kernbench.measure.machine import RunState
+
+            self.machine = RunState()
 
     def option(self, name: str) -> Any:
         return self.config.getoption(f"kernbench_{name}")
@@ -151,13 +159,16 @@ class PluginSession:
         compare, save = self.option("compare"), self.option("save")
         if compare is None and save is None:
             return False
+        state = self.machine.finish(complete) if self.machine is not None else None
         try:
             baseline = self._baseline(compare) if compare is not None else None
-            saved = self._save(save, complete) if save is not None and self.results else None
+            saved = self._save(save, complete, state) if save is not None and self.results \
+                else None
             if save is not None and not self.results:
                 self.notes.append("nothing measured: no report set saved")
             if baseline is not None:
-                self._compare(baseline, saved)
+                self._compare(baseline, saved, {"source": "this session", "complete": complete,
+                                                "machine_state": state})
         except (KernbenchError, OSError) as exc:  # a save that failed fails the session
             self.notes.append(f"error: {exc}")
             return bool(self.option("compare_fail")) or save is not None
@@ -215,7 +226,8 @@ class PluginSession:
             return None  # said by _say_what_was_compared
         return load_run(saved[-1].parent)
 
-    def _save(self, name: str, complete: bool = True) -> Path:
+    def _save(self, name: str, complete: bool = True,
+              machine_state: Mapping[str, Any] | None = None) -> Path:
         from kernbench.api.reports import render_reports, write_report_set
         from kernbench.errors import KernbenchError
         from kernbench.measure.environment import collect_environment
@@ -236,8 +248,11 @@ class PluginSession:
         settings = {"runner": "pytest", "iterations": defaults.iterations,
                     "warmup": defaults.warmup, "isolation": defaults.isolation, "seed": None,
                     "note": "a test's @pytest.mark.kernbench may set its own"}
+        environment = collect_environment(root)
+        if machine_state is not None:
+            environment["machine_state"] = dict(machine_state)
         run = RunResult(started_at=self.started, finished_at=_now(), complete=complete,
-                        settings=settings, environment=collect_environment(root),
+                        settings=settings, environment=environment,
                         kernels=tuple(specs), results=tuple(r.case for r in self.results))
         write_report_set(directory, run, manifest_dict(str(root), sorted(
             {path for path, _ in self.kernels.values()}), specs))
@@ -248,9 +263,13 @@ class PluginSession:
             "" if complete else " (complete: false: the session stopped before its end)"))
         return directory
 
-    def _compare(self, baseline: LoadedRun, saved: Path | None) -> None:
-        from kernbench.analysis.compare import Thresholds, case_dict, case_key, compare_results
-        from kernbench.api.compare import write_run_comparison
+    def _compare(self, baseline: LoadedRun, saved: Path | None,
+                 meta: dict[str, Any]) -> None:
+        """This session against `baseline`, as ``kernbench compare`` judges two runs: with
+        the machine checks, whose warnings (the machine changed, a side did not finish) are
+        said in the terminal with the verdicts."""
+        from kernbench.analysis.compare import Thresholds, case_key
+        from kernbench.api.compare import run_comparison, write_run_comparison
         from kernbench.results.inputs import LoadedRun, load_run
 
         current = [r.case for r in self.results]
@@ -263,10 +282,10 @@ class PluginSession:
         thresholds = Thresholds(latency=float(self.option("threshold")))
         if saved is not None:
             document = write_run_comparison(base, load_run(saved), saved, thresholds)
-            self.cases = list(document["cases"])
         else:
-            self.cases = [case_dict(c) for c in compare_results(base.results, current,
-                                                                thresholds)]
+            document = run_comparison(base, LoadedRun(current, meta), thresholds)
+        self.cases = list(document["cases"])
+        self.notes.extend(f"warning: {w}" for w in document.get("warnings") or [])
 
     # ------------------------------------------------------------------ the table
 
