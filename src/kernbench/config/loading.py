@@ -188,7 +188,7 @@ def load_bench_config(path: Path, source: str) -> BenchConfig:
         if isinstance(exc, UnicodeDecodeError):
             raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
         raise ConfigError(source, "", f"a file under {MAX_BENCH_YAML_BYTES} bytes",
-                          got="a larger one") from exc
+                          got=f"{path.stat().st_size} bytes") from exc
     except OSError as exc:
         raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
     data = parse_yaml(text, source)

@@ -47,14 +47,14 @@ def accuracy_failure(checked: Mapping[str, Any]) -> str:
     if checked.get("mismatch"):
         return f"accuracy check failed: {checked['mismatch']}"
     exceeded = checked.get("exceeded", [])
-    own = checked.get("reason")
-    if isinstance(own, str) and own and (not exceeded or any(checked.get(name) is None
-                                                             for name in exceeded)):
-        return f"accuracy check failed: {own}"  # what no figure says (NaN positions, inf)
     parts = [f"{name} {_num(checked.get(name))} > {_num(checked['tolerances'].get(name))}"
              for name in exceeded]
     if checked.get("nan_count"):
         parts.insert(0, f"{checked['nan_count']} NaN/inf values where the reference is finite")
+    own = checked.get("reason")
+    if isinstance(own, str) and own and (not parts or any(checked.get(name) is None
+                                                          for name in exceeded)):
+        return f"accuracy check failed: {own}"  # what no figure says (NaN positions, inf)
     return "accuracy check failed: " + ("; ".join(parts) or "see accuracy")
 
 
