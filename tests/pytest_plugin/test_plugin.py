@@ -279,11 +279,12 @@ def test_wrong(kernbench):
 
 def test_a_save_that_fails_fails_the_session(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_kernels=KERNELS)
-    (pytester.path / "blocked").write_text("a file where the storage folder should be")
-    outcome = pytester.runpytest_subprocess(*FAST, "--kernbench-storage", "blocked",
-                                            "--kernbench-save", "base")
+    (pytester.path / ".kernbench" / "base").mkdir(parents=True)  # a folder of the user's
+    (pytester.path / ".kernbench" / "base" / "notes.txt").write_text("mine")
+    outcome = pytester.runpytest_subprocess(*FAST, "--kernbench-save", "base")
     assert outcome.ret != 0
-    outcome.stdout.fnmatch_lines(["*error:*"])
+    outcome.stdout.fnmatch_lines(["*error:*not a kernbench report set; not overwriting it*"])
+    assert (pytester.path / ".kernbench" / "base" / "notes.txt").read_text() == "mine"
 
 
 def test_the_pytest_benchmark_export_names_each_case_by_its_node_id(
@@ -378,3 +379,23 @@ def test_c(kernbench):
     assert stopped.ret == pytest.ExitCode.TESTS_FAILED
     again = pytester.runpytest_subprocess(*FAST, "--kernbench-compare", "xstop")
     again.stdout.fnmatch_lines(["kernbench: warning: incomplete run on the baseline side: *"])
+
+
+def test_a_bad_marker_key_and_an_unusable_storage_are_said_without_kernbench_frames(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_m="""
+import pytest
+
+@pytest.mark.kernbench(bogus=1)
+def test_a(kernbench):
+    kernbench(sum, [1, 2, 3])
+""")
+    bad = pytester.runpytest_subprocess(*FAST)
+    bad.assert_outcomes(failed=1)
+    bad.stdout.fnmatch_lines(["*@pytest.mark.kernbench*unknown option*'bogus'*"])
+    assert "kernbench/api/bench.py" not in bad.stdout.str()  # it showed kernbench's frames
+    (pytester.path / "blocked").write_text("a file, not a folder")
+    storage = pytester.runpytest_subprocess(*FAST, "--kernbench-storage", "blocked/sets",
+                                            "--kernbench-save", "s")
+    assert storage.ret == pytest.ExitCode.USAGE_ERROR  # before any test ran, not after
+    storage.stderr.fnmatch_lines(["*--kernbench-storage*blocked*not a folder*"])

@@ -90,6 +90,13 @@ def _check_save_options(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--kernbench-save: {name!r} must be a plain directory name")
     compare = config.getoption("kernbench_compare", None)
     storage = config.rootpath / str(config.getoption("kernbench_storage", ".kernbench"))
+    if name is not None:  # a save into a folder that cannot be made: before, not after
+        from kernbench.results.files import check_output_dir
+
+        try:
+            check_output_dir(storage, "--kernbench-storage")
+        except KernbenchError as exc:
+            raise pytest.UsageError(exc.message) from None
     if config.getoption("kernbench_compare_fail", False) and compare is None:
         raise pytest.UsageError("--kernbench-compare-fail needs --kernbench-compare [NAME]: "
                                 "without a comparison there is nothing to fail on")
@@ -135,12 +142,17 @@ class KernbenchFixture:
         """The measurement, once the fixture was called."""
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from kernbench.errors import KernbenchError
+
         if self.result is not None:
-            raise pytest.UsageError(f"{self._node.nodeid}: the kernbench fixture measures one "
-                                    "function per test; it was called twice")
+            pytest.fail(f"{self._node.nodeid}: the kernbench fixture measures one function per "
+                        "test; it was called twice", pytrace=False)
         if self._session.disabled:
             return fn(*args, **kwargs)
-        self.result, value = self._session.measure(self._node, fn, args, kwargs)
+        try:
+            self.result, value = self._session.measure(self._node, fn, args, kwargs)
+        except KernbenchError as exc:  # a bad marker key, a refused call: the words alone,
+            pytest.fail(exc.message, pytrace=False)  # not kernbench's frames above them
         return value
 
 
