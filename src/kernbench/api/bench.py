@@ -219,7 +219,7 @@ def measure_function(fn: Callable[..., object], args: tuple[Any, ...],
     if options.isolation == "fork":
         from kernbench.execution.forked import run_forked
 
-        _refuse_forked_gpu(fn, args, kwargs)
+        _refuse_unforkable(fn, args, kwargs)
         parts = [run_forked(lambda: _measure_once(call, options, (args, kwargs))[0],
                             options.timeout_s) for _ in range(options.processes)]
     else:
@@ -251,7 +251,7 @@ def _uses_jax(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> b
     return any(isinstance(leaf, jax.Array) for leaf in walk_leaves((list(args), dict(kwargs))))
 
 
-def _refuse_forked_gpu(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+def _refuse_unforkable(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """A forked child cannot use a GPU its parent has initialised (CUDA forbids it), and a
     process holding GPU arrays has: refuse before forking, saying what to do instead. Nor can
     it use JAX once its backend runs in the parent: it waits forever on the backend's threads,

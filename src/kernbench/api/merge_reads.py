@@ -68,7 +68,7 @@ def read_one(source: Path, index: int, views: dict[str, SummaryView] | None
     if document.get("complete") is not True and not merged_sources(document):
         items.extend(_left_in_kernel_files(source, document, items))
     document["results"] = [record for record, _ in items]
-    head, entries = read_shard(str(source), document, [text for _, text in items or []])
+    head, entries = read_shard(str(source), document, [text for _, text in items])
     if views is not None:  # one view per machine: nothing is ranked across machines
         _view_kernels(views.setdefault(head.machine, SummaryView()), head, index, entries)
     return head, Spool.encode([(key, case_id, text) for key, case_id, (_, text) in entries])

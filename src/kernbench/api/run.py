@@ -140,10 +140,12 @@ def finished_run(settings: RunSettings, output_dir: Path,
     flags that differ from the run's are a KernbenchError naming them, never silently
     ignored because nothing is left to run."""
     from kernbench.execution.resume import check_compatible, load_previous
+    from kernbench.results.schema import read_document
 
+    summary = output_dir / "summary.json"  # the summary alone: an unfinished run's records
+    if not summary.is_file() or read_document(summary).get("complete") is not True:
+        return None  # are read by the resume itself (which says why there is none)
     previous = load_previous(output_dir)
-    if not previous.complete:
-        return None
     _, manifest = discover(settings.root, paths)
     check_compatible(previous, settings_record(settings, output_dir, manifest["paths"]), None)
     return previous

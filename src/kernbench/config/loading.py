@@ -184,13 +184,11 @@ def load_bench_config(path: Path, source: str) -> BenchConfig:
 
     try:
         text = read_regular(path, MAX_BENCH_YAML_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
     except ValueError as exc:  # over the limit: read no further than it
-        if isinstance(exc, UnicodeDecodeError):
-            raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
         raise ConfigError(source, "", f"a file under {MAX_BENCH_YAML_BYTES} bytes",
                           got=f"{path.stat().st_size} bytes") from exc
-    except OSError as exc:
-        raise ConfigError(source, "", f"a readable UTF-8 file ({exc})") from exc
     data = parse_yaml(text, source)
     return bench_config_from_data({} if data is None else data, source)
 
