@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import random
 import subprocess
 import sys
@@ -848,6 +849,29 @@ def test_worker_process_writes_json_and_exits_despite_a_live_thread(tmp_path: Pa
     assert result["output"]["items"][0]["shape"] == [2, 3]
     assert "HELLO" not in text
     assert not list(tmp_path.glob("result.json.tmp*"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_before_exit_is_called_once_the_reply_is_written(tmp_path: Path) -> None:
+    """A forked worker tells its server it is leaving only when nothing is left to do."""
+    job = make_job(write_kernel(tmp_path, "kern", "def run_benchmark():\n    return None\n"))
+    job_path = tmp_path / "job.json"
+    dump_job(job, job_path)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child, which leaves through os._exit
+        from kernbench.execution.worker import main
+
+        def before_exit() -> None:
+            os.write(write, b"reply written" if job.result_path.is_file() else b"no reply")
+
+        main([str(job_path)], before_exit=before_exit)
+    os.close(write)
+    said = os.read(read, 64)
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    assert said == b"reply written"
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_a_framework_without_a_kernel_for_the_dtype_skips_the_case() -> None:

@@ -18,6 +18,8 @@ child per case. The child keeps every promise of isolation that a spawned worker
 
 The parent talks to a server over a ``SOCK_SEQPACKET`` socket pair, one JSON message per
 packet: ``run`` (with the two pipe ends) is answered by ``started`` and then ``finished``.
+The server's loop, which forks each worker ahead of its case while the last one leaves, is
+:mod:`kernbench.execution.serving`.
 Where fork is unsafe (no ``fork`` or ``SCM_RIGHTS`` on this platform, a framework that came
 out of its import already initialised) the runner falls back to spawning, and the record says
 why (:mod:`kernbench.execution.isolation`).
@@ -35,7 +37,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kernbench.execution.reaping import sweep
 from kernbench.execution.tails import CaseOutput
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -77,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     hello = _preload(args[0])
     sock.send(json.dumps({"ready": True, "pid": os.getpid(), **hello}).encode())
+    from kernbench.execution.serving import serve
+
     serve(sock)
     # Leave without tearing the interpreter down: freeing every module of a preloaded
     # framework one by one takes 0.1 s or more, and the parent waits for this exit.
@@ -146,69 +149,6 @@ def initialised_reason() -> str | None:
     if threading.active_count() > 1:
         return f"{threading.active_count() - 1} Python threads were started by the imports"
     return None
-
-
-def serve(sock: socket.socket) -> None:
-    """Answer `run` requests until the parent says `exit` or goes away."""
-    while True:
-        try:
-            data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 2)
-        except OSError:
-            return
-        if not data:
-            return
-        request = json.loads(data)
-        if request.get("op") != "run":
-            return
-        _run_one(sock, request, fds)
-
-
-def _run_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    pid = os.fork()
-    if pid == 0:
-        _child(sock, request, fds)
-    for fd in fds:
-        os.close(fd)
-    sock.send(json.dumps({"started": pid}).encode())
-    _, status, usage = os.wait4(pid, 0)
-    swept = sweep(pid)
-    sock.send(json.dumps({"finished": pid, "status": status, "swept": swept,
-                          "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
-
-
-def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    """Become a case's worker: never returns."""
-    try:
-        server = os.getppid()
-        sock.close()
-        os.setsid()
-        die_with(server)  # fork cleared the server's parent-death signal
-        _redirect(fds)
-        limit = request.get("max_memory_bytes")
-        if limit is not None:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        os.chdir(request["cwd"])
-        os.environ.update(request.get("env") or {})
-        from kernbench.execution.worker import main as worker_main
-
-        worker_main([request["job"]])  # leaves with os._exit
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        os._exit(CHILD_FAILED)
-
-
-def _redirect(fds: list[int]) -> None:
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(fds[0], 1)
-    os.dup2(fds[1], 2)
-    for fd in (null, *fds):
-        os.close(fd)
 
 
 def _prctl(option: int, value: int) -> None:

@@ -15,6 +15,7 @@ import os
 import random
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from kernbench.errors import ConfigError, SkipCase, UnsupportedPrecision
@@ -41,12 +42,16 @@ class BackendUnavailable(CaseSkipped):
     """The framework cannot use the case's device kind here (no GPU, wrong build)."""
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, before_exit: Callable[[], None] | None = None) -> None:
+    """Run the job named in `argv`; `before_exit` is called once the reply is written (a
+    forked worker tells its server that it is leaving: :mod:`kernbench.execution.serving`)."""
     args = sys.argv[1:] if argv is None else argv
     job = load_job(Path(args[0]))
     dump_reply(run_job(job), job.result_path)
     sys.stdout.flush()
     sys.stderr.flush()
+    if before_exit is not None:
+        before_exit()
     # Leave at once: a kernel's non-daemon threads or atexit hooks must not hold the case.
     os._exit(0)
 

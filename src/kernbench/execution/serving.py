@@ -1,0 +1,193 @@
+"""A fork server's loop: each case's worker is forked *ahead* of its case, while the last
+worker is still leaving.
+
+A forked worker of a server with torch loaded costs about 12 ms to fork (the kernel copies the
+page tables of the server's ~150 MB of memory) and as much again to leave (they are torn
+down), on the 2-core VM of docs/performance-history.md. Both used to lie on the run's critical
+path, one after the other: fork, case, exit, reap, and only then the next fork. Here the
+server keeps one *spare*: a child forked in advance that waits, in its own session, for a job.
+A worker says "exiting" (:func:`kernbench.execution.worker.main`'s `before_exit`) once its
+reply is written, just before ``os._exit``; the server then forks the next spare while that
+worker's address space is torn down on the other core, and reaps and sweeps the worker before
+it answers ``finished``. The next case's job goes to the spare only after that answer, so no
+case's measurement ever overlaps another worker or a fork: only the untimed exit and fork do.
+
+A worker that dies without saying so (a crash, a kill at its timeout) is reaped first, and the
+next spare is forked after the answer, while the parent reads the reply. Without ``pidfd_open``
+(Linux before 5.3) the server cannot tell a worker's death from a descendant that holds its
+socket, so it does not listen for "exiting" at all: it waits for the exit as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kernbench.execution.forkserver import CHILD_FAILED, MESSAGE_BYTES, die_with
+from kernbench.execution.reaping import sweep
+
+EXITING = b"exiting"
+"""What a worker sends its server just before ``os._exit``, its reply written."""
+
+
+@dataclass
+class Spare:
+    """A forked child waiting for a job; the server's end of its socket pair."""
+
+    pid: int
+    sock: socket.socket
+    pidfd: int | None
+
+    def hand_over(self, data: bytes, fds: list[int]) -> bool:
+        """Send the job (and its output pipes); False when the spare is gone (one killed
+        while the job is on its way dies as a worker killed at its start would)."""
+        if self.pidfd is not None and select.select([self.pidfd], [], [], 0)[0]:
+            return False
+        try:
+            socket.send_fds(self.sock, [data], fds)
+        except OSError:
+            return False
+        return True
+
+    def said_exiting(self) -> bool:
+        """Block until the worker says "exiting" (True) or dies without saying so (False)."""
+        if self.pidfd is None:
+            return False
+        readable, _, _ = select.select([self.sock.fileno(), self.pidfd], [], [])
+        if self.sock.fileno() not in readable:  # dead: did it say so before it died?
+            self.sock.setblocking(False)
+        try:
+            return self.sock.recv(MESSAGE_BYTES) == EXITING
+        except OSError:  # nothing sent (BlockingIOError) or the pair is broken
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+    def discard(self) -> None:
+        """Kill a spare that will get no job, and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.close()
+
+
+def serve(sock: socket.socket) -> None:
+    """Answer `run` requests until the parent says `exit` or goes away."""
+    spare = _fork_spare(sock)
+    try:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 2)
+            except OSError:
+                return
+            if not data or json.loads(data).get("op") != "run":
+                return
+            spare = _run_one(sock, data, fds, spare)
+    finally:
+        if spare is not None:
+            spare.discard()
+
+
+def _run_one(sock: socket.socket, data: bytes, fds: list[int], spare: Spare | None) -> Spare | None:
+    """Run one case in the spare (or a child forked now, if there is none or it died); the
+    next spare, forked while this worker leaves when it says so."""
+    worker = spare
+    if worker is None or not worker.hand_over(data, fds):
+        if worker is not None:
+            worker.discard()
+        worker = _fork_child(sock)
+        if not worker.hand_over(data, fds):
+            raise OSError(f"the worker {worker.pid} died before it got its job")
+    for fd in fds:
+        os.close(fd)
+    sock.send(json.dumps({"started": worker.pid}).encode())
+    following = _fork_spare(sock, leaving=worker) if worker.said_exiting() else None
+    _, status, usage = os.wait4(worker.pid, 0)
+    worker.close()
+    swept = sweep(worker.pid, keep=None if following is None else following.pid)
+    sock.send(json.dumps({"finished": worker.pid, "status": status, "swept": swept,
+                          "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+    return following if following is not None else _fork_spare(sock)
+
+
+def _fork_spare(sock: socket.socket, leaving: Spare | None = None) -> Spare | None:
+    """A spare for the next case (`leaving`: the worker still leaving, whose descriptors the
+    spare closes); None when fork fails now (the next case forks again, and a failure then
+    ends the server, whose cases are then spawned)."""
+    try:
+        return _fork_child(sock, leaving)
+    except OSError:
+        return None
+
+
+def _fork_child(server_sock: socket.socket, leaving: Spare | None = None) -> Spare:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        if leaving is not None:  # not the spare's to hold
+            leaving.close()
+        _child(server_sock, theirs)
+    theirs.close()
+    try:
+        pidfd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    return Spare(pid, ours, pidfd)
+
+
+def _child(server_sock: socket.socket, sock: socket.socket) -> None:
+    """Become a spare, then the worker of the job it is handed: never returns."""
+    try:
+        server = os.getppid()
+        server_sock.close()
+        os.setsid()
+        die_with(server)  # fork cleared the server's parent-death signal
+        data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 2)
+        if not data:  # the server left without a job for this spare
+            os._exit(0)
+        request = json.loads(data)
+        _redirect(fds)
+        limit = request.get("max_memory_bytes")
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        os.chdir(request["cwd"])
+        os.environ.update(request.get("env") or {})
+        from kernbench.execution.worker import main as worker_main
+
+        worker_main([request["job"]], before_exit=_announcer(sock))  # leaves with os._exit
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(CHILD_FAILED)
+
+
+def _announcer(sock: socket.socket) -> Callable[[], None]:
+    def announce() -> None:
+        with contextlib.suppress(OSError):
+            sock.send(EXITING)
+    return announce
+
+
+def _redirect(fds: list[int]) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    for fd in (null, *fds):
+        os.close(fd)
