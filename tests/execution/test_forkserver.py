@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kernbench.execution.forkserver import (
+    PRELOADS,
     ForkServer,
     fork_supported,
     initialised_reason,
@@ -170,16 +171,20 @@ def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path)
 
 
 def test_a_gpu_framework_server_preloads_the_gpu_timing(tmp_path: Path) -> None:
-    """Its GPU cases time with it: each forked worker finds it imported."""
+    """Its GPU cases time with it: each forked worker finds it imported. A JAX server also
+    imports the MLIR dialects JAX would import at every worker's first lowering, and is
+    still safe to fork (no thread, no backend)."""
     pytest.importorskip("jax")
     server = ForkServer("jax", str(tmp_path), worker_env())
     try:
-        assert server.ready()["preloaded"] == ["jax"]
+        hello = server.ready()
         info = run(server, tmp_path, "import sys\n"
-                                     "print('kernbench.measure.gpu_session' in sys.modules)")
+                                     "print('kernbench.measure.gpu_session' in sys.modules, "
+                                     "'jaxlib.mlir.dialects.mhlo' in sys.modules)")
     finally:
         server.close()
-    assert info.stdout_tail.split() == ["True"]
+    assert hello["preloaded"] == list(PRELOADS["jax"]) and hello["unsafe"] is None
+    assert info.stdout_tail.split() == ["True", "True"]
 
 
 def test_a_forked_worker_finds_the_servers_heap_frozen(server: ForkServer,

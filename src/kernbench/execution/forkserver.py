@@ -41,9 +41,13 @@ from kernbench.execution.tails import CaseOutput
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
-PRELOADS: dict[str, tuple[str, ...]] = {"numpy": ("numpy",), "pytorch": ("torch",),
-                                        "jax": ("jax",)}
-"""What a server imports for each framework; every other framework gets kernbench alone."""
+PRELOADS: dict[str, tuple[str, ...]] = {
+    "numpy": ("numpy",), "pytorch": ("torch",),
+    "jax": ("jax", "jaxlib.mlir.dialects.mhlo", "jaxlib.mlir.dialects.builtin")}
+"""What a server imports for each framework; every other framework gets kernbench alone.
+JAX imports the two MLIR dialects lazily, at the first lowering, in every worker (~40 ms of
+its first call on the VM of docs/performance-history.md); importing them starts no thread and
+no backend."""
 GPU_FRAMEWORKS = ("pytorch", "jax")
 """Preload keys whose servers also import kernbench's GPU timing: a CPU-only server need not."""
 MESSAGE_BYTES = 1 << 16
