@@ -174,6 +174,15 @@ def part_two(args: argparse.Namespace, tmp: Path) -> bool:
     return met
 
 
+def speed_line() -> str:
+    """This machine's speed today, so that tables of different days can be set side by side:
+    kernbench's speed probe (a fixed pure-Python loop), the fastest of 50."""
+    from kernbench.measure.machine import SPEED_PROBE_LOOPS, speed_probe_us
+
+    return (f"Machine speed: {speed_probe_us(50):.0f} us for {SPEED_PROBE_LOOPS:,} empty loop "
+            f"iterations, the fastest of 50 (kernbench's speed probe; lower is faster)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=12)
@@ -184,6 +193,7 @@ def main() -> int:
     parser.add_argument("--no-interleave", dest="interleave", action="store_false",
                         help="run each case's processes back to back (default: in rounds)")
     args = parser.parse_args()
+    print(speed_line())
     with tempfile.TemporaryDirectory(prefix="kernbench-isolation-") as tmp:
         met = part_one(args, Path(tmp))
         if not args.skip_share:

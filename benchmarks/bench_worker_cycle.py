@@ -33,6 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
+sys.path.insert(0, str(HERE))
 
 
 def one_run(src: Path, framework: str, cases: int) -> dict[str, float]:
@@ -90,6 +91,7 @@ def main() -> int:
     trees = {"this": SRC} | ({"baseline": args.baseline_src} if args.baseline_src else {})
     frameworks = [f for f in args.frameworks.split(",")
                   if f == "python" or importlib.util.find_spec(f) is not None]
+    print(importlib.import_module("bench_isolation").speed_line())
     print(f"\nA forked worker's interval in its round: {args.cases} trivial kernels, 3 processes "
           f"in rounds, --warmup-time 0; medians over the workers, then over {args.rounds} "
           f"rounds (min-max); trees alternate in order round after round\n")

@@ -109,6 +109,17 @@ def test_the_spare_leaves_with_its_server(tmp_path: Path) -> None:
     assert wait_gone(spare)
 
 
+
+def test_a_server_killed_between_cases_takes_its_spare_with_it() -> None:
+    handle = ForkServer("python", str(Path.cwd()), worker_env())
+    try:
+        spare = spare_of(handle)
+        os.kill(handle.ready()["pid"], signal.SIGKILL)
+        assert wait_gone(spare)  # its parent-death signal
+    finally:
+        handle.close()
+
+
 # --- Spare.said_exiting, and the sweep's `keep`, on plain forked children -------------------
 
 

@@ -93,7 +93,8 @@ def serve(sock: socket.socket) -> None:
                 return
             if not data or json.loads(data).get("op") != "run":
                 return
-            spare = _run_one(sock, data, fds, spare)
+            current, spare = spare, None  # this case's now: reaped by _run_one
+            spare = _run_one(sock, data, fds, current)
     finally:
         if spare is not None:
             spare.discard()
@@ -113,11 +114,16 @@ def _run_one(sock: socket.socket, data: bytes, fds: list[int], spare: Spare | No
         os.close(fd)
     sock.send(json.dumps({"started": worker.pid}).encode())
     following = _fork_spare(sock, leaving=worker) if worker.said_exiting() else None
-    _, status, usage = os.wait4(worker.pid, 0)
-    worker.close()
-    swept = sweep(worker.pid, keep=None if following is None else following.pid)
-    sock.send(json.dumps({"finished": worker.pid, "status": status, "swept": swept,
-                          "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+    try:
+        _, status, usage = os.wait4(worker.pid, 0)
+        worker.close()
+        swept = sweep(worker.pid, keep=None if following is None else following.pid)
+        sock.send(json.dumps({"finished": worker.pid, "status": status, "swept": swept,
+                              "cpu_s": usage.ru_utime + usage.ru_stime}).encode())
+    except BaseException:  # the parent went away: no spare outlives the server
+        if following is not None:
+            following.discard()
+        raise
     return following if following is not None else _fork_spare(sock)
 
 
