@@ -12,6 +12,7 @@ import kernbench
 import kernbench.api.display
 from kernbench.api.bench import BenchOptions
 from kernbench.errors import KernbenchError
+from kernbench.measure.precision import dtype_for
 
 
 def test_bench_measures_in_process_with_the_protocol() -> None:
@@ -96,6 +97,23 @@ def test_a_precision_label_must_be_a_known_precision_or_dtype_name() -> None:
     for label, shown in (("int64", "int64"), ("native", "native"), ("float32", "fp32"),
                          ("fp8", "fp8_e4m3"), ("complex64", "complex64")):
         assert kernbench.bench(len, "abc", precision=label, iterations=2).case.precision == shown
+
+
+@pytest.mark.parametrize("isolation", ["none", "fork"])
+def test_the_function_reads_the_precision_label_as_a_kernel_would(isolation: str) -> None:
+    """A kernel written for `kernbench run` asks current_precision() which dtype to use."""
+
+    def kernel() -> np.ndarray:
+        return np.zeros(4, dtype=dtype_for("numpy", str(kernbench.current_precision("fp64"))))
+
+    def dtype(result: kernbench.BenchResult) -> str:
+        return str(result.case.output["items"][0]["dtype"])  # type: ignore[index]
+
+    labelled = kernbench.bench(kernel, precision="fp16", iterations=2, isolation=isolation)
+    assert dtype(labelled) == "float16"
+    native = kernbench.bench(kernel, precision="native", iterations=2, isolation=isolation)
+    assert dtype(native) == "float64"
+    assert kernbench.current_precision() is None  # only while it measured
 
 
 def test_a_result_without_dtype_is_native() -> None:

@@ -8,12 +8,14 @@ run). The outcome is a frozen :class:`~kernbench.results.model.CaseResult` with 
 samples, wrapped in a :class:`BenchResult` that notebooks display.
 
 ``backend`` and ``precision`` are labels of the record (what the case id says), not
-conversions: the function runs on what it is given. A function whose result or inputs live on
-a GPU (PyTorch CUDA/ROCm tensors, CuPy arrays, JAX arrays on a GPU), or one given
-``backend="cuda"``, is timed as ``kernbench run`` times a GPU case, in a GPU timing mode
-(``gpu_timing``, ``cold`` by default: :mod:`kernbench.api.gpu`); other asynchronous results are
-waited for, chosen from the first result as for a kernel of unknown framework. A precision
-left out is read off the dtype of the result (float64 -> fp64), else ``native``.
+conversions: the function runs on what it is given (one that asks
+``kernbench.current_precision()`` reads the label, as a worker's kernel reads its case's). A
+function whose result or inputs live on a GPU (PyTorch CUDA/ROCm tensors, CuPy arrays, JAX
+arrays on a GPU), or one given ``backend="cuda"``, is timed as ``kernbench run`` times a GPU
+case, in a GPU timing mode (``gpu_timing``, ``cold`` by default: :mod:`kernbench.api.gpu`);
+other asynchronous results are waited for, chosen from the first result as for a kernel of
+unknown framework. A precision left out is read off the dtype of the result (float64 -> fp64),
+else ``native``.
 """
 
 from __future__ import annotations
@@ -282,19 +284,22 @@ def _measure_once(call: Callable[[], object], options: BenchOptions,
     (its result or `inputs` hold GPU arrays, or `options.backend` names a GPU) it is timed in
     a GPU timing mode (:mod:`kernbench.api.gpu`), else by the CPU protocol."""
     from kernbench.execution.describe import describe_output, unevaluated
+    from kernbench.measure.precision import precision_in_force
 
-    first = call()
+    with precision_in_force(options.precision):  # what a kernel's current_precision() reads
+        first = call()
     lazy = unevaluated(first)
     if lazy is not None:  # timed as it stands, it would read nanoseconds for any work
         raise KernbenchError(f"kernbench.bench: {lazy.replace('run_benchmark', 'the function')}")
     target = _target(first, inputs, options.backend)
     began = time.monotonic()
-    if target is not None:
-        from kernbench.api.gpu import measure_on_gpu
+    with precision_in_force(options.precision):
+        if target is not None:
+            from kernbench.api.gpu import measure_on_gpu
 
-        part, last = measure_on_gpu(call, options.protocol, target, options.gpu_timing)
-    else:
-        part, last = _measure_cpu(call, options.protocol)
+            part, last = measure_on_gpu(call, options.protocol, target, options.gpu_timing)
+        else:
+            part, last = _measure_cpu(call, options.protocol)
     return {**part, "output": describe_output(last), "framework": _framework_of(last),
             "backend": target[1] if target is not None else options.backend or "cpu",
             "duration_s": time.monotonic() - began, "pid": os.getpid()}, last

@@ -11,6 +11,8 @@ imported lazily, only when asked for.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kernbench.errors import UnsupportedPrecision
@@ -43,6 +45,19 @@ def current_precision(default: str | None = None) -> str | None:
 def set_current_precision(precision: str | None) -> None:
     """The worker sets the case's precision before it imports the kernel."""
     _CASE["precision"] = precision
+
+
+@contextmanager
+def precision_in_force(precision: str | None) -> Iterator[None]:
+    """`precision` as :func:`current_precision` inside the block (``kernbench.bench`` with
+    ``precision=``: the function it times reads what a worker's kernel would); the one
+    before after it."""
+    outer = _CASE["precision"]
+    _CASE["precision"] = None if precision == "native" else precision
+    try:
+        yield
+    finally:
+        _CASE["precision"] = outer
 
 
 def dtype_for(framework: str, precision: str) -> Any:
