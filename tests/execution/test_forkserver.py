@@ -234,6 +234,21 @@ def test_a_framework_initialised_before_the_fork_makes_it_unsafe(
 # --- the launcher ----------------------------------------------------------------------------
 
 
+def test_what_a_worker_starts_carries_its_launchers_mark(tmp_path: Path) -> None:
+    """A program the kernel runs inherits the mark, so closing the launcher kills it even
+    when its server had to be killed and could not sweep."""
+    from kernbench.execution.isolation import TOKEN_VARIABLE
+
+    launcher = WorkerLauncher("fork", worker_env())
+    try:
+        job = job_for(tmp_path, "import subprocess\nsubprocess.run(['sh', '-c', "
+                                f"'echo ${TOKEN_VARIABLE}'])")
+        info = launcher.run("python", 0, job, tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert info.stdout_tail.strip() == launcher._token
+
+
 def test_replicate_slots_fork_from_different_servers(tmp_path: Path) -> None:
     launcher = WorkerLauncher("fork", worker_env(), slots=3)
     try:
@@ -350,7 +365,8 @@ def test_a_server_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
     even one waiting for a case, which would not notice that its socket closed."""
     import subprocess
 
-    job = job_for(tmp_path, "import time\ntime.sleep(60)")
+    job = job_for(tmp_path, "import pathlib, time\npathlib.Path('started').touch()\n"
+                            "time.sleep(60)")
     script = ("import sys, threading, time\n"
               "from kernbench.execution.forkserver import ForkServer\n"
               "from kernbench.execution.launcher import worker_env\n"
@@ -366,7 +382,7 @@ def test_a_server_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
         server = int(parent.stdout.readline())
         children = Path(f"/proc/{server}/task/{server}/children")
         deadline = time.monotonic() + 10
-        while not children.read_text().split() and time.monotonic() < deadline:
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         (case,) = map(int, children.read_text().split())  # the case is running
     finally:

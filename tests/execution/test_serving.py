@@ -31,16 +31,12 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
-def spare_of(server: ForkServer, within_s: float = 5.0) -> int:
-    """The server's one child between cases: its spare (forked once the last case said it
-    was leaving, or after it was reaped)."""
-    deadline = time.monotonic() + within_s
-    while True:
-        children = children_of(server.ready()["pid"])
-        if len(children) == 1 or time.monotonic() > deadline:
-            assert len(children) == 1, children
-            return children.pop()
-        time.sleep(0.01)
+def spare_of(server: ForkServer) -> int:
+    """The server's one child between cases, right after its greeting or its last answer: its
+    spare, forked and set up before it answered."""
+    children = children_of(server.ready()["pid"])
+    assert len(children) == 1, children
+    return children.pop()
 
 
 @pytest.fixture()
@@ -89,16 +85,18 @@ def test_the_sweep_spares_the_next_spare_and_kills_what_the_case_left(
 
 
 def test_a_worker_holds_no_socket_but_its_own(server: ForkServer, tmp_path: Path) -> None:
-    """Not the server's socket, nor the one of the worker that was leaving as it forked."""
+    """Not the server's socket, nor the socket or pidfd of the worker that was leaving as it
+    forked."""
     run(server, tmp_path, "print('first')")
     info = run(server, tmp_path, """
         import os
         fds = os.listdir("/proc/self/fd")  # one of them, this listing's own, closes now
         links = [os.readlink(f"/proc/self/fd/{fd}") for fd in fds
                  if os.path.lexists(f"/proc/self/fd/{fd}")]
-        print(sum(link.startswith("socket:") for link in links))
+        print(sum(link.startswith("socket:") for link in links),
+              sum(link == "anon_inode:[pidfd]" for link in links))
     """)
-    assert info.stdout_tail.strip() == "1", info.stderr_tail
+    assert info.stdout_tail.split() == ["1", "0"], info.stderr_tail
 
 
 def test_the_spare_leaves_with_its_server(tmp_path: Path) -> None:
@@ -126,6 +124,7 @@ def test_a_server_killed_between_cases_takes_its_spare_with_it() -> None:
 def forked(body: Callable[[socket.socket], None]) -> Spare:
     """A child running `body` on its end of the socket pair, then leaving."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as a server's end
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
@@ -179,6 +178,48 @@ def test_a_worker_that_said_exiting_and_left_is_heard_as_exiting() -> None:
     child = forked(say_exiting)
     assert wait_gone(child.pid)
     assert child.said_exiting()
+    child.discard()
+
+
+def descendant_says_exiting(sock: socket.socket) -> None:
+    """A kernel's forked child speaking on the worker's inherited socket."""
+    if os.fork() == 0:
+        sock.send(EXITING)
+        os._exit(0)
+    time.sleep(1)
+    os._exit(0)
+
+
+def test_exiting_said_by_a_descendant_is_not_the_workers() -> None:
+    """Heeded, the server would fork while the worker still measures."""
+    child = forked(descendant_says_exiting)
+    started = time.monotonic()
+    assert not child.said_exiting()  # the worker left without a word, a second later
+    assert time.monotonic() - started >= 0.9
+    os.waitpid(child.pid, 0)
+    child.close()
+
+
+def test_without_a_pidfd_the_server_does_not_listen_for_exiting() -> None:
+    """It could not tell a dead worker from a descendant holding its socket: it waits for the
+    exit instead, as before spares."""
+    child = forked(say_exiting_then_sleep)
+    assert child.pidfd is not None
+    os.close(child.pidfd)
+    child.pidfd = None
+    started = time.monotonic()
+    assert not child.said_exiting()
+    assert time.monotonic() - started < 0.5
+    child.discard()
+
+
+def test_a_spare_that_died_is_not_handed_a_job() -> None:
+    child = forked(say_exiting)
+    assert wait_gone(child.pid)
+    read, write = os.pipe()
+    assert not child.hand_over(b"{}", [read, write])
+    for fd in (read, write):
+        os.close(fd)
     child.discard()
 
 

@@ -81,10 +81,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     sock = socket.socket(fileno=int(args[1]))
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     hello = _preload(args[0])
-    sock.send(json.dumps({"ready": True, "pid": os.getpid(), **hello}).encode())
     from kernbench.execution.serving import serve
 
-    serve(sock)
+    serve(sock, json.dumps({"ready": True, "pid": os.getpid(), **hello}).encode())
     # Leave without tearing the interpreter down: freeing every module of a preloaded
     # framework one by one takes 0.1 s or more, and the parent waits for this exit.
     sys.stderr.flush()
@@ -243,7 +242,12 @@ class ForkServer:
     def _wait_case(self, started: float, timeout_s: float,
                    output: CaseOutput) -> tuple[int, dict[str, Any], bool]:
         """(child pid, the server's `finished` message, whether the timeout killed it)."""
-        hello = self._receive(REPLY_TIMEOUT_S, output)
+        try:
+            hello = self._receive(REPLY_TIMEOUT_S, output)
+        except BaseException:  # interrupted before the pid came: the worker dies with it
+            self._proc.kill()
+            self.close()
+            raise
         if hello is None:
             self.close()
             raise ServerGone(f"the {self.key} fork server did not fork within "

@@ -57,8 +57,9 @@ class WorkerLauncher:
             return self._spawn(job, cwd, timeout_s, max_memory_bytes, note)
         try:
             server = self._server(key, slot % self.slots)
-            env = {TOKEN_VARIABLE: secrets.token_hex(16)}
-            return server.run(str(job), str(cwd), env, timeout_s, max_memory_bytes)  # type: ignore[no-any-return]
+            # The worker keeps its server's mark (this launcher's token): whatever it starts
+            # carries it, and close() finds it even where a server had to be killed.
+            return server.run(str(job), str(cwd), {}, timeout_s, max_memory_bytes)  # type: ignore[no-any-return]
         except ServerGone as exc:
             self._drop(key)
             self._unusable.setdefault(key, f"fork server failed, workers spawned instead: {exc}")
