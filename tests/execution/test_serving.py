@@ -238,3 +238,19 @@ def test_the_sweep_keeps_the_spare_it_is_told_to_keep() -> None:
     assert child.sock.recv(64) == b"True"
     os.waitpid(child.pid, 0)
     child.close()
+
+
+def test_a_child_that_does_not_start_is_no_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that dies before it says "ready" is reaped and refused: the server then forks
+    on demand (and a failure there ends it, so that its cases are spawned)."""
+    from kernbench.execution import serving
+
+    monkeypatch.setattr(serving, "die_with", lambda parent: os._exit(70))
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        with pytest.raises(OSError, match="did not start"):
+            serving._fork_child(theirs)
+        assert serving._fork_spare(theirs) is None
+    finally:
+        ours.close()
+        theirs.close()
