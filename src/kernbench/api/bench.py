@@ -288,12 +288,12 @@ def _measure_once(call: Callable[[], object], options: BenchOptions,
 
     with precision_in_force(options.precision):  # what a kernel's current_precision() reads
         first = call()
-    lazy = unevaluated(first)
-    if lazy is not None:  # timed as it stands, it would read nanoseconds for any work
-        raise KernbenchError(f"kernbench.bench: {lazy.replace('run_benchmark', 'the function')}")
-    target = _target(first, inputs, options.backend)
-    began = time.monotonic()
-    with precision_in_force(options.precision):
+        lazy = unevaluated(first)
+        if lazy is not None:  # timed as it stands, it would read nanoseconds for any work
+            raise KernbenchError(
+                f"kernbench.bench: {lazy.replace('run_benchmark', 'the function')}")
+        target = _target(first, inputs, options.backend)
+        began = time.monotonic()
         if target is not None:
             from kernbench.api.gpu import measure_on_gpu
 

@@ -121,7 +121,7 @@ def _run_case(job: WorkerJob) -> WorkerReply:
         raise BackendUnavailable(reason)
     backend.prepare_device(backend_name)
     settings = job.settings
-    set_current_precision(None if precision == NATIVE else precision)
+    set_current_precision(precision)
     _seed_everything(settings.seed)
     module = import_kernel(job.kernel_file, job.root, job.kernel_name, job.sys_path)
     _seed_everything(settings.seed)  # again: the kernel may have imported numpy or torch

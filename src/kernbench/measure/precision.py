@@ -17,6 +17,7 @@ from typing import Any
 
 from kernbench.errors import UnsupportedPrecision
 from kernbench.measure.backends import backend_for
+from kernbench.results.model import NATIVE
 from kernbench.results.vocabulary import DTYPE_NAME_PRECISIONS, FLOAT_PRECISIONS
 from kernbench.results.vocabulary import canonical_precision as canonical
 
@@ -43,8 +44,9 @@ def current_precision(default: str | None = None) -> str | None:
 
 
 def set_current_precision(precision: str | None) -> None:
-    """The worker sets the case's precision before it imports the kernel."""
-    _CASE["precision"] = precision
+    """The worker sets the case's precision before it imports the kernel (``native``: none
+    asked for, as outside a case)."""
+    _CASE["precision"] = None if precision == NATIVE else precision
 
 
 @contextmanager
@@ -53,7 +55,7 @@ def precision_in_force(precision: str | None) -> Iterator[None]:
     ``precision=``: the function it times reads what a worker's kernel would); the one
     before after it."""
     outer = _CASE["precision"]
-    _CASE["precision"] = None if precision == "native" else precision
+    set_current_precision(precision)
     try:
         yield
     finally:
