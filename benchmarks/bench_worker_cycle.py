@@ -39,7 +39,6 @@ sys.path.insert(0, str(HERE))
 def one_run(src: Path, framework: str, cases: int) -> dict[str, float]:
     """In this interpreter, with kernbench from `src`: the medians of one suite's run."""
     sys.path.insert(0, str(src))
-    sys.path.insert(1, str(HERE))
     from kernbench.execution import forkserver
     from kernbench.execution.runner import RunSettings
     from kernbench.results.model import ProtocolSettings

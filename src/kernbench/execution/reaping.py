@@ -21,30 +21,33 @@ SWEEP_ROUNDS = 20
 def sweep(pid: int, keep: int | None = None) -> int:
     """Kill what the case `pid` left behind: its process group, then every child of this
     (subreaper) process but `keep` (the spare forked for the next case), round after round,
-    since killing one orphans the next generation."""
+    since killing one orphans the next generation. Every exited child is reaped, `keep` too
+    if it has died: its owner kills it through its pidfd, never by a pid that may be reused."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
     def left_behind() -> list[int]:
-        _reap(keep)
+        _reap()
         return [child for child in own_children() if child != keep]
 
     killed = kill_in_rounds(left_behind, SWEEP_ROUNDS, pause_s=0.002)
-    _reap(keep)
+    _reap()
     return killed
 
 
-def _reap(keep: int | None) -> None:
-    """Reap every exited child but `keep` (whose exit its owner reaps and reads)."""
-    for child in own_children(zombies=True):
-        if child != keep:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(child, os.WNOHANG)
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
-def own_children(zombies: bool = False) -> list[int]:
-    """Live children of this process (zombies too when asked): the kernel's list of each
-    thread's children, a few small reads, instead of a scan of every process in /proc."""
+def own_children() -> list[int]:
+    """Live (non-zombie) children of this process: the kernel's list of each thread's
+    children, a few small reads, instead of a scan of every process in /proc."""
     found: list[int] = []
     try:
         threads = os.listdir("/proc/self/task")
@@ -52,21 +55,19 @@ def own_children(zombies: bool = False) -> list[int]:
             with open(f"/proc/self/task/{tid}/children", "rb") as handle:
                 found.extend(int(pid) for pid in handle.read().split())
     except OSError:  # no CONFIG_PROC_CHILDREN: scan
-        return child_pids(os.getpid(), zombies)
-    return [pid for pid in found
-            if (fields := _stat(pid)) is not None and (zombies or fields[0] != b"Z")]
+        return child_pids(os.getpid())
+    return [pid for pid in found if (fields := _stat(pid)) is not None and fields[0] != b"Z"]
 
 
-def child_pids(parent: int, zombies: bool = False) -> list[int]:
-    """Live children of `parent` (zombies too when asked), from a scan of /proc."""
+def child_pids(parent: int) -> list[int]:
+    """Live (non-zombie) children of `parent`, from a scan of /proc."""
     found = []
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
             fields = _stat(int(entry.name))
-            if (fields is not None and int(fields[1]) == parent
-                    and (zombies or fields[0] != b"Z")):
+            if fields is not None and int(fields[1]) == parent and fields[0] != b"Z":
                 found.append(int(entry.name))
     return found
 

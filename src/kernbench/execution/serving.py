@@ -110,9 +110,13 @@ class Spare:
             self.pidfd = None
 
     def discard(self) -> None:
-        """Kill a spare that will get no job, and reap it."""
+        """Kill a spare that will get no job, and reap it (through its pidfd where there is
+        one: a spare that died may have been reaped by a sweep, its pid free for reuse)."""
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         self.close()
