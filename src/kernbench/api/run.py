@@ -4,6 +4,7 @@ disk as it goes (:mod:`kernbench.api.sink`), resuming an interrupted run on requ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.execution.held import FOLDER_NAME as HELD_FOLDER
 from kernbench.execution.held import HeldProcesses
+from kernbench.execution.launcher import prestarted_launcher
 from kernbench.execution.planning import (
     check_sweep_globs,
     plan_key,
@@ -102,33 +104,37 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     previous = load_previous(output_dir) if resume else None
     planned, plan = _plan_run(settings, manifest, selected,
                               None if previous is None else _recorded_plan(previous.summary))
-    environment = run_environment(settings, manifest["paths"])
-    run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
-                    **identity_record(environment, settings), "plan": plan,
-                    **(extra_settings or {})}
-    started, kept = now_iso(), list[CaseResult]()
-    if previous is not None:
-        started, kept, planned, run_settings = _resume_state(
-            previous, planned, run_settings, environment, log, settings.processes)
-    held = HeldProcesses(output_dir / HELD_FOLDER)
-    with output_lock(output_dir), signals_handled() as guard:
-        sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
-        with guard.critical():
-            clear_previous_reports(output_dir, resumed=previous is not None)
-            if previous is None:  # a new run: no earlier run's processes join its cases
-                held.clear()
-            sink.start(environment, manifest, started, run_settings)
-        complete = False
-        machine = RunState(measure=settings.fake_call_ms is None)
-        try:
-            BenchmarkRunner(settings).run(planned, on_result=sink.record, on_start=on_start,
-                                          keep=False, on_step=on_step, held=held)
-            complete = True
-        finally:
+    # The calibration first, on a quiet machine; then the first case's fork servers start,
+    # their imports overlapping the environment's reading (a resumed run starts them later).
+    machine = RunState(measure=settings.fake_call_ms is None)
+    with closing(prestarted_launcher(settings, planned if previous is None else ())) as launcher:
+        environment = run_environment(settings, manifest["paths"])
+        run_settings = {**settings_record(settings, output_dir, manifest["paths"]),
+                        **identity_record(environment, settings), "plan": plan,
+                        **(extra_settings or {})}
+        started, kept = now_iso(), list[CaseResult]()
+        if previous is not None:
+            started, kept, planned, run_settings = _resume_state(
+                previous, planned, run_settings, environment, log, settings.processes)
+        held = HeldProcesses(output_dir / HELD_FOLDER)
+        with output_lock(output_dir), signals_handled() as guard:
+            sink = ResultSink(output_dir, selected, kept, guard.critical, on_result)
             with guard.critical():
-                run = sink.finish(complete, machine.finish(complete))
-                if complete:
+                clear_previous_reports(output_dir, resumed=previous is not None)
+                if previous is None:  # a new run: no earlier run's processes join its cases
                     held.clear()
+                sink.start(environment, manifest, started, run_settings)
+            complete = False
+            try:
+                BenchmarkRunner(settings, launcher).run(
+                    planned, on_result=sink.record, on_start=on_start, keep=False,
+                    on_step=on_step, held=held)
+                complete = True
+            finally:
+                with guard.critical():
+                    run = sink.finish(complete, machine.finish(complete))
+                    if complete:
+                        held.clear()
     return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings),
                       tuple(unmatched_filters(specs, settings.filters)))
 

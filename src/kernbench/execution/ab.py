@@ -31,10 +31,11 @@ from typing import Any, Protocol
 from kernbench.analysis.compare import case_key
 from kernbench.analysis.gitref import prefix_in_repository, resolve_ref
 from kernbench.errors import KernbenchError
+from kernbench.execution.launcher import make_launcher
 from kernbench.execution.outcomes import invalid_result
 from kernbench.execution.planning import plan_key
 from kernbench.execution.replicates import merge_replicates
-from kernbench.execution.runner import BenchmarkRunner, make_launcher
+from kernbench.execution.runner import BenchmarkRunner
 from kernbench.execution.settings import RunSettings
 from kernbench.results.files import live_scratch, sweep_dead_scratch
 from kernbench.results.model import Case, CaseResult, KernelSpec

@@ -4,8 +4,9 @@
 framework and *replicate slot*. The k-th worker process of every case forks from server k, so
 the processes of one case do not all share one address-space layout and hash seed: between-
 process noise, which comparisons rely on (:mod:`kernbench.analysis.stats_compare`), stays in the
-replicates. Servers start on first use, all slots of a framework at once, and are stopped when
-the run ends.
+replicates. Servers start on first use, all slots of a framework at once (a run starts its
+first case's before it reads its environment: :meth:`WorkerLauncher.prestart`), and are
+stopped when the run ends.
 
 ``--isolation spawn``, a platform without safe fork (:func:`~kernbench.execution.forkserver.
 fork_supported`), a framework that came out of its import already initialised, or a server
@@ -19,9 +20,16 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernbench.execution.forkserver import ForkServer, ServerGone, fork_supported, preload_key
 from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kernbench.execution.settings import RunSettings
+    from kernbench.results.model import Case, KernelSpec
 
 ISOLATION_MODES = ("fork", "spawn")
 MAX_SLOTS = 10
@@ -73,17 +81,29 @@ class WorkerLauncher:
         other._unusable.update(self._unusable)
         return other
 
+    def prestart(self, framework: str) -> None:
+        """Start `framework`'s servers now without waiting for them, so that their imports
+        overlap what the run does before its first case (its environment, its first files).
+        Nothing where its cases would be spawned."""
+        key = preload_key(framework)
+        if self.mode == "fork" and "*" not in self._unusable and key not in self._unusable:
+            self._start(key)
+
+    def _start(self, key: str) -> None:
+        """Start every slot of `key` that has no server yet, all at once: the imports
+        overlap."""
+        env = {**self._env, TOKEN_VARIABLE: self._token}
+        for slot in range(self.slots):
+            if (key, slot) not in self._servers:
+                self._servers[(key, slot)] = ForkServer(key, str(Path.cwd()), env)
+
     def _server(self, key: str, slot: int) -> ForkServer:
-        if (key, slot) not in self._servers:
-            started = [(key, s) for s in range(self.slots) if (key, s) not in self._servers]
-            env = {**self._env, TOKEN_VARIABLE: self._token}
-            for name in started:  # every slot at once: the imports overlap
-                self._servers[name] = ForkServer(key, str(Path.cwd()), env)
-            for name in started:
-                hello = self._servers[name].ready()
-                if hello.get("unsafe"):
-                    self._unusable[key] = f"fork is unsafe after preloading: {hello['unsafe']}"
-                    raise ServerGone(self._unusable[key])
+        self._start(key)
+        for name in [name for name in self._servers if name[0] == key]:
+            hello = self._servers[name].ready()  # kept after the first wait
+            if hello.get("unsafe"):
+                self._unusable[key] = f"fork is unsafe after preloading: {hello['unsafe']}"
+                raise ServerGone(self._unusable[key])
         return self._servers[(key, slot)]
 
     def _drop(self, key: str) -> None:
@@ -121,3 +141,22 @@ def worker_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def make_launcher(settings: RunSettings) -> WorkerLauncher:
+    """The launcher of a run: its isolation mode, one fork-server slot per process."""
+    return WorkerLauncher(settings.isolation, worker_env(), slots=settings.processes)
+
+
+def prestarted_launcher(settings: RunSettings,
+                        planned: Sequence[Case | KernelSpec]) -> WorkerLauncher:
+    """:func:`make_launcher`, with the fork servers of the first planned case's framework
+    already starting (:meth:`~kernbench.execution.launcher.WorkerLauncher.prestart`); the
+    caller closes it."""
+    from kernbench.results.model import Case
+
+    launcher = make_launcher(settings)
+    first = next((item for item in planned if isinstance(item, Case)), None)
+    if first is not None:
+        launcher.prestart(first.framework)
+    return launcher

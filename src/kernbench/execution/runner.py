@@ -30,7 +30,7 @@ from kernbench.execution.jobs import (
     dump_job,
     load_reply,
 )
-from kernbench.execution.launcher import WorkerLauncher, worker_env
+from kernbench.execution.launcher import WorkerLauncher, make_launcher
 from kernbench.execution.limits import explain_memory_limit
 from kernbench.execution.outcomes import (
     apply_golden,
@@ -385,8 +385,3 @@ def _case_scratch(scratch: Path) -> Iterator[Path]:
             except OSError:
                 pass
         yield cases
-
-
-def make_launcher(settings: RunSettings) -> WorkerLauncher:
-    """The launcher of a run: its isolation mode, one fork-server slot per process."""
-    return WorkerLauncher(settings.isolation, worker_env(), slots=settings.processes)
