@@ -146,8 +146,8 @@ def test_format_size() -> None:
     assert format_size(MIN_MAX_MEMORY_BYTES) == "64M"
 
 
-def failed(reason: str, stderr: str = "") -> CaseResult:
-    worker = {**dict.fromkeys(WORKER_KEYS), "stderr_tail": stderr}
+def failed(reason: str, stderr: str = "", signal: str | None = None) -> CaseResult:
+    worker = {**dict.fromkeys(WORKER_KEYS), "stderr_tail": stderr, "signal": signal}
     return CaseResult(kernel_name="k", kernel_path="k.py", framework="numpy", backend="cpu",
                       precision="fp32", problem_size=None, status="failed", reason=reason,
                       worker=worker)
@@ -160,10 +160,13 @@ def test_a_memory_error_names_the_limit() -> None:
 
 
 def test_a_worker_that_died_under_a_limit_says_it_may_have_hit_it() -> None:
-    died = failed("worker killed by SIGABRT before reporting a result")
-    assert "may have died allocating past it" in str(explain_memory_limit(died, 1 << 30).reason)
+    for signal in ("SIGABRT", "SIGSEGV", "SIGBUS"):
+        died = failed(f"worker killed by {signal} before reporting a result", signal=signal)
+        assert "may have died allocating past it" in str(
+            explain_memory_limit(died, 1 << 30).reason)
     native = failed("worker killed by SIGABRT before reporting a result",
-                    stderr="terminate called after throwing an instance of 'std::bad_alloc'")
+                    stderr="terminate called after throwing an instance of 'std::bad_alloc'",
+                    signal="SIGABRT")
     assert str(explain_memory_limit(native, 1 << 30).reason).startswith(
         "memory limit reached: --max-memory 1G")
 
@@ -171,6 +174,10 @@ def test_a_worker_that_died_under_a_limit_says_it_may_have_hit_it() -> None:
 def test_other_failures_and_runs_without_a_limit_are_left_alone() -> None:
     other = failed("ValueError: bad shape")
     assert explain_memory_limit(other, 1 << 30) is other
+    exited = failed("worker exited with code 3 before reporting a result")  # os._exit(3)
+    assert explain_memory_limit(exited, 1 << 30) is exited
+    killed = failed("worker killed by SIGTERM before reporting a result", signal="SIGTERM")
+    assert explain_memory_limit(killed, 1 << 30) is killed
     memory = failed("MemoryError: ")
     assert explain_memory_limit(memory, None) is memory
     ok = dataclasses.replace(memory, status="ok", reason=None)

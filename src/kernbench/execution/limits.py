@@ -17,18 +17,23 @@ from kernbench.results.model import CaseResult
 OUT_OF_MEMORY_WORDS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory",
                        "failed to map segment", "Unable to allocate")
 """Text in a failure that says an allocation failed."""
+ALLOCATION_DEATHS = ("SIGABRT", "SIGSEGV", "SIGBUS")
+"""How native code that could not allocate usually dies (abort on a failed malloc, or a write
+through the NULL it returned); an exit code or another signal says nothing of memory."""
 
 
 def explain_memory_limit(result: CaseResult, max_memory_bytes: int | None) -> CaseResult:
     """A failed case under a memory limit names the limit when an allocation failed, or when
-    the worker died without a result (native code often aborts when malloc fails)."""
+    the worker died without a result as native code dies when malloc fails
+    (``ALLOCATION_DEATHS``)."""
     if max_memory_bytes is None or result.status != "failed" or not result.reason:
         return result
     limit = f"--max-memory {format_size(max_memory_bytes)} (address space, RLIMIT_AS)"
     text = f"{result.reason}\n{result.worker.get('stderr_tail') or ''}"
     if any(word in text for word in OUT_OF_MEMORY_WORDS):
         reason = f"memory limit reached: {limit}: {result.reason}"
-    elif "before reporting a result" in result.reason:
+    elif ("before reporting a result" in result.reason
+          and result.worker.get("signal") in ALLOCATION_DEATHS):
         reason = f"{result.reason} (a worker under {limit} may have died allocating past it)"
     else:
         return result
