@@ -7,7 +7,9 @@ forks from server k, one after another, so the interval between the starts of tw
 workers of a round is everything one worker costs the run: its fork, job, set-up, timed
 samples, reply, exit and reaping, and the parent's reading of its reply. The script prints
 the median interval over the run's workers, and beside it the median of their timed work
-(samples times inner loops), which is the kernel's and not the harness's.
+(samples times inner loops), which is the kernel's and not the harness's. It also prints the
+run's start-up: from the call of ``run_suite`` to the start of the first worker (discovery,
+the machine's calibration, the environment, the first fork servers' imports).
 
 With ``--baseline-src PATH`` (the ``src`` folder of another checkout, e.g. a worktree of the
 commit before a change), the same suite also runs on that code, in alternating order round
@@ -60,12 +62,14 @@ def one_run(src: Path, framework: str, cases: int) -> dict[str, float]:
         isolation.trivial_tree(root, framework, cases)
         settings = RunSettings(root=root, isolation="fork", processes=3, interleave=True,
                                protocol=ProtocolSettings(warmup_time_s=0.0))
+        called = time.perf_counter()
         _, results = isolation.run_tree(root, Path(folder) / "out", settings)
     per_round = [starts[k * cases:(k + 1) * cases] for k in range(3)]
     intervals = [b - a for group in per_round for a, b in itertools.pairwise(group)]
     assert forkserver.__file__.startswith(str(src)), forkserver.__file__
     return {"interval_ms": statistics.median(intervals) * 1e3,
-            "timed_ms": statistics.median(isolation.timed_s(r) / 3 for r in results) * 1e3}
+            "timed_ms": statistics.median(isolation.timed_s(r) / 3 for r in results) * 1e3,
+            "startup_ms": (starts[0] - called) * 1e3}
 
 
 def measured(src: Path, framework: str, cases: int) -> dict[str, float]:
@@ -74,6 +78,19 @@ def measured(src: Path, framework: str, cases: int) -> dict[str, float]:
                            framework, "--cases", str(cases)],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def spread(runs: list[dict[str, float]], key: str, digits: int = 1) -> str:
+    """The median of `key` over the runs, (min-max) beside it, in ms."""
+    values = [run[key] for run in runs]
+    return (f"{statistics.median(values):.{digits}f} ms ({min(values):.{digits}f}-"
+            f"{max(values):.{digits}f})")
+
+
+def ratio(figures: dict[str, list[dict[str, float]]], key: str) -> str:
+    """This tree's `key` over the baseline's, run by run (they alternate): median (min-max)."""
+    ratios = [a[key] / b[key] for a, b in zip(figures["this"], figures["baseline"], strict=True)]
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def main() -> int:
@@ -94,26 +111,22 @@ def main() -> int:
     print(f"\nA forked worker's interval in its round: {args.cases} trivial kernels, 3 processes "
           f"in rounds, --warmup-time 0; medians over the workers, then over {args.rounds} "
           f"rounds (min-max); trees alternate in order round after round\n")
-    header = "| framework | this tree | timed work |"
+    header = "| framework | this tree | timed work | start-up |"
     if args.baseline_src:
-        header += " baseline | timed work | this / baseline |"
+        header += (" baseline | timed work | start-up | this / baseline | start-up, this / "
+                   "baseline |")
     print(header + "\n|---|" + "---:|" * (header.count("|") - 2))
     for framework in frameworks:
         figures: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
         for index in range(args.rounds):
             for name in (list(trees) if index % 2 == 0 else list(trees)[::-1]):
                 figures[name].append(measured(trees[name], framework, args.cases))
-        cells = []
-        for name in trees:
-            intervals = [f["interval_ms"] for f in figures[name]]
-            timed = statistics.median(f["timed_ms"] for f in figures[name])
-            cells.append(f"{statistics.median(intervals):.1f} ms ({min(intervals):.1f}-"
-                         f"{max(intervals):.1f}) | {timed:.1f} ms")
+        cells = [f"{spread(figures[name], 'interval_ms')} | "
+                 f"{statistics.median(f['timed_ms'] for f in figures[name]):.1f} ms | "
+                 f"{spread(figures[name], 'startup_ms', 0)}" for name in trees]
         row = f"| {framework} | " + " | ".join(cells)
         if args.baseline_src:
-            ratios = [a["interval_ms"] / b["interval_ms"]
-                      for a, b in zip(figures["this"], figures["baseline"], strict=True)]
-            row += f" | {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+            row += "".join(f" | {ratio(figures, key)}" for key in ("interval_ms", "startup_ms"))
         print(row + " |", flush=True)
     return 0
 
