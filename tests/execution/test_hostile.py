@@ -284,7 +284,8 @@ def test_good_kernels_figures_are_as_if_the_hostile_ones_were_absent(
 @pytest.mark.parametrize(("name", "status", "words"), [
     ("raiser", "failed", ["ValueError: bad input shape 42"]),
     ("segv", "failed", ["killed by SIGSEGV", "before reporting a result"]),
-    ("hang", "timeout", ["timed out after 4 s", "children were killed"]),
+    ("hang", "timeout", ["timed out after 4 s", "children were killed",
+                         "its stack at the timeout ended in hang.py, line 7, in run_benchmark"]),
     ("os_exit", "failed", ["exited with code 3", "before reporting a result"]),
     ("sys_exit_zero", "failed", ["called sys.exit(0) (SystemExit)"]),
     ("sys_exit_code", "failed", ["called sys.exit(4) (SystemExit)"]),

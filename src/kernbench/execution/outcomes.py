@@ -12,6 +12,7 @@ from kernbench.analysis.golden import detect_sku, golden_check
 from kernbench.analysis.stats import percentile
 from kernbench.execution.isolation import WorkerExit
 from kernbench.execution.jobs import WorkerReply
+from kernbench.execution.stacks import timeout_detail
 from kernbench.measure.metrics.roofline import work_figures
 from kernbench.results.model import (
     NATIVE,
@@ -117,7 +118,9 @@ def worker_facts(exit_info: WorkerExit) -> dict[str, Any]:
 def died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
     """Status and reason of a worker that left no reply (or ran out of time)."""
     if exit_info.timed_out:
-        return "timeout", f"timed out after {timeout:g} s; the worker and its children were killed"
+        detail = timeout_detail(exit_info.stderr_tail)
+        return "timeout", (f"timed out after {timeout:g} s; the worker and its children were "
+                           f"killed{f'; {detail}' if detail else ''}")
     if exit_info.signal_name:
         how = f"killed by {exit_info.signal_name}"
     else:

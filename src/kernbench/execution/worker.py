@@ -10,6 +10,7 @@ parent only keeps a bounded tail of the output.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib.util
 import os
 import random
@@ -23,6 +24,7 @@ from kernbench.execution.contract import BoundKernel, import_kernel, resolve_fun
 from kernbench.execution.describe import describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply, dump_reply, load_job
 from kernbench.execution.measuring import bind, measure_case
+from kernbench.execution.stacks import STACK_SIGNAL
 from kernbench.measure.backends import backend_for
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.precision import set_current_precision
@@ -46,6 +48,7 @@ def main(argv: list[str] | None = None, before_exit: Callable[[], None] | None =
     """Run the job named in `argv`; `before_exit` is called once the reply is written (a
     forked worker tells its server that it is leaving: :mod:`kernbench.execution.serving`)."""
     args = sys.argv[1:] if argv is None else argv
+    faulthandler.register(STACK_SIGNAL, all_threads=True)  # a timeout asks where it is
     job = load_job(Path(args[0]))
     dump_reply(run_job(job), job.result_path)
     sys.stdout.flush()
