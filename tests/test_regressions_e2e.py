@@ -1152,6 +1152,20 @@ def test_history_add_appends_the_record_of_a_finished_run(tmp_path: Path) -> Non
     assert "already; nothing added" in err and len(history_files(repo)) == 1
 
 
+def test_history_add_refuses_another_repositorys_run(tmp_path: Path) -> None:
+    repo, other = tmp_path / "repo", tmp_path / "other"
+    init_repo(repo, {"alpha": GOOD})
+    init_repo(other, {"beta": GOOD})
+    out = tmp_path / "out"
+    assert run(other, out, "--debug-fake-timer", "2")[0] == 0
+    commit = json.loads((out / "env.json").read_text())["git"]["commit"]
+    code, _, err = cli("history", "--root", repo, "--add", out)
+    assert code == 2, err
+    assert f"the run measured commit {commit[:12]}, which the repository at {repo}" in err
+    assert f"`git fetch origin {commit}`" in err and history_files(repo) == []
+    assert cli("history", "--root", other, "--add", out)[0] == 0  # its own repository
+
+
 def test_history_add_refuses_a_run_that_did_not_finish(tmp_path: Path) -> None:
     # An interrupted run's record would become the baseline with its cases left out, and a
     # later comparison would call every case "new" and pass.

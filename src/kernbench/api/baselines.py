@@ -46,11 +46,36 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
                              "testing aid's figures must not become a baseline")
     parts = [(summary, environment)] if not (split := split_summary(summary)) else \
         [(part, part["environment"]) for _, part in split]
+    for _, env in parts:
+        _refuse_foreign(root, run_dir, env)
     records = [history_record(part, env, created_at=part.get("finished_at") or None)
                for part, env in parts]
     for record in records:
         _refuse_stored(root, run_dir, record)
     return [append_record(root, record) for record in records]
+
+
+def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any]) -> None:
+    """KernbenchError when the run measured a commit that the repository at `root` does not
+    hold: its kernels and figures would join another repository's history. Nothing to check
+    where the run recorded no commit or `root` is in no repository."""
+    from kernbench.analysis.gitref import (
+        is_repository,
+        is_shallow,
+        resolve_ref,
+        shallow_fetch_hint,
+    )
+
+    commit = (environment.get("git") or {}).get("commit")
+    if not isinstance(commit, str) or not is_repository(root) or resolve_ref(root, commit):
+        return
+    fix = (f"this is a shallow clone: {shallow_fetch_hint(commit)}" if is_shallow(root) else
+           f"if the run is of this repository, fetch that commit first (`git fetch origin "
+           f"{commit}`)")
+    raise KernbenchError(
+        f"{run_dir}: the run measured commit {commit[:12]}, which the repository at {root} "
+        f"does not hold: a run of another repository would mix its kernels into this "
+        f"history; nothing added ({fix})")
 
 
 def _refuse_stored(root: Path, run_dir: Path, record: Mapping[str, Any]) -> None:
