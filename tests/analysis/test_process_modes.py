@@ -220,3 +220,23 @@ def test_moved_by_few_looks_at_the_direction() -> None:
     assert moved_by_few(comparison(0.8, 1.2), 0.1)
     assert not moved_by_few(comparison(0.8, 0.85), 0.1)
     assert not moved_by_few(comparison(1.05, 1.5), 0.1)  # the mean is inside the band
+
+
+def test_the_advice_names_the_knobs_of_the_entry_point_that_measured() -> None:
+    from kernbench.analysis.compare import ADVICE, inconclusive_advice
+    from kernbench.analysis.machine_caveats import comparison_warnings
+
+    base = record(medians(860.0, 7), NORMAL_PROBES)
+    cand = record(medians(860.0 * 1.3, 8), NORMAL_PROBES)
+    cases = compare_results([base], [cand], entry_point="pytest")
+    judged = machine_caveats(cases, [base], [cand], "calibration 1.80x slower", "pytest")
+    note = str(judged[0].note)
+    assert note.endswith("; for a trustworthy answer measure both sessions again on a quiet "
+                         "machine with the marker's processes=3 (with isolation='fork') or more")
+    assert "--ab" not in note and "--processes" not in note
+    assert inconclusive_advice("kernbench.bench") == (
+        "for a trustworthy answer measure both functions again on a quiet machine with "
+        "processes=3 (with isolation='fork') or more")
+    assert inconclusive_advice(None) == inconclusive_advice("cli") == ADVICE
+    (warning,) = comparison_warnings({}, {}, "calibration 1.80x slower", "pytest")
+    assert warning.endswith(inconclusive_advice("pytest"))

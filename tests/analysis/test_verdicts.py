@@ -120,4 +120,7 @@ def test_short_of_significance_only_for_a_clear_change_the_q_value_missed(
     if said:
         assert note == (f"beyond the threshold but not significant: q {q:.2g} >= 0.05 after "
                         "Benjamini-Hochberg over 3 compared cases; more processes "
-                        "(--processes) can tell")
+                        "(--processes N) can tell")
+        in_pytest = short_of_significance(welch, q, 0.1, 0.05, 3, "pytest")
+        assert str(in_pytest).endswith("; more processes (the marker's processes=N (with "
+                                       "isolation='fork')) can tell")

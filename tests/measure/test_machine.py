@@ -314,3 +314,21 @@ def test_the_merged_case_keeps_the_median_speed_of_its_processes() -> None:
     merged = _merged_machine([speed(200, 0.1), speed(260, 0.9), speed(210, 0.2)])
     assert merged is not None
     assert merged["other_cpu_cores"] == 0.9 and merged["speed_probe_us"] == 210
+
+
+def test_a_pytest_sessions_comparison_advises_the_plugins_knobs() -> None:
+    """run_comparison reads the candidate's runner (a saved set's ``settings.runner``)."""
+    from kernbench.analysis.compare import Thresholds
+    from kernbench.api.compare import run_comparison
+    from kernbench.results.inputs import LoadedRun, run_from_document
+
+    assert run_from_document({"results": [], "settings": {"runner": "pytest"}},
+                             "x").meta["runner"] == "pytest"
+    base, cand = [result("a", 1.0)], [result("a", 1.5)]
+    document = run_comparison(
+        LoadedRun(base, {"machine_state": state(6.4, 6.4)}),
+        LoadedRun(cand, {"machine_state": state(11.5, 11.5), "runner": "pytest"}),
+        Thresholds())
+    texts = [document["cases"][0]["note"], *document["warnings"]]
+    assert all("the marker's processes=3" in text for text in texts), texts
+    assert not any("--ab" in text for text in texts)

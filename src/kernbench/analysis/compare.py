@@ -23,6 +23,7 @@ from kernbench.analysis.stats_compare import Comparison, compare_groups, compare
 from kernbench.analysis.verdicts import benjamini_hochberg, short_of_significance, verdict
 from kernbench.errors import KernbenchError
 from kernbench.results.model import IMPL_PREFIX, NATIVE, CaseResult, case_id_of
+from kernbench.results.vocabulary import knob
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
 DEFAULT_THRESHOLD = 0.10
@@ -30,6 +31,18 @@ DEFAULT_ACCURACY_DRIFT = 1e-3
 DEFAULT_ALPHA = 0.05
 ADVICE = ("for a trustworthy answer run an interleaved A/B (`--ab REF`), or both runs again on "
           "a quiet machine with `--processes 3` or more, interleaved (the default)")
+"""What an inconclusive verdict advises a ``kernbench run`` user (:func:`inconclusive_advice`)."""
+
+
+def inconclusive_advice(entry_point: str | None = None) -> str:
+    """How to get a trustworthy answer, in the knobs of the entry point that measured the
+    candidate (None: ``kernbench run``; ``pytest``; ``kernbench.bench``): only the CLI has
+    an interleaved A/B."""
+    if entry_point not in ("pytest", "kernbench.bench"):
+        return ADVICE
+    again = "both sessions" if entry_point == "pytest" else "both functions"
+    return (f"for a trustworthy answer measure {again} again on a quiet machine with "
+            f"{knob('processes', entry_point, 3)} or more")
 
 
 @dataclass(frozen=True)
@@ -200,9 +213,11 @@ def check_one_machine(results: Sequence[CaseResult], side: str) -> None:
 
 def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResult],
                     thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
-                    confidence: float = 0.95, paired: bool = False) -> list[CaseComparison]:
+                    confidence: float = 0.95, paired: bool = False,
+                    entry_point: str | None = None) -> list[CaseComparison]:
     """A verdict for every case present on either side. `paired`: the k-th process of each
-    side ran in the same interleaved round (``--ab``), so rounds are compared pairwise."""
+    side ran in the same interleaved round (``--ab``), so rounds are compared pairwise.
+    `entry_point` names the knobs the notes advise (:func:`inconclusive_advice`)."""
     compare = compare_paired if paired else compare_groups
     thresholds = thresholds or Thresholds()
     for side, results in (("baseline", baseline), ("candidate", candidate)):
@@ -249,16 +264,19 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
             accuracy_drift=_drift(base, cand, drift_limit),
-            note=_note(comparison, q_value, latency, alpha, left_out, len(pending)),
+            note=_note(comparison, (q_value, alpha), latency, left_out, len(pending),
+                       entry_point),
             point=cand.point, implementation=cand.implementation,
             gpu_mode=timing_mode(cand.gpu_timing)))
     return sorted(decided, key=lambda c: c.key)
 
 
-def _note(comparison: Comparison, q_value: float | None, threshold: float, alpha: float,
-          left_out: str | None, family: int) -> str | None:
-    parts = [process_modes.note(comparison, threshold, left_out, ADVICE),
-             short_of_significance(comparison, q_value, threshold, alpha, family)]
+def _note(comparison: Comparison, significance: tuple[float | None, float], threshold: float,
+          left_out: str | None, family: int, entry_point: str | None) -> str | None:
+    q_value, alpha = significance
+    parts = [process_modes.note(comparison, threshold, left_out,
+                                inconclusive_advice(entry_point)),
+             short_of_significance(comparison, q_value, threshold, alpha, family, entry_point)]
     return "; ".join(p for p in parts if p) or None
 
 

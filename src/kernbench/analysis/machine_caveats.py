@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernbench.analysis import process_modes
-from kernbench.analysis.compare import ADVICE, CaseComparison, case_key
+from kernbench.analysis.compare import CaseComparison, case_key, inconclusive_advice
 from kernbench.results.model import CaseResult
 
 BUSY_OTHER_CORES = 0.5
@@ -112,12 +112,14 @@ def explained_by_speed(case: CaseComparison, speed: float) -> bool:
 
 
 def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResult],
-                    candidate: Sequence[CaseResult], changed: str | None) -> list[CaseComparison]:
+                    candidate: Sequence[CaseResult], changed: str | None,
+                    entry_point: str | None = None) -> list[CaseComparison]:
     """Claimed changes that the machine, not the code, may explain, made inconclusive: every
     regressed or improved case when the calibration `changed` between or during the runs
     (:func:`calibration_change`), a case whose samples (on either side) were taken while
     other processes were busy, and a case whose processes ran a fixed loop at another speed
-    that accounts for the change (:func:`speed_change`)."""
+    that accounts for the change (:func:`speed_change`). The advice names `entry_point`'s
+    knobs (:func:`~kernbench.analysis.compare.inconclusive_advice`)."""
     base_by_key = {case_key(r): r for r in baseline}
     cand_by_key = {case_key(r): r for r in candidate}
     typical = process_modes.typical_probe_us(baseline, candidate)
@@ -143,14 +145,15 @@ def machine_caveats(cases: Sequence[CaseComparison], baseline: Sequence[CaseResu
             judged.append(case)
             continue
         note = (f"inconclusive: {'; '.join(reasons)}. The figures alone say {case.verdict}"
-                f"{f' ({case.ratio:.2f}x)' if case.ratio else ''}; {ADVICE}"
+                f"{f' ({case.ratio:.2f}x)' if case.ratio else ''}; "
+                f"{inconclusive_advice(entry_point)}"
                 f"{f'. Also: {case.note}' if case.note else ''}")
         judged.append(replace(case, verdict="inconclusive", claimed=case.verdict, note=note))
     return judged
 
 
 def comparison_warnings(baseline_meta: Mapping[str, Any], candidate_meta: Mapping[str, Any],
-                        changed: str | None) -> list[str]:
+                        changed: str | None, entry_point: str | None = None) -> list[str]:
     """What makes the whole comparison doubtful: two different machines (the ratios mix code
     and hardware), or one machine whose calibration `changed` between the runs."""
     warnings = []
@@ -160,5 +163,5 @@ def comparison_warnings(baseline_meta: Mapping[str, Any], candidate_meta: Mappin
                         f"({prints[0]} vs {prints[1]}): the ratios mix code and hardware")
     if changed:
         warnings.append(f"the machine changed: {changed}; claimed changes are inconclusive, "
-                        f"{ADVICE}")
+                        f"{inconclusive_advice(entry_point)}")
     return warnings

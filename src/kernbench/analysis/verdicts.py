@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from kernbench.analysis.stats_compare import PAIRED, Comparison
+from kernbench.results.vocabulary import knob
 
 
 def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
@@ -93,7 +94,8 @@ def moved_by_few(comparison: Comparison, threshold: float) -> bool:
 
 
 def short_of_significance(comparison: Comparison, q_value: float | None, threshold: float,
-                          alpha: float, family: int) -> str | None:
+                          alpha: float, family: int,
+                          entry_point: str | None = None) -> str | None:
     """Why a change beyond the threshold, its whole interval beyond no change, was not claimed:
     its q-value (Benjamini-Hochberg over the `family` compared cases) did not reach `alpha`.
     None for any other comparison. A sign test over n rounds cannot give p below 2^(1-n),
@@ -103,7 +105,7 @@ def short_of_significance(comparison: Comparison, q_value: float | None, thresho
     text = (f"beyond the threshold but not significant: q {q_value:.2g} >= {alpha:g} after "
             f"Benjamini-Hochberg over {family} compared cases")
     if comparison.method != PAIRED:
-        return f"{text}; more processes (--processes) can tell"
+        return f"{text}; more processes ({knob('processes', entry_point, 'N')}) can tell"
     rounds = comparison.n_baseline
     needed = math.floor(math.log2(2 * max(family, 1) / alpha)) + 1  # 2^(1-n) * family < alpha
     return (f"{text}; {rounds} rounds give a sign-test p of {2 * 0.5 ** rounds:.2g} at best: "

@@ -199,7 +199,8 @@ def compare(baseline: BenchResult, candidate: BenchResult, threshold: float = 0.
         candidate.case, kernel_name=base.kernel_name, backend=base.backend,
         precision=base.precision, problem_size=base.problem_size, point=base.point,
         implementation=base.implementation)
-    cases = compare_results([base], [renamed], Thresholds(latency=threshold), alpha)
+    cases = compare_results([base], [renamed], Thresholds(latency=threshold), alpha,
+                            entry_point="kernbench.bench")
     return BenchComparison(baseline, candidate, cases[0])
 
 

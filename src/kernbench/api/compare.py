@@ -58,18 +58,20 @@ def run_comparison(base: LoadedRun, cand: LoadedRun, thresholds: Thresholds,
 
     if base.results and cand.results:  # an empty side (no baseline found) has no clock
         check_same_clock(base.meta, cand.meta)
-    cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired)
+    runner = cand.meta.get("runner")  # whose knobs the advice names
+    cases = compare_results(base.results, cand.results, thresholds, alpha, paired=paired,
+                            entry_point=runner)
     changed = None
     if not paired:  # an interleaved A/B shares the machine's changes between its two sides
         changed = calibration_change(base.meta.get("machine_state"),
                                      cand.meta.get("machine_state"))
-        cases = machine_caveats(cases, base.results, cand.results, changed)
+        cases = machine_caveats(cases, base.results, cand.results, changed, runner)
     settings = {"threshold": thresholds.latency, "accuracy_drift": thresholds.accuracy_drift,
                 "alpha": alpha, "per_kernel": dict(thresholds.per_kernel), "paired": paired}
     document = comparison_document(cases, base.meta, cand.meta, settings, note,
                                    skipped_on_both_sides(base.results, cand.results))
     warnings = [*incomplete_warnings(base.meta, cand.meta),
-                *comparison_warnings(base.meta, cand.meta, changed)]
+                *comparison_warnings(base.meta, cand.meta, changed, runner)]
     if warnings:
         document["warnings"] = warnings
     return document

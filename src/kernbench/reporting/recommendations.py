@@ -103,7 +103,7 @@ def recommendations(document: Mapping[str, Any],
     """
     results, settings = mappings(document.get("results")), document.get("settings") or {}
     findings = key_findings(document)
-    regressed, inconclusive = comparison_advice(comparison)
+    regressed, inconclusive = comparison_advice(comparison, settings.get("runner"))
     pairs = narrow_pairs(results)
     return [*map(accuracy_recommendation, filter(accuracy_failed, results)),
             *_failure_advice(results), *regressed,
@@ -318,9 +318,10 @@ def _backend_pair(kernel: str, slow: Mapping[tuple[str, str], Record],
         f"{kernel}."))]
 
 
-def comparison_advice(comparison: Mapping[str, Any] | None
-                       ) -> tuple[list[Recommendation], list[Recommendation]]:
-    """(advice on regressed cases, advice on inconclusive ones)."""
+def comparison_advice(comparison: Mapping[str, Any] | None, runner: str | None = None
+                      ) -> tuple[list[Recommendation], list[Recommendation]]:
+    """(advice on regressed cases, advice on inconclusive ones), in the knobs of the run's
+    entry point (`runner`: a report set's ``settings.runner``; only the CLI has ``--ab``)."""
     if not comparison or comparison.get("baseline_note"):
         return [], []
     cases = mappings(comparison.get("cases"))
@@ -330,14 +331,19 @@ def comparison_advice(comparison: Mapping[str, Any] | None
                       or (c.get("accuracy_drift") or {}).get("flagged"))
     undecided = tuple(comparison_label(c) for c in cases
                       if c.get("verdict") == "inconclusive" and number(c.get("ratio")))
+    cli = runner not in ("pytest", "kernbench.bench")
+    more = knob("processes", runner) if cli else f"{knob('processes', runner, 3)} or more"
+    confirm = ("on one machine with an interleaved A/B run (--ab REF)" if cli else
+               f"by measuring both again on a quiet machine with {more}")
     worse = [Recommendation("regression", regressed, (
         f"slower or less accurate than the baseline: look at the changes"
-        f"{f' since {commit}' if commit else ''}, and confirm on one machine with an "
-        "interleaved A/B run (--ab REF) before reverting."))] if regressed else []
+        f"{f' since {commit}' if commit else ''}, and confirm {confirm} before "
+        "reverting."))] if regressed else []
     unsure = [Recommendation("inconclusive", undecided, (
         "measured on both sides, but the interval of the ratio is too wide to decide. "
-        "Compare with more worker processes per case (--processes) or with an interleaved "
-        "A/B run (--ab REF)."))] if undecided else []
+        f"Compare with more worker processes per case ({more})"
+        f"{' or with an interleaved A/B run (--ab REF)' if cli else ''}."))] \
+        if undecided else []
     return worse, unsure
 
 

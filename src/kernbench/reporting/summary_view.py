@@ -347,7 +347,7 @@ class SummaryView:
         gives them, each kind listing its first cases (or pieces of advice) and counting the
         rest."""
         rows = self.rows
-        regressed, inconclusive = rx.comparison_advice(comparison)
+        regressed, inconclusive = rx.comparison_advice(comparison, settings.get("runner"))
         accuracy = [rx.accuracy_recommendation(r) for r in self.items("accuracy")[:MAX_LISTED]]
         ids = {status: tuple(self.items(f"{status}_ids")) for status in rx.FAILURE_KINDS}
         files = sorted(self.failed_files)

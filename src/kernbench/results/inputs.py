@@ -154,6 +154,7 @@ def _meta(document: Mapping[str, Any], source: str) -> dict[str, Any]:
                                       or env.get("machine_state")) or None,
             "complete": document.get("complete") is not False,
             "fake_call_ms": _mapping(document.get("settings")).get("fake_call_ms"),
+            "runner": _text(_mapping(document.get("settings")).get("runner")),
             "completeness": _mapping(document.get("completeness")) or None}
 
 
