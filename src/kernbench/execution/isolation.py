@@ -54,6 +54,8 @@ class WorkerExit:
     """How the worker was started: "fork" (from a preloaded fork server) or "spawn"."""
     note: str | None = None
     """Why a worker was spawned where a fork server was asked for, or what went wrong."""
+    stack: str | None = None
+    """A timed-out worker's stack dump (:mod:`kernbench.execution.stacks`)."""
 
     @property
     def signal_name(self) -> str | None:

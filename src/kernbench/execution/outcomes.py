@@ -112,13 +112,15 @@ def worker_facts(exit_info: WorkerExit) -> dict[str, Any]:
              "isolation": exit_info.isolation}
     if exit_info.note:
         facts["isolation_note"] = exit_info.note
+    if exit_info.stack:
+        facts["stack_at_timeout"] = exit_info.stack
     return facts
 
 
 def died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
     """Status and reason of a worker that left no reply (or ran out of time)."""
     if exit_info.timed_out:
-        detail = timeout_detail(exit_info.stderr_tail)
+        detail = timeout_detail(exit_info.stack)
         return "timeout", (f"timed out after {timeout:g} s; the worker and its children were "
                            f"killed{f'; {detail}' if detail else ''}")
     if exit_info.signal_name:

@@ -49,6 +49,7 @@ from kernbench.execution.references import (
 )
 from kernbench.execution.replicates import merge_replicates
 from kernbench.execution.settings import RunSettings
+from kernbench.execution.stacks import read_stack, stack_path
 from kernbench.measure.metrics.peaks import cpu_peak, gpu_peak
 from kernbench.results.files import (
     live_scratch,
@@ -262,6 +263,9 @@ class BenchmarkRunner:
             with self._launcher_for_call() as launcher:
                 exit_info = launcher.run(job.framework, slot, job_path, self.settings.root,
                                          timeout, self.settings.max_memory_bytes)
+            if exit_info.timed_out:
+                exit_info = dataclasses.replace(
+                    exit_info, stack=read_stack(stack_path(job.result_path)))
             try:
                 return load_reply(job.result_path), exit_info
             except KernbenchError as exc:

@@ -1,9 +1,10 @@
 """Where a worker was when its case timed out: the Python stack it dumps on ``STACK_SIGNAL``.
 
-A worker registers :mod:`faulthandler` for ``STACK_SIGNAL`` (every thread's stack to its
-stderr, written from the signal handler, so a worker stuck in C code dumps too). At a timeout
-the parent sends the signal, drains the output for ``STACK_GRACE_S`` and only then kills the
-worker's group, as pytest-timeout does. The dump lands in the record's ``stderr_tail``, and
+A worker registers :mod:`faulthandler` for ``STACK_SIGNAL``, writing every thread's stack to a
+file of its own beside its reply (:func:`stack_path`; written from the signal handler, so a
+worker stuck in C code dumps too, and the kernel's own stderr tail is left alone). At a timeout
+the parent sends the signal, waits ``STACK_GRACE_S`` and only then kills the worker's group, as
+pytest-timeout does; it keeps the file as the record's ``worker.stack_at_timeout``, and
 :func:`timeout_detail` turns its innermost frame into the reason's last words.
 """
 
@@ -11,19 +12,43 @@ from __future__ import annotations
 
 import re
 import signal
+from pathlib import Path
 
-STACK_SIGNAL = signal.SIGUSR1
+_REAL_TIME = getattr(signal, "SIGRTMIN", None)
+STACK_SIGNAL: int = _REAL_TIME + 4 if _REAL_TIME is not None else signal.SIGUSR1
+"""A real-time signal where there are any (Linux): libraries give SIGUSR1 meanings of their own
+(a requeue under Slurm, say), and a kernel's handler for it would replace the dump."""
 STACK_GRACE_S = 0.25
 """How long the parent waits for the dump before it kills the worker."""
-CHILD_WAIT_PATHS = ("/multiprocessing/", "/concurrent/futures/process.py")
-"""Frames in these files mean the worker was waiting for a child process."""
+MAX_STACK_BYTES = 64 * 1024
+"""The most of a dump a record keeps: its end, where faulthandler lists the main thread."""
+CHILD_WAITS = ("/multiprocessing/popen_", "/concurrent/futures/process.py")
+"""Frames in these files mean the thread was waiting for a child process."""
 FORK_HINT = ("it was waiting for a child process: a process forked after torch or OpenMP "
              "started their threads can hang (multiprocessing's 'spawn' start method avoids "
              "that)")
 
+
+def stack_path(result_path: Path) -> Path:
+    """Where a worker whose reply goes to `result_path` dumps its stack."""
+    return result_path.with_name("stack.txt")
+
+
+def read_stack(path: Path) -> str | None:
+    """The dump in `path` (its last ``MAX_STACK_BYTES``), or None when there is none."""
+    try:
+        with path.open("rb") as file:
+            file.seek(0, 2)
+            file.seek(max(file.tell() - MAX_STACK_BYTES, 0))
+            text = file.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return text or None
+
+
 _HEADER = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call first\):$|"
                      r"^Stack \(most recent call first\):$")
-_FRAME = re.compile(r'^  File "(?P<path>.*)", line (?P<line>\d+) in (?P<function>\S+)$')
+_FRAME = re.compile(r'^  File "(?P<path>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>\S+)$')
 
 
 def last_dump(text: str) -> list[list[tuple[str, int, str]]]:
@@ -41,9 +66,12 @@ def last_dump(text: str) -> list[list[tuple[str, int, str]]]:
         if _HEADER.match(line):
             threads.append((line.startswith("Current thread"), []))
         elif (frame := _FRAME.match(line)) and threads:
-            threads[-1][1].append((frame["path"], int(frame["line"]), frame["function"]))
+            number = int(frame["line"]) if frame["line"].isdigit() else 0
+            threads[-1][1].append((frame["path"], number, frame["function"]))
         elif not _in_dump(line):
             break  # the dump ended; what follows is the kernel's own output
+    if threads and not any(current for current, _ in threads):
+        threads.insert(0, threads.pop())  # faulthandler lists the main thread last
     threads.sort(key=lambda thread: not thread[0])  # the current thread first (stable)
     return [frames for _, frames in threads if frames]
 
@@ -52,16 +80,17 @@ def _in_dump(line: str) -> bool:
     return line == "" or line.startswith("  ") or _HEADER.match(line) is not None
 
 
-def timeout_detail(stderr_tail: str) -> str | None:
-    """The end of a timeout's reason: the innermost frame of the worker's stack at the
-    timeout, and a hint where it was waiting for a child; None where no dump came."""
-    threads = last_dump(stderr_tail)
+def timeout_detail(dump: str | None) -> str | None:
+    """The end of a timeout's reason: the innermost frame of the signalled thread's stack at
+    the timeout, and a hint where that thread was waiting for a child process; None where no
+    dump came."""
+    threads = last_dump(dump or "")
     if not threads:
         return None
     path, line, function = threads[0][0]
-    detail = (f"its stack at the timeout ended in {path.rsplit('/', 1)[-1]}, line {line}, in "
-              f"{function} (stderr_tail holds every thread's)")
-    if any(any(part in frame[0] for part in CHILD_WAIT_PATHS)
-           for frames in threads for frame in frames):
+    where = f"line {line}" if line else "an unknown line"
+    detail = (f"its stack at the timeout ended in {path.rsplit('/', 1)[-1]}, {where}, in "
+              f"{function} (worker.stack_at_timeout holds every thread's)")
+    if any(wait in frame[0] for frame in threads[0] for wait in CHILD_WAITS):
         detail += f"; {FORK_HINT}"
     return detail

@@ -18,13 +18,14 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from kernbench.errors import ConfigError, SkipCase, UnsupportedPrecision
 from kernbench.execution.contract import BoundKernel, import_kernel, resolve_function
 from kernbench.execution.describe import describe_output
 from kernbench.execution.jobs import WorkerJob, WorkerReply, dump_reply, load_job
 from kernbench.execution.measuring import bind, measure_case
-from kernbench.execution.stacks import STACK_SIGNAL
+from kernbench.execution.stacks import STACK_SIGNAL, stack_path
 from kernbench.measure.backends import backend_for
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.precision import set_current_precision
@@ -34,6 +35,10 @@ from kernbench.results.model import NATIVE, SkipRule
 OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
                     "numba", "ml_dtypes"}
 """Missing imports of these mean "not installed here" (skipped), not a broken kernel (failed)."""
+
+
+_STACK_FILES: list[IO[str]] = []
+"""The file a timeout's stack dump goes to (:mod:`kernbench.execution.stacks`), kept open."""
 
 
 class CaseSkipped(Exception):
@@ -48,8 +53,12 @@ def main(argv: list[str] | None = None, before_exit: Callable[[], None] | None =
     """Run the job named in `argv`; `before_exit` is called once the reply is written (a
     forked worker tells its server that it is leaving: :mod:`kernbench.execution.serving`)."""
     args = sys.argv[1:] if argv is None else argv
-    faulthandler.register(STACK_SIGNAL, all_threads=True)  # a timeout asks where it is
     job = load_job(Path(args[0]))
+    try:  # where a timeout's stack dump goes (kernbench.execution.stacks)
+        _STACK_FILES.append(stack_path(job.result_path).open("w", encoding="utf-8"))
+    except OSError:
+        _STACK_FILES.append(sys.stderr)
+    faulthandler.register(STACK_SIGNAL, file=_STACK_FILES[-1], all_threads=True)
     dump_reply(run_job(job), job.result_path)
     sys.stdout.flush()
     sys.stderr.flush()
