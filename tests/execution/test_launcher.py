@@ -70,3 +70,42 @@ def test_a_run_calibrates_then_starts_its_first_cases_servers_then_reads_its_env
     assert [r.status for r in outcome.run.results] == ["ok"]
     first = order.index("servers")
     assert order.index("calibration") < first < order.index("environment")
+
+
+def test_a_prestart_cut_short_stops_the_servers_it_started(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C (or a failed start) between two servers' starts: the first one is stopped,
+    not left to the parent's exit."""
+    from kernbench.execution import launcher as launcher_module
+    from kernbench.execution.settings import RunSettings
+    from kernbench.results.model import Case
+
+    started: list[Stub] = []
+
+    class Stub:
+        def __init__(self, *args: object) -> None:
+            if started:
+                raise KeyboardInterrupt
+            self.closed = False
+            started.append(self)
+
+        def ask_to_leave(self) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+
+    class FirstCase(Case):  # isinstance passes; only `framework` is read
+        def __init__(self) -> None:
+            pass
+
+        @property
+        def framework(self) -> str:
+            return "numpy"
+
+    monkeypatch.setattr(launcher_module, "ForkServer", Stub)
+    monkeypatch.setattr(launcher_module, "fork_supported", lambda: None)
+    with pytest.raises(KeyboardInterrupt):
+        launcher_module.prestarted_launcher(
+            RunSettings(root=Path(), processes=3, isolation="fork"), [FirstCase()])
+    assert len(started) == 1 and started[0].closed

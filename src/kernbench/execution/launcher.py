@@ -157,6 +157,10 @@ def prestarted_launcher(settings: RunSettings,
 
     launcher = make_launcher(settings)
     first = next((item for item in planned if isinstance(item, Case)), None)
-    if first is not None:
-        launcher.prestart(first.framework)
+    try:
+        if first is not None:
+            launcher.prestart(first.framework)
+    except BaseException:  # a Ctrl-C or a failed start between two servers: stop the others
+        launcher.close()
+        raise
     return launcher
