@@ -159,6 +159,17 @@ def test_a_memory_error_names_the_limit() -> None:
                              "RLIMIT_AS): MemoryError: ")
 
 
+@pytest.mark.parametrize("line", [
+    "libgomp: Thread creation failed: Resource temporarily unavailable",
+    "OpenBLAS error: Memory allocation still failed after 10 retries, giving up.",
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: not enough memory",
+])
+def test_runtimes_that_exit_when_they_cannot_allocate_name_the_limit(line: str) -> None:
+    died = failed("worker exited with code 1 before reporting a result", stderr=line)
+    assert str(explain_memory_limit(died, 400 << 20).reason).startswith(
+        "memory limit reached: --max-memory 400M")
+
+
 def test_a_worker_that_died_under_a_limit_says_it_may_have_hit_it() -> None:
     for signal in ("SIGABRT", "SIGSEGV", "SIGBUS"):
         died = failed(f"worker killed by {signal} before reporting a result", signal=signal)

@@ -15,8 +15,12 @@ from kernbench.config.sizes import format_size
 from kernbench.results.model import CaseResult
 
 OUT_OF_MEMORY_WORDS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory",
-                       "failed to map segment", "Unable to allocate")
-"""Text in a failure that says an allocation failed."""
+                       "failed to map segment", "Unable to allocate",
+                       "Memory allocation still failed", "not enough memory",
+                       "can't allocate memory", "Thread creation failed")
+"""Text in a failure that says an allocation failed: Python's, C++'s, glibc's, numpy's,
+OpenBLAS's, PyTorch's allocator's, and OpenMP's (libgomp exits with code 1 when a thread's
+stack cannot be mapped under the limit)."""
 ALLOCATION_DEATHS = ("SIGABRT", "SIGSEGV", "SIGBUS")
 """How native code that could not allocate usually dies (abort on a failed malloc, or a write
 through the NULL it returned); an exit code or another signal says nothing of memory."""
