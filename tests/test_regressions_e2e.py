@@ -1162,6 +1162,7 @@ def test_history_add_refuses_another_repositorys_run(tmp_path: Path) -> None:
     code, _, err = cli("history", "--root", repo, "--add", out)
     assert code == 2, err
     assert f"the run measured commit {commit[:12]}, which the repository at {repo}" in err
+    assert "another repository's run, or a commit this clone lacks" in err
     assert f"`git fetch origin {commit}`" in err and history_files(repo) == []
     assert cli("history", "--root", other, "--add", out)[0] == 0  # its own repository
 

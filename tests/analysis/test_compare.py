@@ -474,6 +474,8 @@ def test_figures_of_different_gpu_modes_are_never_compared() -> None:
     assert case.note == ("not compared: timed in different GPU modes (baseline sync, candidate "
                          "cold); run both with the same --gpu-timing")
     assert case.ratio is None and not regressions_found([case])
+    in_api = only(compare_results([base], [cand], entry_point="kernbench.bench"))
+    assert str(in_api.note).endswith("run both with the same gpu_timing=")
 
 
 def test_a_side_whose_processes_measured_in_different_modes_is_never_compared() -> None:

@@ -162,8 +162,8 @@ def _status_verdict(key: str, base: CaseResult, cand: CaseResult,
                      f"candidate {cand.status}: {cand.reason})")
 
 
-def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
-                  threshold: float) -> CaseComparison | None:
+def _mode_verdict(key: str, base: CaseResult, cand: CaseResult, threshold: float,
+                  entry_point: str | None = None) -> CaseComparison | None:
     """Figures taken in different GPU timing modes measure different things (a per-call
     synchronise, a warm or a cold L2): they are never compared."""
     before, after = timing_mode(base.gpu_timing), timing_mode(cand.gpu_timing)
@@ -174,7 +174,7 @@ def _mode_verdict(key: str, base: CaseResult, cand: CaseResult,
     why = (f"the {' and the '.join(mixed)}'s processes measured in different GPU modes (a "
            "fallback in some of them, see the mode's reason)" if mixed else
            f"timed in different GPU modes (baseline {before}, candidate {after}); run both "
-           "with the same --gpu-timing")
+           f"with the same {knob('gpu_timing', entry_point)}")
     return replace(_unpaired(key, cand, "inconclusive", threshold, f"not compared: {why}"),
                    baseline_p50_ms=_p50(base))
 
@@ -244,7 +244,8 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             decided.append(_unpaired(key, only, "new" if base is None else "missing", limit))
             continue
         limit = thresholds.for_kernel(cand.kernel_name)[0]
-        status = _status_verdict(key, base, cand, limit) or _mode_verdict(key, base, cand, limit)
+        status = (_status_verdict(key, base, cand, limit)
+                  or _mode_verdict(key, base, cand, limit, entry_point))
         if status is not None:
             decided.append(status)
             continue

@@ -74,8 +74,8 @@ def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any]) -
            f"{commit}`)")
     raise KernbenchError(
         f"{run_dir}: the run measured commit {commit[:12]}, which the repository at {root} "
-        f"does not hold: a run of another repository would mix its kernels into this "
-        f"history; nothing added ({fix})")
+        f"does not hold: it is another repository's run, or a commit this clone lacks, and "
+        f"a record must name a commit its history can be compared at; nothing added ({fix})")
 
 
 def _refuse_stored(root: Path, run_dir: Path, record: Mapping[str, Any]) -> None:

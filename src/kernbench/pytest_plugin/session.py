@@ -168,7 +168,7 @@ class PluginSession:
                 self.notes.append("nothing measured: no report set saved")
             if baseline is not None:
                 self._compare(baseline, saved, {"source": "this session", "complete": complete,
-                                                "machine_state": state})
+                                                "machine_state": state, "runner": "pytest"})
         except (KernbenchError, OSError) as exc:  # a save that failed fails the session
             self.notes.append(f"error: {exc}")
             return bool(self.option("compare_fail")) or save is not None

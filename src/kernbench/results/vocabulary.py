@@ -132,6 +132,8 @@ KNOBS: Mapping[str, Mapping[str | None, str]] = MappingProxyType({
     "processes": {None: "--processes {}",
                   "kernbench.bench": "processes={} (with isolation='fork')",
                   "pytest": "the marker's processes={} (with isolation='fork')"},
+    "gpu_timing": {None: "--gpu-timing {}", "kernbench.bench": "gpu_timing={}",
+                   "pytest": "gpu_timing={} (the marker's or the fixture's)"},
 })
 """What the user sets each protocol setting with, by entry point: None for ``kernbench run``,
 ``kernbench.bench`` for the library API, ``pytest`` for the plugin (a record's
