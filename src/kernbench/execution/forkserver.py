@@ -259,8 +259,8 @@ class ForkServer:
             if finished is not None:
                 return pid, finished, False
             _ask_for_stack(pid)
-            output.pump(self._sock, STACK_GRACE_S)  # drained, so the dump's write never blocks
-            _kill_case(pid)
+            if not output.pump(self._sock, STACK_GRACE_S):  # no "finished": it still runs
+                _kill_case(pid)  # (once reaped, its pid could be another process's)
             finished = self._receive(REPLY_TIMEOUT_S, output)
         finally:
             if finished is None:  # interrupted, or the server stopped answering
