@@ -23,7 +23,7 @@ from kernbench.analysis.stats_compare import Comparison, compare_groups, compare
 from kernbench.analysis.verdicts import benjamini_hochberg, short_of_significance, verdict
 from kernbench.errors import KernbenchError
 from kernbench.results.model import IMPL_PREFIX, NATIVE, CaseResult, case_id_of
-from kernbench.results.vocabulary import knob
+from kernbench.results.vocabulary import has_ab, knob
 
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "new", "missing")
 DEFAULT_THRESHOLD = 0.10
@@ -38,7 +38,7 @@ def inconclusive_advice(entry_point: str | None = None) -> str:
     """How to get a trustworthy answer, in the knobs of the entry point that measured the
     candidate (None: ``kernbench run``; ``pytest``; ``kernbench.bench``): only the CLI has
     an interleaved A/B."""
-    if entry_point not in ("pytest", "kernbench.bench"):
+    if has_ab(entry_point):
         return ADVICE
     again = "both sessions" if entry_point == "pytest" else "both functions"
     return (f"for a trustworthy answer measure {again} again on a quiet machine with "
@@ -265,16 +265,15 @@ def compare_results(baseline: Sequence[CaseResult], candidate: Sequence[CaseResu
             method=comparison.method, baseline_p50_ms=_p50(base), candidate_p50_ms=_p50(cand),
             processes=(comparison.n_baseline, comparison.n_candidate),
             accuracy_drift=_drift(base, cand, drift_limit),
-            note=_note(comparison, (q_value, alpha), latency, left_out, len(pending),
+            note=_note(comparison, q_value, latency, alpha, left_out, len(pending),
                        entry_point),
             point=cand.point, implementation=cand.implementation,
             gpu_mode=timing_mode(cand.gpu_timing)))
     return sorted(decided, key=lambda c: c.key)
 
 
-def _note(comparison: Comparison, significance: tuple[float | None, float], threshold: float,
+def _note(comparison: Comparison, q_value: float | None, threshold: float, alpha: float,
           left_out: str | None, family: int, entry_point: str | None) -> str | None:
-    q_value, alpha = significance
     parts = [process_modes.note(comparison, threshold, left_out,
                                 inconclusive_advice(entry_point)),
              short_of_significance(comparison, q_value, threshold, alpha, family, entry_point)]

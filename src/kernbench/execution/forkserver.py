@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kernbench.execution.stacks import STACK_GRACE_S, STACK_SIGNAL
+from kernbench.execution.stacks import STACK_GRACE_S, ask_for_stack
 from kernbench.execution.tails import CaseOutput
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -258,7 +258,7 @@ class ForkServer:
             finished = self._receive(timeout_s - (time.monotonic() - started), output)
             if finished is not None:
                 return pid, finished, False
-            _ask_for_stack(pid)
+            ask_for_stack(pid)
             if not output.pump(self._sock, STACK_GRACE_S):  # no "finished": it still runs
                 _kill_case(pid)  # (once reaped, its pid could be another process's)
             finished = self._receive(REPLY_TIMEOUT_S, output)
@@ -319,12 +319,6 @@ class ForkServer:
         if not wait_for_exit(self._proc, 2.0):
             self._proc.kill()
         self._proc.wait()
-
-
-def _ask_for_stack(pid: int) -> None:
-    """Have a timed-out worker dump its stack (:mod:`kernbench.execution.stacks`)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, STACK_SIGNAL)
 
 
 def _kill_case(pid: int) -> None:

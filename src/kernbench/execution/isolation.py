@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernbench.execution.reaping import kill_in_rounds, prctl
-from kernbench.execution.stacks import STACK_GRACE_S, STACK_SIGNAL
+from kernbench.execution.stacks import STACK_GRACE_S, ask_for_stack
 from kernbench.execution.tails import ThreadedTail
 
 TOKEN_VARIABLE = "KERNBENCH_WORKER_TOKEN"
@@ -140,12 +140,11 @@ def wait_for_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
 
 def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
                  timeout_s: float, max_memory_bytes: int | None = None,
-                 ask_for_stack: bool = False) -> WorkerExit:
+                 dump_stack: bool = False) -> WorkerExit:
     """Run `argv` in a new session; kill its whole process group, and every descendant that
     inherited its token, on timeout and at the end. `max_memory_bytes` sets RLIMIT_AS. With
-    `ask_for_stack`, a timed-out process is first sent ``STACK_SIGNAL``
-    (:mod:`kernbench.execution.stacks`: a worker dumps its stack) and given
-    ``STACK_GRACE_S``."""
+    `dump_stack`, a timed-out process is first asked for its stack
+    (:func:`kernbench.execution.stacks.ask_for_stack`) and given ``STACK_GRACE_S``."""
     started = time.monotonic()
     token = secrets.token_hex(16)
     proc = subprocess.Popen(list(argv), cwd=cwd, env={**env, TOKEN_VARIABLE: token},
@@ -157,9 +156,8 @@ def run_isolated(argv: Sequence[str], cwd: Path, env: dict[str, str],
     timed_out = False
     try:
         timed_out = not wait_for_exit(proc, timeout_s)
-        if timed_out and ask_for_stack:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, STACK_SIGNAL)
+        if timed_out and dump_stack:
+            ask_for_stack(proc.pid)
             wait_for_exit(proc, STACK_GRACE_S)
     finally:
         _kill_group(proc.pid)  # the kernel's children too, whether it ended or not

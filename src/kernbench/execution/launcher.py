@@ -115,7 +115,7 @@ class WorkerLauncher:
                note: str | None) -> WorkerExit:
         exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.worker", str(job)],
                                  cwd=cwd, env=self._env, timeout_s=timeout_s,
-                                 max_memory_bytes=max_memory_bytes, ask_for_stack=True)
+                                 max_memory_bytes=max_memory_bytes, dump_stack=True)
         if note is None:
             return exit_info
         from dataclasses import replace

@@ -10,6 +10,8 @@ pytest-timeout does; it keeps the file as the record's ``worker.stack_at_timeout
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import signal
 from pathlib import Path
@@ -27,6 +29,12 @@ CHILD_WAITS = ("/multiprocessing/popen_", "/concurrent/futures/process.py")
 FORK_HINT = ("it was waiting for a child process: a process forked after torch or OpenMP "
              "started their threads can hang (multiprocessing's 'spawn' start method avoids "
              "that)")
+
+
+def ask_for_stack(pid: int) -> None:
+    """Have the timed-out worker `pid` dump its stack (nothing if it is gone already)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, STACK_SIGNAL)
 
 
 def stack_path(result_path: Path) -> Path:
@@ -70,9 +78,9 @@ def last_dump(text: str) -> list[list[tuple[str, int, str]]]:
             threads[-1][1].append((frame["path"], number, frame["function"]))
         elif not _in_dump(line):
             break  # the dump ended; what follows is the kernel's own output
-    if threads and not any(current for current, _ in threads):
-        threads.insert(0, threads.pop())  # faulthandler lists the main thread last
-    threads.sort(key=lambda thread: not thread[0])  # the current thread first (stable)
+    if threads:  # the signalled thread first; unmarked, the main one, which is listed last
+        current = next((i for i, (marked, _) in enumerate(threads) if marked), -1)
+        threads.insert(0, threads.pop(current))
     return [frames for _, frames in threads if frames]
 
 

@@ -10,6 +10,7 @@ parent only keeps a bounded tail of the output.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib.util
 import os
@@ -37,10 +38,6 @@ OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton"
 """Missing imports of these mean "not installed here" (skipped), not a broken kernel (failed)."""
 
 
-_STACK_FILES: list[IO[str]] = []
-"""The file a timeout's stack dump goes to (:mod:`kernbench.execution.stacks`), kept open."""
-
-
 class CaseSkipped(Exception):
     """The case cannot run here; the message is the reason."""
 
@@ -54,11 +51,10 @@ def main(argv: list[str] | None = None, before_exit: Callable[[], None] | None =
     forked worker tells its server that it is leaving: :mod:`kernbench.execution.serving`)."""
     args = sys.argv[1:] if argv is None else argv
     job = load_job(Path(args[0]))
-    try:  # where a timeout's stack dump goes (kernbench.execution.stacks)
-        _STACK_FILES.append(stack_path(job.result_path).open("w", encoding="utf-8"))
-    except OSError:
-        _STACK_FILES.append(sys.stderr)
-    faulthandler.register(STACK_SIGNAL, file=_STACK_FILES[-1], all_threads=True)
+    stack_file: IO[str] = sys.stderr  # where a timeout's dump goes (kernbench.execution.stacks)
+    with contextlib.suppress(OSError):
+        stack_file = stack_path(job.result_path).open("w", encoding="utf-8")
+    faulthandler.register(STACK_SIGNAL, file=stack_file, all_threads=True)  # keeps it open
     dump_reply(run_job(job), job.result_path)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -40,7 +40,7 @@ from kernbench.reporting.views import (
     number,
 )
 from kernbench.results.files import safe_filename
-from kernbench.results.vocabulary import knob
+from kernbench.results.vocabulary import has_ab, knob
 
 __all__ = ["ACCURACY_BUG_FACTOR", "LOW_PCT_PEAK", "NO_RECOMMENDATIONS", "Recommendation",
            "accuracy_recommendation", "backend_advice", "capped", "comparison_advice",
@@ -331,7 +331,7 @@ def comparison_advice(comparison: Mapping[str, Any] | None, runner: str | None =
                       or (c.get("accuracy_drift") or {}).get("flagged"))
     undecided = tuple(comparison_label(c) for c in cases
                       if c.get("verdict") == "inconclusive" and number(c.get("ratio")))
-    cli = runner not in ("pytest", "kernbench.bench")
+    cli = has_ab(runner)
     more = knob("processes", runner) if cli else f"{knob('processes', runner, 3)} or more"
     confirm = ("on one machine with an interleaved A/B run (--ab REF)" if cli else
                f"by measuring both again on a quiet machine with {more}")

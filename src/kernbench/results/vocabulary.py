@@ -152,6 +152,11 @@ def other_output_precision(asked: object, output: object) -> bool:
     return asked == "int8" and output in FLOAT_PRECISIONS
 
 
+def has_ab(entry_point: str | None) -> bool:
+    """Whether `entry_point` can run an interleaved A/B (``--ab``): ``kernbench run`` alone."""
+    return entry_point not in ("kernbench.bench", "pytest")
+
+
 def knob(setting: str, entry_point: str | None, value: object = "") -> str:
     """How `entry_point`'s user sets `setting` (to `value` where given): ``--iters 10``,
     ``iterations=10``, ``--kernbench-warmup (or the marker's warmup=)``."""
