@@ -190,11 +190,13 @@ def test_a_gpu_framework_server_preloads_the_gpu_timing(tmp_path: Path) -> None:
 def test_a_forked_worker_finds_the_servers_heap_frozen(server: ForkServer,
                                                      tmp_path: Path) -> None:
     """A full collection in the child must not walk (and so copy, page by page) what the
-    server preloaded: only what the case itself made is collected."""
+    server preloaded: only what the case itself made is collected. The server runs without
+    the collector; the child has it back, as any interpreter does."""
     info = run(server, tmp_path, "import gc, sys\n"
                                  "print(gc.get_freeze_count() > 1000, "
-                                 "gc.get_referrers(sys.modules['kernbench']) == [])")
-    assert info.stdout_tail.split() == ["True", "True"]
+                                 "gc.get_referrers(sys.modules['kernbench']) == [], "
+                                 "gc.isenabled(), gc.get_threshold() == (700, 10, 10))")
+    assert info.stdout_tail.split() == ["True", "True", "True", "True"]
 
 
 def test_a_forked_worker_finds_its_codec_and_numpy_random_ready(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ socket, so it does not listen for "exiting" at all: it waits for the exit as bef
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import select
@@ -214,6 +215,7 @@ def _fork_child(server_sock: socket.socket, stale: Sequence[int] = ()) -> Spare:
 def _child(server: int, server_sock: socket.socket, sock: socket.socket) -> None:
     """Become a spare, then the worker of the job it is handed: never returns."""
     try:
+        gc.enable()  # as in any interpreter: only the server runs without (freeze_heap)
         server_sock.close()
         os.setsid()
         die_with(server)  # fork cleared the server's parent-death signal
