@@ -159,11 +159,13 @@ def test_a_server_asked_to_leave_exits_cleanly(tmp_path: Path) -> None:
 
 
 def test_the_python_server_preloads_no_numpy(server: ForkServer, tmp_path: Path) -> None:
-    """Nor kernbench's GPU timing, profiling, condition parser or work formulas, tracemalloc,
-    subprocess or secrets: a plain CPU case needs none, and each costs a server's start."""
+    """Nor kernbench's GPU timing, profiling, condition parser or work formulas, the model of
+    whole runs (``results.model``), tracemalloc, subprocess or secrets: a plain CPU case needs
+    none, and each costs a server's start."""
     lazy = ("kernbench.measure.gpu_session", "kernbench.measure.gpu_timing",
             "kernbench.measure.profiling", "kernbench.config.conditions",
-            "kernbench.config.formulas", "tracemalloc", "subprocess", "secrets", "hashlib")
+            "kernbench.config.formulas", "kernbench.results.model", "tracemalloc",
+            "subprocess", "secrets", "hashlib")
     info = run(server, tmp_path, "import sys\nprint('numpy' in sys.modules, "
                                  "'kernbench.execution.worker' in sys.modules, "
                                  f"[name for name in {lazy!r} if name in sys.modules])")

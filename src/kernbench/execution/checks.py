@@ -8,7 +8,7 @@ from typing import Any
 
 from kernbench.execution.contract import BoundKernel, problem_kwargs
 from kernbench.execution.jobs import WorkerJob
-from kernbench.results.model import NATIVE
+from kernbench.results.measurement import NATIVE
 
 NO_ACCURACY = {"rmse": None, "max_error": None, "relative_error": None, "passed": None}
 

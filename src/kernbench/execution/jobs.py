@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from kernbench.errors import KernbenchError
 from kernbench.results.files import write_text_atomic
-from kernbench.results.model import ProtocolSettings, SkipRule
+from kernbench.results.measurement import ProtocolSettings, SkipRule
 
 JOB_VERSION = 2
 """Version of the job file; a worker refuses any other (parent and worker out of step)."""

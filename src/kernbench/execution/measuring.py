@@ -35,7 +35,7 @@ from kernbench.measure.metrics.gpu_state import NvmlDevice, nvml_device
 from kernbench.measure.metrics.memory import merge_device_memory
 from kernbench.measure.precision import ignored_precision
 from kernbench.measure.protocol import Outcome
-from kernbench.results.model import NATIVE, ProtocolSettings
+from kernbench.results.measurement import NATIVE, ProtocolSettings
 
 if TYPE_CHECKING:  # GPU timing and profiling are imported by the cases that use them
     from kernbench.measure.gpu_timing import Flush, GpuClock

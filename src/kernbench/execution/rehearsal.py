@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernbench.results.model import NATIVE, ProtocolSettings
+from kernbench.results.measurement import NATIVE, ProtocolSettings
 
 KERNEL = "def run_benchmark():\n    return None\n"
 SETTINGS = ProtocolSettings(warmup=1, iterations=3, min_sample_overhead_ratio=10.0,

@@ -31,7 +31,7 @@ from kernbench.measure.backends import backend_for
 from kernbench.measure.backends.base import Backend
 from kernbench.measure.precision import set_current_precision
 from kernbench.measure.protocol import wait_untimed
-from kernbench.results.model import NATIVE, SkipRule
+from kernbench.results.measurement import NATIVE, SkipRule
 
 OPTIONAL_MODULES = {"torch", "jax", "jaxlib", "flax", "cupy", "pycuda", "triton", "tensorflow",
                     "numba", "ml_dtypes"}

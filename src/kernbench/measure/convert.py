@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.measure.precision import dtype_for
-from kernbench.results.model import NATIVE
+from kernbench.results.measurement import NATIVE
 
 Array = np.ndarray[Any, Any]
 Converter = Callable[[Array, Any], Any]

@@ -30,7 +30,7 @@ from kernbench.measure.gpu_timing import (
     time_kernel_sync_flush,
 )
 from kernbench.measure.metrics.energy import EnergyMeter, NullMeter
-from kernbench.results.model import Measurement, ProtocolSettings
+from kernbench.results.measurement import Measurement, ProtocolSettings
 from kernbench.results.vocabulary import GPU_TIMING_MODES
 
 MIN_ENERGY_REGION_S = 1.0

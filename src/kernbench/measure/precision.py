@@ -17,7 +17,7 @@ from typing import Any
 
 from kernbench.errors import UnsupportedPrecision
 from kernbench.measure.backends import backend_for
-from kernbench.results.model import NATIVE
+from kernbench.results.measurement import NATIVE
 from kernbench.results.vocabulary import DTYPE_NAME_PRECISIONS, FLOAT_PRECISIONS
 from kernbench.results.vocabulary import canonical_precision as canonical
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Protocol
 
-from kernbench.results.model import Measurement, ProtocolSettings
+from kernbench.results.measurement import Measurement, ProtocolSettings
 
 OVERHEAD_PROBES = 201
 

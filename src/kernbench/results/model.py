@@ -5,7 +5,8 @@ Everything the harness knows travels in these frozen dataclasses: what a kernel 
 (:class:`CaseResult`, which keeps the raw samples) and a whole run (:class:`RunResult`).
 Summaries (percentiles, intervals) are derived from the raw samples by
 :mod:`kernbench.analysis.stats`, never stored instead of them. This module imports nothing else of
-the package.
+the package but :mod:`kernbench.results.measurement` (the part a worker needs, re-exported
+here) and :mod:`kernbench.results.readonly`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from kernbench.results.measurement import NATIVE, Measurement, ProtocolSettings, SkipRule
 from kernbench.results.readonly import ReadOnlyDict
 
 __all__ = [
@@ -26,8 +28,6 @@ __all__ = [
 
 Status = Literal["ok", "failed", "skipped", "timeout", "invalid"]
 STATUSES: tuple[Status, ...] = ("ok", "failed", "skipped", "timeout", "invalid")
-NATIVE = "native"
-"""Precision label of a case whose kernel takes no `precision` parameter."""
 
 HARNESS_ARGS = ("precision", "backend", "device", "seed")
 """Arguments the harness passes only to functions that declare them."""
@@ -38,19 +38,6 @@ MAX_SWEEP_POINTS = 10_000
 WORKER_KEYS = ("pid", "exit_code", "signal", "wall_s", "stdout_tail", "stderr_tail",
                "stdout_bytes", "stderr_bytes")
 """Keys of a record's `worker` facts (all None for a kernel that never ran)."""
-
-
-@dataclass(frozen=True)
-class SkipRule:
-    """One `skip_conditions` entry: skip matching cases when `check` holds (always if None)."""
-
-    reason: str
-    backend: str | None = None
-    precision: str | None = None
-    check: str | None = None
-
-    def applies_to(self, backend: str, precision: str) -> bool:
-        return self.backend in (None, backend) and self.precision in (None, precision)
 
 
 IMPL_PREFIX = "impl="
@@ -226,39 +213,6 @@ class Case:
     def framework(self) -> str:
         impl = self.implementation
         return impl.framework if impl and impl.framework else self.kernel.framework
-
-
-@dataclass(frozen=True)
-class ProtocolSettings:
-    """How every case is measured."""
-
-    warmup: int = 3
-    iterations: int = 30
-    """Number of timed samples kept (the seed's `--iters`)."""
-    min_sample_overhead_ratio: float = 1000.0
-    """A sample lasts at least this many timer overheads (1000 -> overhead < 0.1% of a sample)."""
-    max_inner_loops: int = 1_000_000
-    calibration_budget_s: float = 2.0
-    seed: int = 1337
-    warmup_time_s: float = 0.1
-    """Least wall time the kernel runs before the first sample (warmup, calibration, then
-    untimed blocks): a fresh worker's thread pools, caches and CPU clocks need a while of
-    steady work, which a fixed number of warmup calls of a short kernel does not give."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What the protocol produced for one case: raw per-call times, in nanoseconds."""
-
-    samples_ns: tuple[float, ...]
-    """One entry per sample: the sample's duration divided by `inner_loops`."""
-    inner_loops: int
-    warmup_ns: tuple[float, ...]
-    timer_overhead_ns: float
-    timer: str
-    warmup_s: float = 0.0
-    """Wall time from the first warmup call to the first sample (warmup, calibration and the
-    untimed blocks that followed them)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from kernbench.measure.protocol import (
     Timer,
     measure,
 )
-from kernbench.results.model import ProtocolSettings
+from kernbench.results.measurement import ProtocolSettings
 
 
 class MetricsCollector:
