@@ -637,9 +637,15 @@ def test_ab_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path) -> N
 
 
 def snapshot(repo: Path) -> dict[str, Any]:
+    """The repository's files, status, index and HEAD; Python's bytecode cache left out (the
+    workers import the kernels as any import does, writing `__pycache__` unless the user's
+    PYTHONDONTWRITEBYTECODE says not to; kernbench's git checks count it as no code)."""
     files = {p.relative_to(repo).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-             for p in sorted(repo.rglob("*")) if p.is_file() and ".git" not in p.parts}
-    return {"status": git(repo, "status", "--porcelain", "--untracked-files=all"),
+             for p in sorted(repo.rglob("*"))
+             if p.is_file() and ".git" not in p.parts and "__pycache__" not in p.parts}
+    status = git(repo, "status", "--porcelain", "--untracked-files=all")
+    return {"status": "\n".join(line for line in status.splitlines()
+                                if "__pycache__/" not in line),
             "index": hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest(),
             "head": git(repo, "rev-parse", "HEAD"), "files": files}
 

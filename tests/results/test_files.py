@@ -261,10 +261,13 @@ TOUCHY = {  # kernels that fail in every way but write nothing themselves
 
 def snapshot(directory: Path, skip: Path) -> dict[str, tuple[int, int] | None]:
     """Every path under `directory` but `skip`: files with (size, mtime_ns), folders None
-    (a folder's mtime changes when a file is made and removed in it: temporary files)."""
+    (a folder's mtime changes when a file is made and removed in it: temporary files).
+    Python's own bytecode cache is left out: importing a kernel writes `__pycache__` beside
+    it as any import does, unless the user's PYTHONDONTWRITEBYTECODE says not to (the
+    workers run in the user's environment), and the git checks count it as no code."""
     found: dict[str, tuple[int, int] | None] = {}
     for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames[:] = [d for d in dirnames if Path(dirpath, d) != skip]
+        dirnames[:] = [d for d in dirnames if Path(dirpath, d) != skip and d != "__pycache__"]
         for name in dirnames:
             found[str(Path(dirpath, name).relative_to(directory))] = None
         for name in filenames:
