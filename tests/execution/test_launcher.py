@@ -78,7 +78,7 @@ def test_a_prestart_cut_short_stops_the_servers_it_started(
     not left to the parent's exit."""
     from kernbench.execution import launcher as launcher_module
     from kernbench.execution.settings import RunSettings
-    from kernbench.results.model import Case
+    from kernbench.results.model import Case, KernelSpec
 
     started: list[Stub] = []
 
@@ -95,17 +95,11 @@ def test_a_prestart_cut_short_stops_the_servers_it_started(
         def close(self) -> None:
             self.closed = True
 
-    class FirstCase(Case):  # isinstance passes; only `framework` is read
-        def __init__(self) -> None:
-            pass
-
-        @property
-        def framework(self) -> str:
-            return "numpy"
-
+    first = Case(kernel=KernelSpec(name="k", path="k.py", framework="numpy"), backend="cpu",
+                 precision="native")
     monkeypatch.setattr(launcher_module, "ForkServer", Stub)
     monkeypatch.setattr(launcher_module, "fork_supported", lambda: None)
     with pytest.raises(KeyboardInterrupt):
         launcher_module.prestarted_launcher(
-            RunSettings(root=Path(), processes=3, isolation="fork"), [FirstCase()])
+            RunSettings(root=Path(), processes=3, isolation="fork"), [first])
     assert len(started) == 1 and started[0].closed
