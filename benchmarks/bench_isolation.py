@@ -90,7 +90,7 @@ from pathlib import Path
 
 sys.path.insert(0, sys.argv[3])
 from kernbench.measure.metrics import MetricsCollector
-from kernbench.results.model import ProtocolSettings
+from kernbench.results.measurement import ProtocolSettings
 
 collector = MetricsCollector(ProtocolSettings(warmup_time_s=0.0))
 work_s = 0.0
