@@ -20,6 +20,18 @@ least once (the interpreter's start and the framework's import, spread over the 
 kernbench's figure less it is what isolation, the replicates' own processes and servers, and
 the run's records and machine checks add.
 
+And the same kernels under pyperf (where installed; ``--no-pyperf`` leaves it out), the
+reference for timing in isolated processes: one pyperf script that registers the kernel as
+``--cases`` benchmarks, run with the same ``--processes`` worker processes per benchmark (and
+``--values 30 --warmups 1``, kernbench's 30 samples, with ``--min-time 0.0001`` so that the
+kernels' own work stays as small as kernbench's). pyperf spawns a fresh interpreter per worker
+and one more per benchmark to calibrate its loops, as it does by default. Its overhead is its
+wall time less every warm-up and value its JSON records (the calibration's included), per
+case. It includes pyperf's own main interpreter and its import of the framework, where
+kernbench's parent is this script's process (``run_suite`` is called here): at most one
+interpreter start and one framework import spread over the cases, small beside pyperf's four
+a case.
+
 Part 2, share of wall time inside kernels. Twenty numpy kernels that each take 1 ms per call
 run with the default settings (fork server, 3 processes per case, 30 samples, 0.1 s warm-up):
 the share of the suite's wall time spent in timed samples, and in the kernel at all (timed
@@ -31,7 +43,7 @@ server; >= 50 % of the wall time inside kernels with the default settings. Proce
 rounds, as by default; ``--no-interleave`` runs each case's back to back instead.
 
     python benchmarks/bench_isolation.py [--cases 12] [--rounds 2] [--only numpy,torch]
-                                         [--no-interleave] [--no-spawn]
+                                         [--no-interleave] [--no-spawn] [--no-pyperf]
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 sys.path.insert(0, str(SRC))
@@ -104,6 +117,53 @@ for path in sorted(Path(sys.argv[1]).glob("kernels/*/*.py")):
 print(json.dumps({"work_s": work_s}))
 """
 """The reference: every kernel under argv[1] timed argv[2] times in this one interpreter."""
+
+
+PYPERF_SUITE = """
+import pyperf
+{imports}
+
+
+def kernel():
+    return {value}
+
+
+runner = pyperf.Runner()
+for index in range({cases}):
+    runner.bench_func(f"case_{{index:02d}}", kernel)
+"""
+"""The reference: the trivial kernel as `cases` pyperf benchmarks in one script."""
+PYPERF_FLAGS = ("--quiet", "--values", "30", "--warmups", "1", "--min-time", "0.0001")
+
+
+def pyperf_overhead_s(framework: str, cases: int, processes: int, scratch: Path) -> float:
+    """Seconds pyperf spent outside the kernels' own work running :data:`PYPERF_SUITE` with
+    `processes` worker processes per benchmark: its wall time less every warm-up and value."""
+    import pyperf
+
+    imports, value = FRAMEWORKS[framework]
+    script, out = scratch / f"pyperf-{framework}.py", scratch / f"pyperf-{framework}.json"
+    script.write_text(PYPERF_SUITE.format(imports=imports, value=value, cases=cases),
+                      encoding="utf-8")
+    out.unlink(missing_ok=True)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, str(script), *PYPERF_FLAGS, "--processes",
+                           str(processes), "--output", str(out)],
+                          capture_output=True, text=True, check=False)
+    wall_s = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"pyperf failed: {done.stderr[-2000:]}")
+    suite = pyperf.BenchmarkSuite.load(str(out))
+    return wall_s - float(sum(pyperf_work_s(run) for bench in suite.get_benchmarks()
+                              for run in bench.get_runs()))
+
+
+def pyperf_work_s(run: Any) -> float:
+    """Seconds of a pyperf run's warm-ups and values: each is a time per loop, of so many
+    loops (a warm-up names its own; a value has the run's) times the inner loops."""
+    inner = run.get_inner_loops()
+    warmups = sum(loops * inner * seconds for loops, seconds in run.warmups or ())
+    return warmups + sum(run.values) * run.get_total_loops()
 
 
 def one_ms_tree(root: Path, cases: int) -> None:
@@ -165,37 +225,55 @@ def part_one(args: argparse.Namespace, tmp: Path) -> bool:
           f"median of {args.rounds} rounds. Start-up: a one-case suite's overhead less one "
           f"added case; per added case: (suite - one-case suite) / {args.cases - 1}. In one "
           f"interpreter: the same kernels, each timed {args.processes} times in process, no "
-          f"isolation (the floor: interpreter start and one framework import)\n")
+          f"isolation (the floor: interpreter start and one framework import). pyperf: the "
+          f"same kernel as {args.cases} benchmarks of one script, --processes "
+          f"{args.processes} {' '.join(PYPERF_FLAGS[1:])}, its wall time less every warm-up "
+          f"and value it recorded\n")
     print("| framework | spawn, per case | fork server, per case | fork, per worker | "
           "fork, start-up | fork, per added case | spawn / fork | in one interpreter, per case "
-          "| fork above it, per case | goal (fork, per case) | met |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+          "| fork above it, per case | pyperf, per case | pyperf / fork | goal (fork, per case) "
+          "| met |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    pyperf = args.pyperf and importlib.util.find_spec("pyperf") is not None
     all_met = True
     for framework in frameworks:
         root, one = tmp / f"tree-{framework}", tmp / f"tree-{framework}-one"
         trivial_tree(root, framework, args.cases)
         trivial_tree(one, framework, 1)
-        figures: dict[str, list[float]] = {"spawn": [], "fork": [], "one": [], "inline": []}
+        figures: dict[str, list[float]] = {"spawn": [], "fork": [], "one": [], "inline": [],
+                                           "pyperf": []}
         for _ in range(args.rounds):
             figures["inline"].append(in_process_overhead_s(root, args.processes))
+            if pyperf:
+                figures["pyperf"].append(pyperf_overhead_s(framework, args.cases,
+                                                           args.processes, tmp))
             figures["one"].append(overhead_s(one, tmp, "fork", args.processes, args.interleave))
             for isolation in ("fork", "spawn") if args.spawn else ("fork",):
                 figures[isolation].append(overhead_s(root, tmp, isolation, args.processes,
                                                      args.interleave))
         fork, single, inline = (statistics.median(figures[k]) for k in ("fork", "one", "inline"))
-        spawn = statistics.median(figures["spawn"]) if figures["spawn"] else None
+        spawn, pyperf_s = (statistics.median(figures[k]) if figures[k] else None
+                           for k in ("spawn", "pyperf"))
         added = (fork - single) / (args.cases - 1)
         per_case = fork / args.cases * 1e3
         met = per_case <= 50.0
         all_met &= met
-        spawn_cells = (f"{spawn / args.cases * 1e3:.0f} ms", f"{spawn / fork:.1f}x") \
-            if spawn is not None else ("not run", "-")
-        print(f"| {framework} | {spawn_cells[0]} | {per_case:.0f} ms | "
+        spawn_cell, spawn_ratio = beside(spawn, fork, args.cases)
+        print(f"| {framework} | {spawn_cell} | {per_case:.0f} ms | "
               f"{per_case / args.processes:.0f} ms | {(single - added) * 1e3:.0f} ms | "
-              f"{added * 1e3:.0f} ms | {spawn_cells[1]} | {inline / args.cases * 1e3:.0f} ms | "
-              f"{(fork - inline) / args.cases * 1e3:.0f} ms | <= 50 ms | "
+              f"{added * 1e3:.0f} ms | {spawn_ratio} | {inline / args.cases * 1e3:.0f} ms | "
+              f"{(fork - inline) / args.cases * 1e3:.0f} ms | "
+              f"{' | '.join(beside(pyperf_s, fork, args.cases))} | <= 50 ms | "
               f"{'yes' if met else 'NO'} |", flush=True)
     return all_met
+
+
+def beside(other_s: float | None, fork_s: float, cases: int) -> tuple[str, str]:
+    """The cells of a reference beside the fork server: its overhead per case and its ratio
+    to the fork server's ("not run" and "-" where it did not run)."""
+    if other_s is None:
+        return "not run", "-"
+    return f"{other_s / cases * 1e3:.0f} ms", f"{other_s / fork_s:.1f}x"
 
 
 def part_two(args: argparse.Namespace, tmp: Path) -> bool:
@@ -244,6 +322,8 @@ def main() -> int:
     parser.add_argument("--skip-share", action="store_true", help="leave part 2 out")
     parser.add_argument("--no-spawn", dest="spawn", action="store_false",
                         help="time the fork server only (spawn's columns say 'not run')")
+    parser.add_argument("--no-pyperf", dest="pyperf", action="store_false",
+                        help="leave the pyperf reference out (its columns say 'not run')")
     parser.add_argument("--no-interleave", dest="interleave", action="store_false",
                         help="run each case's processes back to back (default: in rounds)")
     args = parser.parse_args()
