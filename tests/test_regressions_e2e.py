@@ -387,6 +387,31 @@ def test_compare_to_a_ref_without_history_says_there_is_no_baseline(tmp_path: Pa
     document = load(out / "comparison.json")
     assert document["regression"] is False
     assert "no benchmark history at main" in document["baseline_note"]
+    # said before the first kernel runs too (unless -q), so that a user can stop a long run
+    code, _, err = cli("run", "--root", repo, "--output-dir", tmp_path / "loud",
+                       *(flag for flag in FAST if flag != "-q"), "--debug-fake-timer", "1",
+                       "--compare-to", "main")
+    assert code == 0, err
+    notice = err.index("--compare-to main: nothing to compare with (no benchmark history")
+    assert notice < err.index("alpha") < err.index("No comparison")
+
+
+def test_compare_to_a_ref_whose_record_is_corrupt_fails_before_running(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "base", "--debug-fake-timer", "1", "--save-history")
+    assert code == 0, err
+    (record,) = (repo / "benchmarks" / "history").rglob("*.jsonl.gz")
+    record.write_bytes(record.read_bytes()[:40])  # truncated, as a botched commit leaves it
+    git(repo, "add", "benchmarks")
+    git(repo, "commit", "-q", "-m", "a truncated record")
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--debug-fake-timer", "1", "--compare-to", "main",
+                    "--fail-on-regression")
+    assert code == 2, err
+    assert "history at main has 1 record" in err and "none can be read" in err
+    assert record.name in err
+    assert not (out / "summary.json").exists(), "no kernel may run before the record is read"
 
 
 def test_compare_to_a_ref_that_does_not_exist_fails_before_running(tmp_path: Path) -> None:

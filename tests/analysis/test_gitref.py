@@ -12,6 +12,7 @@ import pytest
 
 from kernbench.analysis import gitref
 from kernbench.analysis.gitref import history_at_ref, list_history, resolve_ref
+from kernbench.errors import KernbenchError
 from kernbench.results.history import append_record
 from kernbench.results.history_names import HISTORY_DIR
 from kernbench.results.history_record import history_record
@@ -114,8 +115,19 @@ def test_a_corrupt_newest_blob_falls_back_to_the_next(repo: Path) -> None:
     path.write_bytes(path.read_bytes()[:15])
     git(repo, "add", str(path.relative_to(repo)))
     git(repo, "commit", "-q", "-m", "broken")
-    record, _ = history_at_ref(repo, "main", FP)
+    record, message = history_at_ref(repo, "main", FP)
     assert record is not None and record["results"][0]["kernel_name"] == "mainline"
+    assert f"newer ones skipped, unreadable: main:{path.relative_to(repo).as_posix()}" in message
+
+
+def test_records_of_the_machine_none_of_which_can_be_read_are_an_error(repo: Path) -> None:
+    git(repo, "checkout", "-q", "main")
+    for path in sorted((repo / HISTORY_DIR).rglob("*.jsonl.gz")):
+        path.write_bytes(b"not gzip")
+    git(repo, "commit", "-q", "-am", "all broken")
+    with pytest.raises(KernbenchError, match=r"history at main has 3 records, 2 possibly for "
+                       r"this machine .*, but none can be read: main:.*\(and 1 more problem\)"):
+        history_at_ref(repo, "main", FP)
 
 
 def test_other_machines_are_listed(repo: Path) -> None:

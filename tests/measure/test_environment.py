@@ -59,6 +59,15 @@ def test_keys_and_types_on_this_machine(tmp_path: Path) -> None:
     int(env["fingerprint"], 16)
 
 
+def test_the_fingerprint_alone_is_the_environments(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    gpus = [{"name": "NVIDIA H100 80GB HBM3", "memory_total_mb": 81559}]
+    monkeypatch.setattr(envmod, "collect_gpus", lambda: (gpus, None))  # a GPU counts in both
+    env = envmod.collect_environment(tmp_path, run_git=False)
+    assert envmod.this_machine_fingerprint() == env["fingerprint"]
+    assert env["fingerprint"] != machine_fingerprint({**env, "gpus": []})
+
+
 def test_json_round_trip(tmp_path: Path) -> None:
     env = envmod.collect_environment(tmp_path)
     assert json.loads(json.dumps(env)) == env

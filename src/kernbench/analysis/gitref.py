@@ -255,20 +255,29 @@ def _who(fingerprint: str | None) -> str:
 
 
 def _found_message(ref: str, record: dict[str, Any], entry: TreeEntry, candidates: int,
-                   fingerprint: str | None) -> str:
+                   fingerprint: str | None, errors: list[str]) -> str:
     commit = (record.get("git") or {}).get("short_commit") or "no commit"
+    skipped = f"; newer ones skipped, unreadable: {_problems(errors)}" if errors else ""
     return (f"found the newest of {_plural(candidates, 'record')} for {_who(fingerprint)} at "
-            f"{ref}: {entry.path} (created {record['created_at']}, measured at {commit})")
+            f"{ref}: {entry.path} (created {record['created_at']}, measured at {commit})"
+            f"{skipped}")
+
+
+def _problems(errors: list[str]) -> str:
+    more = len(errors) - 1
+    return errors[0] + (f" (and {_plural(more, 'more problem')})" if more else "")
 
 
 def _not_found_message(ref: str, entries: list[TreeEntry], candidates: int,
                        fingerprint: str | None, errors: list[str]) -> str:
+    """Why no record at `ref` is this machine's; a KernbenchError (exit 2) when its records
+    are there but none can be read: a corrupt history is an error, not "no baseline"."""
     total = _plural(len(entries), "record")
     if candidates and errors:
-        return (f"history at {ref} has {total}, {candidates} possibly for {_who(fingerprint)}, "
-                f"but none could be used: {errors[0]}"
-                + (f" (and {_plural(len(errors) - 1, 'more problem')})" if len(errors) > 1
-                   else ""))
+        from kernbench.errors import KernbenchError
+
+        raise KernbenchError(f"history at {ref} has {total}, {candidates} possibly for "
+                             f"{_who(fingerprint)}, but none can be read: {_problems(errors)}")
     return (f"history at {ref} has {total}, none for {_who(fingerprint)}; "
             f"machines there: {_machines(entries)}")
 
@@ -277,8 +286,10 @@ def history_at_ref(root: Path, ref: str, fingerprint: str | None,
                    directory: str = HISTORY_DIR) -> tuple[dict[str, Any] | None, str]:
     """The newest record at `ref` for the machine `fingerprint` (None: any), and what happened.
 
-    The message says what was found, or why nothing was: no repository, unknown ref, no
-    history there, or only other machines' records (listed with their counts).
+    The message says what was found (and which newer records were skipped as unreadable), or
+    why nothing was: no repository, unknown ref, no history there, or only other machines'
+    records (listed with their counts). Records that may be the machine's but of which none
+    can be read are a KernbenchError naming the first.
     """
     root = Path(root)
     if shutil.which("git") is None:
@@ -300,4 +311,5 @@ def history_at_ref(root: Path, ref: str, fingerprint: str | None,
     if record is None or entry is None:
         return None, _not_found_message(ref, entries, len(candidates), fingerprint, search.errors)
     count = sum(1 for e in candidates if e.name is not None)
-    return record, _found_message(ref, record, entry, count or len(candidates), fingerprint)
+    return record, _found_message(ref, record, entry, count or len(candidates), fingerprint,
+                                  search.errors)

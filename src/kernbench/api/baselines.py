@@ -151,6 +151,16 @@ def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Threshol
     return document
 
 
+def check_ref_baseline(root: Path, ref: str) -> str | None:
+    """Before a ``run --compare-to REF``: None when `ref` holds a record of this machine to
+    compare with, else why not (no history there, only other machines'), which the run goes on
+    without; a KernbenchError (exit 2) when the machine's records there cannot be read."""
+    from kernbench.measure.environment import this_machine_fingerprint
+
+    record, message = history_at_ref(root, ref, this_machine_fingerprint())
+    return None if record is not None else message
+
+
 def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
                             environment: Mapping[str, Any], output_dir: Path,
                             thresholds: Thresholds, alpha: float) -> dict[str, Any]:

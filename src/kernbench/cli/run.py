@@ -235,8 +235,13 @@ def _check_baseline_first(args: argparse.Namespace) -> Any:
         raise KernbenchError(f"{' and '.join(chosen)} cannot be combined: pick one baseline")
     if args.compare_to:
         from kernbench.analysis.gitref import check_ref
+        from kernbench.api.baselines import check_ref_baseline
 
         check_ref(args.root.resolve(), args.compare_to)
+        missing = check_ref_baseline(args.root.resolve(), args.compare_to)
+        if missing is not None:
+            status(f"kernbench: --compare-to {args.compare_to}: nothing to compare with "
+                   f"({missing}); the run goes on, and its comparison will say so")
     if args.ab:
         from kernbench.analysis.gitref import check_ref
 

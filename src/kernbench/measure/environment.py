@@ -269,6 +269,14 @@ def collect_gpus() -> tuple[list[dict[str, Any]], str | None]:
     return gpus, (None if gpus else "; ".join(problems))
 
 
+def this_machine_fingerprint() -> str:
+    """This machine's fingerprint, as :func:`collect_environment` gives it, from the three
+    things it hashes alone (no git, no library versions): a baseline can be looked up before
+    the run has collected its environment."""
+    return machine_fingerprint({"cpu": _cpu_info(), "os": _os_info(),
+                                "gpus": collect_gpus()[0]})
+
+
 def collect_environment(root: Path, *, run_git: bool = True,
                         kernel_paths: Sequence[str] = ()) -> dict[str, Any]:
     """Everything ``env.json`` records about this machine, its software and ``root``'s repo."""
