@@ -184,8 +184,9 @@ def write_tree(root: Path, kernels: list[Kernel], probe_repeat: int | None = Non
         (folder / f"{kernel.name}.py").write_text(source, encoding="utf-8")
 
 
-def load(root: Path, kernel: Kernel) -> Callable[[], object]:
-    """The kernel's zero-argument call as timeit times it."""
+def load(root: Path, kernel: Kernel, wait: bool = True) -> Callable[[], object]:
+    """The kernel's zero-argument call as timeit times it (without `wait`: as kernbench is
+    handed it, without the JAX kernel's wait for its result, which kernbench adds itself)."""
     path = root / "kernels" / kernel.name / f"{kernel.name}.py"
     spec = importlib.util.spec_from_file_location(f"truth_{kernel.name}", path)
     assert spec is not None and spec.loader is not None
@@ -193,10 +194,14 @@ def load(root: Path, kernel: Kernel) -> Callable[[], object]:
     spec.loader.exec_module(module)
     kwargs = module.setup() if hasattr(module, "setup") else {}
     call = partial(module.run_benchmark, **kwargs) if kwargs else module.run_benchmark
-    if kernel.wait:
-        inner = call
-        call = lambda: inner().block_until_ready()  # noqa: E731
-    return call
+    return waiting(call, kernel) if wait else call
+
+
+def waiting(call: Callable[[], object], kernel: Kernel) -> Callable[[], object]:
+    """`call` as timeit times it: with the JAX kernel's wait for its result."""
+    if not kernel.wait:
+        return call
+    return lambda: call().block_until_ready()  # type: ignore[attr-defined]
 
 
 def timeit_ns(call: Callable[[], object], repeat: int) -> float:
