@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kernbench.execution.forkserver import (
+    CHILD_FAILED,
     PRELOADS,
     ForkServer,
     fork_supported,
@@ -24,6 +25,7 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.launcher import WorkerLauncher, worker_env
+from kernbench.execution.serving import mapped_bytes
 from kernbench.execution.tails import TAIL_BYTES
 from support.forkserver import job_for, run
 from support.processes import wait_gone
@@ -140,6 +142,25 @@ def test_the_memory_limit_applies_to_the_child(server: ForkServer, tmp_path: Pat
             print("MemoryError")
     """, max_memory=1 << 30)
     assert info.stdout_tail.split() == [str(1 << 30), "MemoryError"]
+
+
+def test_a_limit_under_what_the_server_maps_fails_the_case_before_it_runs(
+        server: ForkServer, tmp_path: Path) -> None:
+    # Set below the mapped size, RLIMIT_AS only refuses new mappings: a case that needs none
+    # would pass in a fork and fail when spawned (its imports would not fit). It fails here.
+    # 16 MiB: under any interpreter's mapping (the smallest --max-memory is 64M; this is the
+    # server's API, which takes any size)
+    info = run(server, tmp_path, "print('ran')", max_memory=16 << 20)
+    assert info.returncode == CHILD_FAILED and "ran" not in info.stdout_tail
+    assert "MemoryError: the worker maps" in info.stderr_tail
+    assert "a spawned worker would fail in the same imports" in info.stderr_tail
+
+
+def test_mapped_bytes_reads_vmsize(tmp_path: Path) -> None:
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmPeak:\t  900 kB\nVmSize:\t  812 kB\n", encoding="ascii")
+    assert mapped_bytes(str(status)) == 812 * 1024
+    assert mapped_bytes(str(tmp_path / "none")) is None
 
 
 def test_the_server_survives_its_cases_and_keeps_serving(server: ForkServer,

@@ -163,6 +163,8 @@ def test_a_memory_error_names_the_limit() -> None:
     "libgomp: Thread creation failed: Resource temporarily unavailable",
     "OpenBLAS error: Memory allocation still failed after 10 retries, giving up.",
     "RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: not enough memory",
+    "OpenBLAS blas_thread_init: pthread_create failed for thread 1 of 2: Resource temporarily "
+    "unavailable",  # in numpy's import, which then ends in a KeyboardInterrupt
 ])
 def test_runtimes_that_exit_when_they_cannot_allocate_name_the_limit(line: str) -> None:
     died = failed("worker exited with code 1 before reporting a result", stderr=line)

@@ -17,10 +17,12 @@ from kernbench.results.model import CaseResult
 OUT_OF_MEMORY_WORDS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory",
                        "failed to map segment", "Unable to allocate",
                        "Memory allocation still failed", "not enough memory",
-                       "can't allocate memory", "Thread creation failed")
+                       "can't allocate memory", "Thread creation failed",
+                       "pthread_create failed")
 """Text in a failure that says an allocation failed: Python's, C++'s, glibc's, numpy's,
 OpenBLAS's, PyTorch's allocator's, and OpenMP's (libgomp exits with code 1 when a thread's
-stack cannot be mapped under the limit)."""
+stack cannot be mapped under the limit; OpenBLAS, failing the same way in numpy's import,
+says "pthread_create failed" and can leave the worker with a KeyboardInterrupt)."""
 ALLOCATION_DEATHS = ("SIGABRT", "SIGSEGV", "SIGBUS")
 """How native code that could not allocate usually dies (abort on a failed malloc, or a write
 through the NULL it returned); an exit code or another signal says nothing of memory."""

@@ -229,6 +229,7 @@ def _child(server: int, server_sock: socket.socket, sock: socket.socket) -> None
         if limit is not None:
             import resource
 
+            _refuse_mapped_past(limit)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         os.chdir(request["cwd"])
         os.environ.update(request.get("env") or {})
@@ -241,6 +242,32 @@ def _child(server: int, server_sock: socket.socket, sock: socket.socket) -> None
         traceback.print_exc()
     finally:
         os._exit(CHILD_FAILED)
+
+
+def _refuse_mapped_past(limit: int) -> None:
+    """MemoryError when this child maps more than `limit` already: what its server imported
+    would not fit under the limit, so a spawned worker would fail in that import. Set below
+    the mapped size, RLIMIT_AS would refuse only new mappings: a kernel that needs none would
+    pass under a limit that fails the same case when spawned."""
+    mapped = mapped_bytes()
+    if mapped is not None and mapped > limit:
+        raise MemoryError(f"the worker maps {mapped / 2**20:.0f} MiB before its kernel runs "
+                          f"(what its fork server imported), more than the limit of "
+                          f"{limit / 2**20:.0f} MiB: a spawned worker would fail in the same "
+                          "imports")
+
+
+def mapped_bytes(status: str = "/proc/self/status") -> int | None:
+    """This process's virtual address space (``VmSize``), what RLIMIT_AS bounds; None where
+    there is no /proc."""
+    try:
+        with open(status, encoding="ascii") as stream:
+            for line in stream:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _announcer(sock: socket.socket) -> Callable[[], None]:
