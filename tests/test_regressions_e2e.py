@@ -514,6 +514,9 @@ def test_run_baseline_file_is_read_first_and_compared(tmp_path: Path) -> None:
     assert load(tmp_path / "again" / "comparison.json")["warnings"] == [
         "incomplete run on the baseline side: interrupted before every case finished; the "
         "cases it lacks were not compared, so this verdict is not a pass for them"]
+    # and on the terminal under the verdict, -q or not: a CI log shows no regressions.md
+    verdict = err.index("No regression")
+    assert err.index("  warning: incomplete run on the baseline side: interrupted") > verdict
 
 
 def test_run_json_carries_the_verdict_of_a_stored_baseline(tmp_path: Path) -> None:
@@ -1135,6 +1138,7 @@ def test_an_interrupted_ab_shard_joins_the_merge_which_says_it_is_incomplete(
     warning = load(merged / "comparison.json")["warnings"][0]
     assert warning.startswith("incomplete merge on the candidate side: a shard was "
                               "interrupted before its end")
+    assert f"  warning: {warning}" in err
     assert warning in (merged / "regressions.md").read_text(encoding="utf-8").replace("\\", "")
     finished = shards[1]
     (finished / "comparison.json").unlink()  # a shard that finished must have compared

@@ -109,11 +109,15 @@ def _variants_note(spec: Any) -> str:
 
 
 def report_comparison(document: Mapping[str, Any], output_dir: Path, fail: bool) -> int:
-    """Print the verdict and counts; the exit code the comparison asks for."""
+    """Print the verdict and counts, with the warnings that qualify it (an incomplete side,
+    two machines, a machine that changed); the exit code the comparison asks for."""
     counts = ", ".join(f"{n} {v}" for v, n in document["counts"].items() if n)
     detail = "" if document.get("baseline_note") else f" ({counts or 'no cases'})"
-    # A verdict is what a comparison found, not chatter: printed under -q too, like an error.
+    # A verdict is what a comparison found, not chatter: printed under -q too, like an error,
+    # and so are its warnings: a CI log holds the terminal, not regressions.md.
     error(f"{document['verdict']}{detail}. See {output_dir}/regressions.md")
+    for warning in document.get("warnings") or ():
+        error(f"  warning: {warning}")
     return 1 if fail and document["regression"] else 0
 
 

@@ -311,8 +311,8 @@ RUN_LAST = (
 OUTPUT = (
     Option(("-v", "--verbose"), "print more on stderr: discovery decisions, each step and case",
            "switch", False),
-    Option(("-q", "--quiet"), "print nothing on stderr but errors and a comparison's verdict: "
-           "no progress, status lines or warnings", "switch", False),
+    Option(("-q", "--quiet"), "print nothing on stderr but errors and a comparison's verdict "
+           "and its warnings: no progress, status lines or other warnings", "switch", False),
     Option(("--json",), "print the command's result on stdout as JSON instead of text (run: "
            "the manifest with --list, else the outcome)", "switch", False),
 )
