@@ -165,6 +165,29 @@ def test_kernel_without_precision_runs_once_labelled_by_its_output_dtype(
     assert summary["results"][0]["output"]["items"][0]["dtype"] == "float64"
 
 
+def test_a_precision_parameter_never_read_is_said_in_the_listing_and_after_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "unread.py", """
+        import numpy as np
+
+        def run_benchmark(precision="fp32"):
+            return np.zeros(2)
+    """)
+    write(tmp_path / "kernels" / "zeros.py", FP64)  # no parameter: nothing to say
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                                 "--precision", "fp16")
+    assert code == 0 and summary is not None
+    assert sorted(r["case_id"] for r in summary["results"]) == [
+        "unread[cpu,fp64]", "zeros[cpu,fp64]"]  # one case each, labelled by their outputs
+    assert ("kernbench: warning: 1 kernel declares a `precision` parameter but never reads "
+            "it: unread; it ran once at its own precision (its output's, as labelled), not at "
+            "--precision fp16.") in err
+    assert main(["run", "--root", str(tmp_path), "--list"]) == 0
+    listing = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert "native (precision unread)" in listing["unread"]
+    assert "unread" not in listing["zeros"].split(maxsplit=1)[1]
+
+
 def test_precisions_in_bench_yaml_for_a_kernel_without_precision_is_invalid(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kernel = write(tmp_path / "kernels" / "zeros" / "zeros.py", FP64)

@@ -48,6 +48,9 @@ class RunOutcome:
     """Valid kernels that --backends or --precision left without a case, and why."""
     unmatched_filters: tuple[str, ...] = ()
     """--filter globs that matched no kernel (others did, or the run would have stopped)."""
+    unread_precision: tuple[str, ...] = ()
+    """Kernels that declare a `precision` parameter and never read it: each ran one case at
+    its own precision, whatever --precision asked (:attr:`KernelSpec.ignores_precision`)."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -136,7 +139,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                     if complete:
                         held.clear()
     return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings),
-                      tuple(unmatched_filters(specs, settings.filters)))
+                      tuple(unmatched_filters(specs, settings.filters)), unread(selected))
 
 
 def finished_run(settings: RunSettings, output_dir: Path,
@@ -176,6 +179,11 @@ def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str,
 
     return {spec.name: reason for spec in selected
             if spec.status != "invalid" and (reason := not_selected(spec, settings))}
+
+
+def unread(selected: Sequence[KernelSpec]) -> tuple[str, ...]:
+    """The valid kernels that declare `precision` and never read it."""
+    return tuple(s.name for s in selected if s.status != "invalid" and s.ignores_precision)
 
 
 def run_environment(settings: RunSettings,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernbench.cli.console import (
+    count,
     error,
     log,
     report_comparison,
@@ -111,6 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _not_selected(outcome.not_selected)
     unmatched_warning(outcome.unmatched_filters)
     _precision_warning(outcome.run.results)
+    _unread_precision_warning(outcome.unread_precision, args.precision)
     _busy_warning(outcome.run.results)
     result(run_outcome(args.output_dir, outcome.run.results, written, code, comparison), None,
            args.json)
@@ -182,6 +184,21 @@ def _precision_warning(results: Any) -> None:
         warnings([f"{len(hit)} case{'s' * (len(hit) != 1)} returned another precision than "
                   f"they were timed under: {', '.join(hit[:3])}{more} (summary.md, Key "
                   "Findings, Caveats): check that each kernel computes in its case's precision"])
+
+
+def _unread_precision_warning(kernels: Sequence[str], asked: Sequence[str] | None) -> None:
+    """Kernels that declare `precision` and never read it ran once, at their own precision:
+    said at the run's end, since --precision did not apply to them."""
+    if not kernels:
+        return
+    names = ", ".join(kernels[:5]) + (f" and {len(kernels) - 5} more" if len(kernels) > 5
+                                      else "")
+    whatever = f", not at --precision {','.join(asked)}" if asked else ""
+    one = len(kernels) == 1
+    warnings([f"{count(len(kernels), 'kernel')} declare{'s' * one} a `precision` parameter "
+              f"but never read{'s' * one} it: {names}; {'it' if one else 'each'} ran once at "
+              f"its own precision (its output's, as labelled){whatever}. Read the parameter "
+              "(or current_precision()) to run at each precision"])
 
 
 def _busy_warning(results: Any) -> None:
