@@ -12,8 +12,9 @@ from kernbench.api import run_suite
 from kernbench.cli.main import main
 from kernbench.execution.held import FOLDER_NAME
 from kernbench.execution.rounds import _Rounds
+from kernbench.execution.runner import BenchmarkRunner
 from kernbench.execution.settings import RunSettings
-from kernbench.results.model import ProtocolSettings
+from kernbench.results.model import Case, CaseResult, ProtocolSettings
 from support.kernel_tree import FAST, kernel, load, write
 
 LOGGED = """
@@ -66,6 +67,35 @@ def test_no_interleave_runs_each_case_back_to_back(
     summary = load(out / "summary.json")
     assert summary["settings"]["interleave"] is False
     assert "interleaved" not in summary["results"][0]["worker"]
+
+
+def test_an_interrupt_back_to_back_keeps_the_case_processes_that_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root, out = tree(tmp_path / "repo"), tmp_path / "out"
+    settings = RunSettings(root=root.resolve(), protocol=ProtocolSettings(warmup=1,
+                                                                         iterations=5),
+                           fake_call_ms=1.0, processes=3, interleave=False)
+    original = BenchmarkRunner.other_process
+
+    def third_of_b(self: BenchmarkRunner, case: Case, slot: int) -> CaseResult:
+        if case.kernel.name == "b" and logged(root).count("b") == 2:
+            raise KeyboardInterrupt  # Ctrl-C as b's third process starts
+        return original(self, case, slot)
+
+    monkeypatch.setattr(BenchmarkRunner, "other_process", third_of_b)
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(settings, out, extra_settings={"formats": ["json"]})
+    monkeypatch.undo()
+    assert logged(root) == ["a", "a", "a", "b", "b"]
+    (root / "log.txt").unlink()
+    code = main(["run", "--resume", str(out), "-q"])
+    assert code == 0, capsys.readouterr().err
+    assert logged(root) == ["b"]  # b's two finished processes were kept, not run again
+    summary = load(out / "summary.json")
+    assert summary["complete"] is True
+    assert [r["worker"]["processes"] for r in summary["results"]] == [3, 3]
+    assert not (out / FOLDER_NAME).exists()
 
 
 def test_the_suite_file_key_turns_interleaving_off(tmp_path: Path,

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +127,8 @@ class BenchmarkRunner:
                 if on_start is not None:
                     on_start(item.case_id if isinstance(item, Case) else item.name, index,
                              len(planned))
-                result = (invalid_result(item) if isinstance(item, KernelSpec) else self.run_case(
-                    item, done=held.get(item.case_id, self.measured_key(item))))
+                result = (invalid_result(item) if isinstance(item, KernelSpec) else
+                          self._run_held(item, held))
                 if isinstance(item, Case):
                     held.release(item.case_id)
                 if keep:
@@ -164,19 +165,27 @@ class BenchmarkRunner:
         finally:
             self._launcher = previous
 
-    def run_case(self, case: Case, slot: int = 0,
-                 done: Sequence[CaseResult] = ()) -> CaseResult:
-        """Run one case in `processes` fresh worker processes and build its record; process k
-        starts from replicate slot `slot + k` (see kernbench.execution.launcher). `done` are
-        processes of the case already finished (a resumed run's): only the rest run. A device
-        a worker found unavailable to a framework stays so for the rest of the run: later
-        cases of that framework and backend are skipped without starting a worker."""
-        results = list(done[:self.settings.processes]) or [self.first_process(case, slot)]
-        if not self.wants_more(results[0]):
-            return self.finish_case(case, results[:1])
-        results += [self.other_process(case, slot + k)
-                    for k in range(len(results), self.settings.processes)]
-        return self.finish_case(case, results)
+    def _run_held(self, case: Case, held: HeldProcesses) -> CaseResult:
+        """`case`'s processes back to back, each kept in `held` (for a resume) as it ends."""
+        key = self.measured_key(case)
+        done = held.get(case.case_id, key)
+        if self.settings.processes == 1:  # the case's one process is its record
+            return self.run_case(case, done=done)
+        return self.run_case(case, done=done, hold=partial(held.add, case.case_id, key))
+
+    def run_case(self, case: Case, slot: int = 0, done: Sequence[CaseResult] = (),
+                 hold: Callable[[CaseResult], object] = lambda _: None) -> CaseResult:
+        """Run one case in `processes` fresh worker processes (process k from replicate slot
+        `slot + k`, see kernbench.execution.launcher) and build its record. `done` are processes
+        of it already finished (a resumed run's): only the rest run, `hold` hearing of each. A
+        device found unavailable to a framework stays so: its later cases start no worker."""
+        results = list(done[:self.settings.processes])
+        while len(results) < self.settings.processes and (
+                not results or self.wants_more(results[0])):
+            results.append(self.other_process(case, slot + len(results)) if results else
+                           self.first_process(case, slot))
+            hold(results[-1])
+        return self.finish_case(case, results if self.wants_more(results[0]) else results[:1])
 
     def measured_key(self, case: Case) -> str:
         """What the case's processes measure (:func:`kernbench.execution.held.measured_key`)."""
