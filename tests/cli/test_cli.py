@@ -994,6 +994,13 @@ def test_run_list_with_resume_shows_what_is_left_to_run(
     shown = capsys.readouterr()
     assert listed_names(shown.out) == ["b"]
     assert "2 finished cases kept, 1 case to run, in the 1 kernel below" in shown.err
+    # b's worker processes that finished before the kill are held, and said to be
+    (out / "processes").mkdir()
+    (out / "processes" / "b-0123.jsonl").write_text('{"case": "b"}\n{"case": "b"}\n')
+    assert main(["run", "--resume", str(out), "--list"]) == 0
+    assert ("2 finished cases kept, 1 case to run (2 worker processes of them finished and "
+            "kept: reused where the kernel is unchanged), in the 1 kernel below"
+            ) in capsys.readouterr().err
 
 
 def test_a_report_folder_broken_mid_run_is_one_clear_error_and_the_summary_is_saved(
@@ -1091,7 +1098,15 @@ def test_an_interrupt_before_any_case_says_nothing_was_saved(tmp_path: Path) -> 
     assert _how_to_continue(args) == ("; no case had started, so nothing was saved: run it "  # type: ignore[arg-type]
                                       "again")
     write(tmp_path / "out" / "summary.json", "{}")
-    assert "continue with --resume" in _how_to_continue(args)  # type: ignore[arg-type]
+    assert _how_to_continue(args).startswith(  # type: ignore[arg-type]
+        "; no case had finished, so only the run's settings were saved: continue with "
+        "--resume")
+    write(tmp_path / "out" / "processes" / "a[cpu,fp64].jsonl", "{}\n")
+    assert _how_to_continue(args).startswith(  # type: ignore[arg-type]
+        "; no case had finished, but the worker processes that did are saved")
+    write(tmp_path / "out" / "kernels" / "a.json", "{}")
+    assert _how_to_continue(args) == (  # type: ignore[arg-type]
+        f"; finished cases are saved: continue with --resume {tmp_path / 'out'}")
 
 
 def test_a_second_ctrl_c_while_rendering_says_what_is_missing(

@@ -84,9 +84,18 @@ def _how_to_continue(args: argparse.Namespace | None) -> str:
                 "cannot be resumed: run it again")
     if getattr(args, "shards", None):
         return _how_to_continue_shards(args.output_dir, args.shards)
-    if not (args.output_dir / "summary.json").is_file():
+    out = args.output_dir
+    if not (out / "summary.json").is_file():
         return "; no case had started, so nothing was saved: run it again"
-    return f"; finished cases are saved: continue with --resume {args.output_dir}"
+    from kernbench.execution.held import FOLDER_NAME
+
+    if any((out / "kernels").glob("*.json")):
+        return f"; finished cases are saved: continue with --resume {out}"
+    if any((out / FOLDER_NAME).glob("*")):
+        return (f"; no case had finished, but the worker processes that did are saved: "
+                f"continue with --resume {out}")
+    return (f"; no case had finished, so only the run's settings were saved: continue with "
+            f"--resume {out} (it runs every case), or run it again")
 
 
 def _how_to_continue_shards(out: Path, total: int) -> str:
