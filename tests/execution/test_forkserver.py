@@ -25,7 +25,6 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.launcher import WorkerLauncher, worker_env
-from kernbench.execution.serving import mapped_bytes
 from kernbench.execution.tails import TAIL_BYTES
 from support.forkserver import job_for, run
 from support.processes import wait_gone
@@ -154,13 +153,6 @@ def test_a_limit_under_what_the_server_maps_fails_the_case_before_it_runs(
     assert info.returncode == CHILD_FAILED and "ran" not in info.stdout_tail
     assert "MemoryError: the worker maps" in info.stderr_tail
     assert "a spawned worker would fail in the same imports" in info.stderr_tail
-
-
-def test_mapped_bytes_reads_vmsize(tmp_path: Path) -> None:
-    status = tmp_path / "status"
-    status.write_text("Name:\tpython\nVmPeak:\t  900 kB\nVmSize:\t  812 kB\n", encoding="ascii")
-    assert mapped_bytes(str(status)) == 812 * 1024
-    assert mapped_bytes(str(tmp_path / "none")) is None
 
 
 def test_the_server_survives_its_cases_and_keeps_serving(server: ForkServer,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from itertools import cycle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -595,3 +596,14 @@ def test_tracemalloc_is_imported_before_the_peak_is_reset(
     peak.start()
     peak.stop()
     assert seen == [True]
+
+
+def test_a_status_field_is_read_in_kib_and_none_where_there_is_none(tmp_path: Path) -> None:
+    from kernbench.measure.metrics.memory import status_kb
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmPeak:\t  900 kB\nVmSize:\t  812 kB\n", encoding="ascii")
+    assert status_kb("VmSize", str(status)) == 812
+    assert status_kb("VmPeak", str(status)) == 900
+    assert status_kb("VmHWM", str(status)) is None
+    assert status_kb("VmSize", str(tmp_path / "none")) is None

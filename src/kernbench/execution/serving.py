@@ -249,25 +249,14 @@ def _refuse_mapped_past(limit: int) -> None:
     would not fit under the limit, so a spawned worker would fail in that import. Set below
     the mapped size, RLIMIT_AS would refuse only new mappings: a kernel that needs none would
     pass under a limit that fails the same case when spawned."""
-    mapped = mapped_bytes()
-    if mapped is not None and mapped > limit:
-        raise MemoryError(f"the worker maps {mapped / 2**20:.0f} MiB before its kernel runs "
+    from kernbench.measure.metrics.memory import status_kb
+
+    mapped_kb = status_kb("VmSize")  # the address space, what RLIMIT_AS bounds
+    if mapped_kb is not None and mapped_kb * 1024 > limit:
+        raise MemoryError(f"the worker maps {mapped_kb / 1024:.0f} MiB before its kernel runs "
                           f"(what its fork server imported), more than the limit of "
                           f"{limit / 2**20:.0f} MiB: a spawned worker would fail in the same "
                           "imports")
-
-
-def mapped_bytes(status: str = "/proc/self/status") -> int | None:
-    """This process's virtual address space (``VmSize``), what RLIMIT_AS bounds; None where
-    there is no /proc."""
-    try:
-        with open(status, encoding="ascii") as stream:
-            for line in stream:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _announcer(sock: socket.socket) -> Callable[[], None]:

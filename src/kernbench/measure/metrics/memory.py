@@ -18,9 +18,11 @@ from typing import Any
 _STATUS = "/proc/self/status"
 
 
-def _status_kb(field: str) -> float | None:
+def status_kb(field: str, path: str = _STATUS) -> float | None:
+    """A field of this process's /proc status in KiB (``VmRSS``, ``VmHWM``, ``VmSize``), or
+    None where there is no /proc or no such field."""
     try:
-        with open(_STATUS, encoding="ascii") as handle:
+        with open(path, encoding="ascii") as handle:
             for line in handle:
                 if line.startswith(field + ":"):
                     return float(line.split()[1])
@@ -51,7 +53,7 @@ class PeakMemory:
             self._reset = True
         except OSError:
             self._reset = False
-        rss = _status_kb("VmRSS")
+        rss = status_kb("VmRSS")
         self._start_mb = rss / 1024 if rss is not None else None
         if self._trace:
             import tracemalloc
@@ -59,7 +61,7 @@ class PeakMemory:
             tracemalloc.start()
 
     def stop(self) -> dict[str, Any]:
-        hwm = _status_kb("VmHWM") if self._reset else None
+        hwm = status_kb("VmHWM") if self._reset else None
         if hwm is not None:
             peak, source = hwm / 1024, "VmHWM (peak RSS of the worker during the case)"
         else:
