@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kernbench.analysis.summary import record_dict
 from kernbench.api import discover
-from kernbench.execution.held import HeldProcesses
+from kernbench.execution.held import HeldProcesses, held_count
 from kernbench.execution.runner import BenchmarkRunner
 from kernbench.execution.settings import RunSettings
 from kernbench.results.model import Case, CaseResult, ProtocolSettings
@@ -49,6 +49,18 @@ def test_processes_read_back_from_a_folder_merge_into_the_same_record(tmp_path: 
     assert record_dict(runner.finish_case(case, read)) == \
         record_dict(runner.finish_case(case, results))
     assert [record_dict(r) for r in read] == [record_dict(r) for r in results]
+
+
+def test_held_count_counts_every_process_of_every_case(tmp_path: Path) -> None:
+    _, case, results = measured(tmp_path / "repo")
+    held = HeldProcesses(tmp_path / "held")
+    assert held_count(tmp_path / "held") == 0  # no folder yet
+    for result in results[:2]:
+        held.add(case.case_id, "k", result)
+    held.add("other[cpu,fp32]", "k", results[2])
+    assert held_count(tmp_path / "held") == 3
+    held.clear()
+    assert held_count(tmp_path / "held") == 0
 
 
 def test_a_line_cut_short_by_a_kill_is_ignored_and_cut_off_by_the_next_add(

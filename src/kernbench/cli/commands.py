@@ -77,31 +77,18 @@ def _left_to_resume(args: argparse.Namespace, specs: Any) -> Any:
     many cases it keeps and runs."""
     from kernbench.api.run import resume_split
     from kernbench.cli.run import run_settings
+    from kernbench.execution.held import FOLDER_NAME, held_count
     from kernbench.execution.planning import plan_key
 
     kept, todo = resume_split(run_settings(args), args.resume, args.paths)
     left = {plan_key(item) for item in todo}
-    held = _held_processes(args.resume)
+    held = held_count(args.resume / FOLDER_NAME)
     status(f"--resume {args.resume}: {count(len(kept), 'finished case')} kept, "
            f"{count(len(todo), 'case')} to run"
            + (f" ({held} worker process{'es' * (held != 1)} of them finished and kept: "
               "reused where the kernel is unchanged)" if held and todo else "")
            + (f", in the {count(len(left), 'kernel')} below" if todo else ": nothing to run"))
     return [s for s in specs if s.name in left]
-
-
-def _held_processes(directory: Path) -> int:
-    """How many finished worker processes of unfinished cases `directory` holds (a line
-    each in its processes/ folder)."""
-    from kernbench.execution.held import FOLDER_NAME
-
-    lines = 0
-    for path in (directory / FOLDER_NAME).glob("*.jsonl"):
-        try:
-            lines += sum(1 for line in path.read_bytes().splitlines() if line.strip())
-        except OSError:
-            continue
-    return lines
 
 
 def _selections(args: argparse.Namespace, specs: Any) -> dict[str, Any] | None:

@@ -87,11 +87,11 @@ def _how_to_continue(args: argparse.Namespace | None) -> str:
     out = args.output_dir
     if not (out / "summary.json").is_file():
         return "; no case had started, so nothing was saved: run it again"
-    from kernbench.execution.held import FOLDER_NAME
+    from kernbench.execution.held import FOLDER_NAME, held_count
 
     if any((out / "kernels").glob("*.json")):
         return f"; finished cases are saved: continue with --resume {out}"
-    if any((out / FOLDER_NAME).glob("*")):
+    if held_count(out / FOLDER_NAME):
         return (f"; no case had finished, but the worker processes that did are saved: "
                 f"continue with --resume {out}")
     return (f"; no case had finished, so only the run's settings were saved: continue with "

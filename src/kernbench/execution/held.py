@@ -38,7 +38,7 @@ from kernbench.execution.jobs import WorkerJob, to_data
 from kernbench.results.files import write_bytes_atomic
 from kernbench.results.model import CaseResult
 
-__all__ = ["FOLDER_NAME", "HeldProcesses", "measured_key"]
+__all__ = ["FOLDER_NAME", "HeldProcesses", "held_count", "measured_key"]
 
 FOLDER_NAME = "processes"
 """The folder of an output directory that holds an interleaved run's processes."""
@@ -105,6 +105,13 @@ class HeldProcesses:
         readable = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id)[:80]
         digest = hashlib.sha256(case_id.encode()).hexdigest()[:12]
         return self.folder / f"{readable}-{digest}.jsonl"
+
+
+def held_count(folder: Path) -> int:
+    """How many finished processes `folder` (an output directory's processes/) holds, a line
+    each, whatever their case and key."""
+    return sum(1 for path in folder.glob("*.jsonl") for line in _read(path).splitlines()
+               if line.strip())
 
 
 _TUPLES = frozenset(f.name for f in dataclasses.fields(CaseResult)
