@@ -234,7 +234,7 @@ def part_one(args: argparse.Namespace, tmp: Path) -> bool:
           "| fork above it, per case | pyperf, per case | pyperf / fork | goal (fork, per case) "
           "| met |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
-    pyperf = args.pyperf and importlib.util.find_spec("pyperf") is not None
+    with_pyperf = args.pyperf and importlib.util.find_spec("pyperf") is not None
     all_met = True
     for framework in frameworks:
         root, one = tmp / f"tree-{framework}", tmp / f"tree-{framework}-one"
@@ -244,7 +244,7 @@ def part_one(args: argparse.Namespace, tmp: Path) -> bool:
                                            "pyperf": []}
         for _ in range(args.rounds):
             figures["inline"].append(in_process_overhead_s(root, args.processes))
-            if pyperf:
+            if with_pyperf:
                 figures["pyperf"].append(pyperf_overhead_s(framework, args.cases,
                                                            args.processes, tmp))
             figures["one"].append(overhead_s(one, tmp, "fork", args.processes, args.interleave))
