@@ -356,6 +356,8 @@ def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
                              tmp_path, 30.0, None)
         assert first.isolation == "fork"
         os.kill(int(first.stdout_tail), signal.SIGKILL)  # the server, gone between cases
+        assert wait_gone(int(first.stdout_tail))  # (dying as the next job goes out, it fails
+        # that case instead: the kernel of a case that started may have killed it)
         info = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
         assert info.isolation == "spawn" and info.returncode == 0
         assert info.note is not None and info.note.startswith("fork server failed")
@@ -417,3 +419,30 @@ def test_a_server_whose_parent_is_already_gone_leaves() -> None:
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == CHILD_FAILED
+
+
+def test_a_case_that_kills_its_server_fails_and_the_next_forks_from_a_new_one(
+        tmp_path: Path) -> None:
+    """The case is not run again (spawned, a kernel that kills its parent would kill
+    kernbench): it fails with the cause, and the slot's next case gets a new server."""
+    launcher = WorkerLauncher("fork", worker_env(), slots=2)
+    try:
+        before = launcher.run("python", 0, job_for(tmp_path, "import os\nprint(os.getppid())"),
+                              tmp_path, 30.0, None)
+        kill = "import os, signal\nprint('hi')\nos.kill(os.getppid(), signal.SIGKILL)"
+        killer = launcher.run("python", 0, job_for(tmp_path, kill), tmp_path, 30.0, None)
+        other = launcher.run("python", 1, job_for(tmp_path, "import os\nprint(os.getppid())"),
+                             tmp_path, 30.0, None)
+        after = launcher.run("python", 0, job_for(tmp_path, "import os\nprint(os.getppid())"),
+                             tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert (killer.isolation, killer.returncode, killer.note) == ("fork", None, None)
+    assert killer.cause is not None
+    assert killer.cause.startswith(
+        "the case's fork server was killed by SIGKILL while the case ran")
+    assert killer.stdout_tail == "hi\n"
+    for info in (other, after):
+        assert (info.isolation, info.returncode, info.note, info.cause) == ("fork", 0, None, None)
+    assert after.stdout_tail != before.stdout_tail  # slot 0's new server
+    assert other.stdout_tail not in (before.stdout_tail, after.stdout_tail)  # slot 1 kept its own

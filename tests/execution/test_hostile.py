@@ -359,3 +359,27 @@ def test_the_markdown_report_lists_every_problem(hostile: dict[str, Any]) -> Non
         if record(hostile, name)["status"] != "ok":
             assert name.replace("_", "\\_") in failures, name  # Markdown-escaped
     assert "memory limit reached" in failures
+
+
+def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None:
+    """Forked, a kernel's parent is its fork server, not kernbench: the run goes on, the case
+    fails with the cause (it is not run again, spawned, where it would kill kernbench), and
+    the other kernels' processes fork from a new server."""
+    root = tmp_path / "repo"
+    kernel(root, "a_killer", """
+        import os, signal
+
+        def run_benchmark():
+            os.kill(os.getppid(), signal.SIGKILL)
+    """)
+    kernel(root, "b_good", "def run_benchmark():\n    return 1.0\n")
+    proc = kernbench("run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FAST,
+                     "--debug-fake-timer", str(FAKE_MS), "--isolation", "fork", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    records = {r["kernel_name"]: r for r in load(tmp_path / "out" / "summary.json")["results"]}
+    killer, good = records["a_killer"], records["b_good"]
+    assert killer["status"] == "failed"
+    assert "the case's fork server was killed by SIGKILL while the case ran" in killer["reason"]
+    assert killer["worker"]["isolation"] == "fork"
+    assert good["status"] == "ok" and good["timing"]["samples_ms"] == [FAKE_MS] * 5 * 3
+    assert good["worker"]["isolation"] == "fork" and "isolation_note" not in good["worker"]

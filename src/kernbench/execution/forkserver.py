@@ -190,6 +190,16 @@ class ServerGone(Exception):
     """The fork server died or stopped answering; the case can be spawned instead."""
 
 
+class DiedDuringCase(ServerGone):
+    """The fork server died once it had a case's job. The worker died with it (its
+    parent-death signal), so the case is not run again: it may be what killed the server,
+    even before the server said the worker's pid (None then: a spare runs its job at once)."""
+
+    def __init__(self, pid: int | None, message: str) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
 class ForkServer:
     """The parent's handle on one fork server process."""
 
@@ -244,15 +254,23 @@ class ForkServer:
         try:
             pid, finished, timed_out = self._wait_case(started, timeout_s, output)
             output.finish(OUTPUT_EOF_TIMEOUT_S)
+        except DiedDuringCase as died:
+            output.finish(OUTPUT_EOF_TIMEOUT_S)
+            return self._exit(died.pid, None, False, time.monotonic() - started, output,
+                              cause=self._death())
         finally:
             output.close()
-        return self._exit(pid, finished, timed_out, time.monotonic() - started, output)
+        return self._exit(pid, os.waitstatus_to_exitcode(int(finished["status"])), timed_out,
+                          time.monotonic() - started, output)
 
     def _wait_case(self, started: float, timeout_s: float,
                    output: CaseOutput) -> tuple[int, dict[str, Any], bool]:
         """(child pid, the server's `finished` message, whether the timeout killed it)."""
         try:
             hello = self._receive(REPLY_TIMEOUT_S, output)
+        except ServerGone as exc:  # the job went out: its worker, started, may have done it
+            self.close()
+            raise DiedDuringCase(None, str(exc)) from exc
         except BaseException:  # interrupted before the pid came: the worker dies with it
             self._proc.kill()
             self.close()
@@ -270,6 +288,8 @@ class ForkServer:
             if not output.pump(self._sock, STACK_GRACE_S):  # no "finished": it still runs
                 _kill_case(pid)  # (once reaped, its pid could be another process's)
             finished = self._receive(REPLY_TIMEOUT_S, output)
+        except ServerGone as exc:
+            raise DiedDuringCase(pid, str(exc)) from exc
         finally:
             if finished is None:  # interrupted, or the server stopped answering
                 _kill_case(pid)
@@ -278,15 +298,23 @@ class ForkServer:
             raise ServerGone(f"the {self.key} fork server stopped answering after a timeout")
         return pid, finished, True
 
-    def _exit(self, pid: int, finished: dict[str, Any], timed_out: bool, wall_s: float,
-              output: CaseOutput) -> Any:
+    def _exit(self, pid: int | None, returncode: int | None, timed_out: bool, wall_s: float,
+              output: CaseOutput, cause: str | None = None) -> Any:
         from kernbench.execution.isolation import WorkerExit
 
         out, err = output.stdout, output.stderr
-        return WorkerExit(returncode=os.waitstatus_to_exitcode(int(finished["status"])),
-                          timed_out=timed_out, wall_s=wall_s, pid=pid,
+        return WorkerExit(returncode=returncode, timed_out=timed_out, wall_s=wall_s, pid=pid,
                           stdout_tail=out.text(), stderr_tail=err.text(),
-                          stdout_bytes=out.total, stderr_bytes=err.total, isolation="fork")
+                          stdout_bytes=out.total, stderr_bytes=err.total, isolation="fork",
+                          cause=cause)
+
+    def _death(self) -> str:
+        """Why a case's worker ended when its server died under it (the server closed)."""
+        from kernbench.execution.isolation import exit_words
+
+        return (f"the case's fork server {exit_words(self._proc.returncode)} while the case "
+                "ran, and its worker with it (a kernel that kills its parent process does "
+                "this, as can the out-of-memory killer); the case was not run again")
 
     def _receive(self, timeout_s: float,
                  output: CaseOutput | None = None) -> dict[str, Any] | None:

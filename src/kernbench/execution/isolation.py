@@ -45,7 +45,8 @@ class WorkerExit:
     returncode: int | None
     timed_out: bool
     wall_s: float
-    pid: int
+    pid: int | None
+    """None: a forked worker whose server died before it said the worker's pid."""
     stdout_tail: str
     stderr_tail: str
     stdout_bytes: int
@@ -56,15 +57,31 @@ class WorkerExit:
     """Why a worker was spawned where a fork server was asked for, or what went wrong."""
     stack: str | None = None
     """A timed-out worker's stack dump (:mod:`kernbench.execution.stacks`)."""
+    cause: str | None = None
+    """What ended the worker from outside, where its exit status cannot say (its fork server
+    died under it: :meth:`~kernbench.execution.forkserver.ForkServer.run`)."""
 
     @property
     def signal_name(self) -> str | None:
-        if self.returncode is None or self.returncode >= 0:
-            return None
-        try:
-            return signal.Signals(-self.returncode).name
-        except ValueError:
-            return f"signal {-self.returncode}"
+        return signal_name(self.returncode)
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """"SIGKILL" for a `returncode` (as ``Popen`` gives it) of a process a signal ended."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def exit_words(returncode: int | None) -> str:
+    """"was killed by SIGKILL", "exited with code 3"."""
+    if returncode is None:
+        return "ended (its exit status is unknown)"
+    name = signal_name(returncode)
+    return f"was killed by {name}" if name else f"exited with code {returncode}"
 
 
 def _kill_group(pgid: int) -> None:

@@ -8,10 +8,13 @@ replicates. Servers start on first use, all slots of a framework at once (a run 
 first case's before it reads its environment: :meth:`WorkerLauncher.prestart`), and are
 stopped when the run ends.
 
+A server that dies while a case runs fails that case (its kernel may have killed it, and a
+case is never run twice), and the slot gets a new server for the next case.
+
 ``--isolation spawn``, a platform without safe fork (:func:`~kernbench.execution.forkserver.
 fork_supported`), a framework that came out of its import already initialised, or a server
-that died: the worker is spawned as a fresh ``python -m kernbench.execution.worker`` instead, and
-the record's ``worker.isolation_note`` says why.
+that died between cases: the worker is spawned as a fresh ``python -m
+kernbench.execution.worker`` instead, and the record's ``worker.isolation_note`` says why.
 """
 
 from __future__ import annotations
@@ -67,7 +70,11 @@ class WorkerLauncher:
             server = self._server(key, slot % self.slots)
             # The worker keeps its server's mark (this launcher's token): whatever it starts
             # carries it, and close() finds it even where a server had to be killed.
-            return server.run(str(job), str(cwd), {}, timeout_s, max_memory_bytes)  # type: ignore[no-any-return]
+            exit_info: WorkerExit = server.run(str(job), str(cwd), {}, timeout_s,
+                                               max_memory_bytes)
+            if exit_info.cause is not None:  # the server died during the case (its cause)
+                del self._servers[(key, slot % self.slots)]  # the next case starts a new one
+            return exit_info
         except ServerGone as exc:
             self._drop(key)
             self._unusable.setdefault(key, f"fork server failed, workers spawned instead: {exc}")

@@ -10,7 +10,7 @@ from typing import Any
 
 from kernbench.analysis.golden import detect_sku, golden_check
 from kernbench.analysis.stats import percentile
-from kernbench.execution.isolation import WorkerExit
+from kernbench.execution.isolation import WorkerExit, exit_words
 from kernbench.execution.jobs import WorkerReply
 from kernbench.execution.stacks import timeout_detail
 from kernbench.measure.metrics.roofline import work_figures
@@ -61,7 +61,7 @@ def build_result(case: Case, reply: WorkerReply | None, exit_info: WorkerExit,
         point=case.point, implementation=case.implementation.name if case.implementation else None,
         started_at=started, duration_s=exit_info.wall_s,
         worker=worker_facts(exit_info), energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY)
-    if reply is None or exit_info.timed_out:
+    if reply is None or exit_info.timed_out or exit_info.cause:
         status, reason = died_reason(exit_info, timeout)
         return CaseResult(status=status, reason=reason, **base)  # type: ignore[arg-type]
     if reply.traceback:
@@ -123,18 +123,17 @@ def died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
         detail = timeout_detail(exit_info.stack)
         return "timeout", (f"timed out after {timeout:g} s; the worker and its children were "
                            f"killed{f'; {detail}' if detail else ''}")
-    if exit_info.signal_name:
-        how = f"killed by {exit_info.signal_name}"
-    else:
-        how = f"exited with code {exit_info.returncode}"
     last = exit_info.stderr_tail.strip().splitlines()[-1:] or [""]
     detail = f": {last[0][:300]}" if last[0] else ""
+    if exit_info.cause:
+        return "failed", f"{exit_info.cause}{detail}"
+    how = exit_words(exit_info.returncode).removeprefix("was ")
     return "failed", f"worker {how} before reporting a result{detail}"
 
 
 def reference_failure(reply: WorkerReply | None, exit_info: WorkerExit, timeout: float) -> str:
     """Why a reference case saved no output, for the accuracy of the cases checked against it."""
-    if reply is None or exit_info.timed_out:
+    if reply is None or exit_info.timed_out or exit_info.cause:
         return died_reason(exit_info, timeout)[1]
     return f"{reply.status}: {reply.reason or 'no output saved'}"
 
