@@ -165,7 +165,7 @@ def test_kernel_without_precision_runs_once_labelled_by_its_output_dtype(
     assert summary["results"][0]["output"]["items"][0]["dtype"] == "float64"
 
 
-def test_a_precision_parameter_never_read_is_said_in_the_listing_and_after_the_run(
+def test_a_precision_parameter_never_read_is_said_in_the_listing_the_records_and_after_the_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path / "kernels" / "unread.py", """
         import numpy as np
@@ -182,6 +182,15 @@ def test_a_precision_parameter_never_read_is_said_in_the_listing_and_after_the_r
     assert ("kernbench: warning: 1 kernel declares a `precision` parameter but never reads "
             "it: unread; it ran once at its own precision (its output's, as labelled), not at "
             "--precision fp16.") in err
+    records = {r["kernel_name"]: r for r in summary["results"]}
+    said = [w for w in records["unread"]["warnings"] if w["code"] == "precision_unread"]
+    assert [w["value"] for w in said] == ["fp64"]  # and in summary.md's caveats, for it alone
+    assert records["unread"]["output"]["precision_parameter"] == "unread"
+    assert "precision_parameter" not in records["zeros"]["output"]
+    caveats = [line for line in (tmp_path / "out" / "summary.md").read_text().splitlines()
+               if line.startswith("- **Caveats**")]
+    assert len(caveats) == 1 and "unread\\[cpu,fp64\\]: the kernel declares a" in caveats[0]
+    assert "zeros" not in caveats[0]
     assert main(["run", "--root", str(tmp_path), "--list"]) == 0
     listing = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
     assert "native (precision unread)" in listing["unread"]

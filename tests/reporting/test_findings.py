@@ -289,6 +289,23 @@ def test_a_case_whose_output_is_in_another_float_precision_is_a_caveat() -> None
                                   "that the kernel computes in fp16")
 
 
+def test_a_precision_parameter_never_read_is_the_first_caveat() -> None:
+    """Its case's label is its output's, whatever precision was asked: said before a busy
+    machine, and only for a case that ran."""
+    busy = {"other_cpu_cores": 1.0, "steal_share": 0.0, "cpus": 2}
+    unread = {"precision": "fp64", "precision_parameter": "unread"}
+    found = key_findings(doc(rec("busy", "fp32", machine=busy),
+                             rec("lazy", "fp64", output=unread),
+                             rec("gone", "fp64", status="failed", output=unread),
+                             rec("reads", "fp64", output={"precision": "fp64"})))
+    caveats = [f for f in found if f.group == "Caveats"]
+    assert kinds(caveats) == [("precision_unread", "lazy[cpu,fp64]"),
+                              ("busy_machine", "busy[cpu,fp32]")]
+    assert caveats[0].message == ("lazy[cpu,fp64]: the kernel declares a `precision` parameter "
+                                  "but never reads it, so it ran once, at its own precision "
+                                  "(fp64), whatever precision was asked")
+
+
 def test_a_label_the_output_contradicts_comes_before_a_busy_machine() -> None:
     busy = {"other_cpu_cores": 1.0, "steal_share": 0.0, "cpus": 2}
     records = [rec(f"busy{i}", "fp32", machine=busy) for i in range(3)]

@@ -22,6 +22,7 @@ from kernbench.results.model import (
     KernelSpec,
     case_suffix,
 )
+from kernbench.results.vocabulary import PRECISION_UNREAD
 
 NO_REPLY = "not measured: no worker reported on this case (it did not run, or ended first)"
 """Why a record without a worker's reply (an invalid kernel, an unavailable device, a crash or
@@ -69,6 +70,8 @@ def build_result(case: Case, reply: WorkerReply | None, exit_info: WorkerExit,
     output = reply.output or {}
     if case.precision == NATIVE and output.get("precision"):
         base["precision"] = output["precision"]
+    if output and spec.ignores_precision:  # its label is its output's, whatever was asked
+        output = {**output, **PRECISION_UNREAD}
     samples_ms = tuple(s / 1e6 for s in reply.samples_ns or ())
     warmup_ms = tuple(s / 1e6 for s in reply.warmup_ns or ())
     if reply.energy:

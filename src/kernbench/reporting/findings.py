@@ -14,10 +14,7 @@ Findings, in this order:
   narrow precision (bf16, fp16, fp8) clearly slower than fp32 of the same kernel, backend and
   problem size; p99 above `TAIL_RATIO` times p50; a narrow precision that grew more memory
   than `MEMORY_GROWTH_RATIO` times its fp32 case.
-* **caveats**: a case whose samples were taken while other processes kept cores busy (or the
-  hypervisor stole CPU time: :func:`kernbench.analysis.machine_caveats.busy`), and an fp32,
-  fp16 or bf16 case whose output is in another floating precision (it may not compute in
-  the one it is labelled with; a case whose outputs are all float64 fails instead).
+* **caveats**: what a successful case's figure may not mean (:mod:`kernbench.reporting.caveats`).
 
 "Timed" cases are those with a median, whatever their status (a case that failed only its
 accuracy check was still timed). "Clearly slower" means a larger median whose 95% CI lies
@@ -32,9 +29,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from kernbench.reporting.caveats import caveats
+from kernbench.reporting.finding import Finding
 from kernbench.reporting.gpu_modes import mode_suffix
 from kernbench.reporting.implementations import ImplementationTable, implementation_tables
 from kernbench.reporting.views import (
@@ -50,13 +48,11 @@ from kernbench.reporting.views import (
 )
 from kernbench.results.vocabulary import (
     NARROW_PRECISIONS,
-    other_output_precision,
 )
 
 __all__ = [
     "MEMORY_GROWTH_RATIO", "NARROW_PRECISIONS", "NOISY_CI_RATIO", "TAIL_RATIO", "Finding",
     "accuracy_detail", "accuracy_failed", "accuracy_finding", "best_implementations",
-    "caveat_findings",
     "clearly_slower", "exceeded_tolerances", "extreme_finding", "failure_finding",
     "group_findings", "grown_pairs", "growth_findings", "is_failure", "key_findings",
     "miss_factor", "narrow_findings", "narrow_pairs", "ok_cases", "p50_ratio", "shape_key",
@@ -82,29 +78,6 @@ Its elements take half the bytes or fewer, so at the same problem size it should
 more suggests copies upcast to a wider type. The 20% leeway absorbs RSS page granularity and
 allocator caching.
 """
-
-FINDING_GROUPS = {
-    "fastest": "Fastest", "slowest": "Slowest", "implementations": "Implementations",
-    "unstable": "Unstable",
-    "accuracy_failure": "Accuracy failures", "failure": "Anomalies",
-    "narrow_slower": "Anomalies", "tail_latency": "Anomalies", "memory_growth": "Anomalies",
-    "busy_machine": "Caveats", "output_precision": "Caveats",
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One fact worth a reader's attention; `value` is its key number (p50, ratio, ...)."""
-
-    kind: str
-    case_id: str
-    message: str
-    value: float | None = None
-
-    @property
-    def group(self) -> str:
-        return FINDING_GROUPS.get(self.kind, "Anomalies")
-
 
 # --- reading records ----------------------------------------------------------------------
 
@@ -152,7 +125,7 @@ def key_findings(document: Mapping[str, Any]) -> list[Finding]:
     return [*_extremes(results), *_best_implementations(document), *_unstable(results),
             *_accuracy_failures(results),
             *_failures(results), *_narrow_slower(results), *_tails(results),
-            *_memory_growth(results), *_caveats(results)]
+            *_memory_growth(results), *caveats(results)]
 
 
 def group_findings(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
@@ -369,31 +342,3 @@ def growth_findings(grown: Iterable[tuple[Record, Record, float]]) -> list[Findi
 
 def _memory_growth(results: Sequence[Record]) -> list[Finding]:
     return growth_findings(grown_pairs(results))
-
-
-def _caveats(results: Sequence[Record]) -> list[Finding]:
-    """A label the output contradicts before a busy machine: the first is about what was
-    measured, the second about how well."""
-    found = [finding for record in results for finding in caveat_findings(record)]
-    return sorted(found, key=lambda f: CAVEAT_ORDER.index(f.kind))
-
-
-CAVEAT_ORDER = ("output_precision", "busy_machine")
-
-
-def caveat_findings(record: Record) -> list[Finding]:
-    """What a successful case's figure may not mean: busy machine, another output precision."""
-    from kernbench.analysis.machine_caveats import busy
-
-    if record.get("status") != "ok":
-        return []
-    found, cid = [], case_id(record)
-    why = busy(record.get("machine") if isinstance(record.get("machine"), Mapping) else None)
-    if why:
-        found.append(Finding("busy_machine", cid, f"{cid}: its samples were taken while {why};"
-                             " on a quiet machine it may well be faster"))
-    asked, output = record.get("precision"), dig(record, "output", "precision")
-    if other_output_precision(asked, output):
-        found.insert(0, Finding("output_precision", cid, f"{cid}: timed as {asked}, but its "
-                                f"output is {output}: check that the kernel computes in {asked}"))
-    return found

@@ -28,6 +28,7 @@ from typing import Any
 from kernbench.reporting import findings as fx
 from kernbench.reporting import recommendations as rx
 from kernbench.reporting.availability import AbsentBackend, BackendCases, has_gpu
+from kernbench.reporting.caveats import CAVEAT_ORDER, caveat_findings
 from kernbench.reporting.firsts import MAX_ROWS, Firsts
 from kernbench.reporting.gpu_modes import gpu_row
 from kernbench.reporting.implementations import implementation_tables
@@ -146,8 +147,8 @@ class SummaryView:
         if (record.get("profile") or {}).get("path"):
             rows["profiles"].add(position, record, machine)
         self._add_accuracy(machine, position, record)
-        for finding in fx.caveat_findings(record):
-            rows["caveats"].add((fx.CAVEAT_ORDER.index(finding.kind), position), finding,
+        for finding in caveat_findings(record):
+            rows["caveats"].add((CAVEAT_ORDER.index(finding.kind), position), finding,
                                 machine)
         work = record.get("work")
         if status == "ok" and work:

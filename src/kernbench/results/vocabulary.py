@@ -33,9 +33,11 @@ __all__ = [
     "NARROW_PRECISIONS",
     "PRECISION_ALIASES",
     "PRECISION_NAMES",
+    "PRECISION_UNREAD",
     "canonical_precision",
     "knob",
     "other_output_precision",
+    "precision_unread",
 ]
 
 PRECISION_NAMES: tuple[str, ...] = (
@@ -139,6 +141,18 @@ KNOBS: Mapping[str, Mapping[str | None, str]] = MappingProxyType({
 ``kernbench.bench`` for the library API, ``pytest`` for the plugin (a record's
 ``worker.entry_point``, a report set's ``settings.runner``). Advice names the knob the user
 has there (:func:`knob`)."""
+
+
+PRECISION_UNREAD = {"precision_parameter": "unread"}
+"""What a record's `output` carries when its kernel declares a `precision` parameter and never
+reads it: the case ran at the kernel's own precision, labelled by its output's, whatever
+``--precision`` asked (:attr:`~kernbench.results.model.KernelSpec.ignores_precision`)."""
+
+
+def precision_unread(output: object) -> bool:
+    """Whether a record's `output` says its kernel never read its `precision` parameter."""
+    return isinstance(output, Mapping) and all(output.get(k) == v
+                                               for k, v in PRECISION_UNREAD.items())
 
 
 def other_output_precision(asked: object, output: object) -> bool:
