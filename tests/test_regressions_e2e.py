@@ -414,6 +414,55 @@ def test_compare_to_a_ref_whose_record_is_corrupt_fails_before_running(tmp_path:
     assert not (out / "summary.json").exists(), "no kernel may run before the record is read"
 
 
+MOVES_MAIN = """
+import subprocess
+
+def run_benchmark():
+    return 1.0
+
+def setup():  # once per worker process: the first commits, the others find nothing to do
+    subprocess.run(["git", "rm", "-q", "-r", "--ignore-unmatch", "benchmarks"], check=True)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "history gone"], check=True)
+    return {}
+"""
+
+
+def test_compare_to_uses_the_record_read_before_the_run_though_the_ref_moves(
+        tmp_path: Path) -> None:
+    """The record announced before the first kernel is the one compared with: a ref that
+    moves during a long run (a pull, a commit) does not change the baseline under it."""
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "base", "--debug-fake-timer", "1", "--save-history")
+    assert code == 0, err
+    write(repo / "kernels" / "mover.py", MOVES_MAIN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "history and a kernel that moves main")
+    before = git(repo, "rev-parse", "main")
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--debug-fake-timer", "1.5", "--compare-to", "main",
+                    "--processes", "1")
+    assert git(repo, "rev-parse", "main") != before  # main moved during the run
+    assert code == 0, err
+    document = load(out / "comparison.json")
+    assert document.get("baseline_note") is None, document.get("baseline_note")
+    assert verdicts(out) == {"alpha": "regressed", "mover": "new"}
+
+
+def test_compare_to_a_record_on_the_other_clock_fails_before_running(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "base", "--debug-fake-timer", "1", "--save-history")
+    assert code == 0, err
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a record made on the fake clock")
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--compare-to", "main")
+    assert code == 2, err
+    assert "the baseline (history at main: found" in err and "ran on the fake clock" in err
+    assert not (out / "summary.json").exists(), "no kernel may run before the clocks agree"
+
+
 def test_compare_to_a_ref_that_does_not_exist_fails_before_running(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})

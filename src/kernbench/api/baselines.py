@@ -124,10 +124,12 @@ def compare_to_ref(root: Path, ref: str, run: RunResult, output_dir: Path,
 
 
 def compare_to_stored(baseline: LoadedRun, run: RunResult, output_dir: Path,
-                      thresholds: Thresholds, alpha: float) -> dict[str, Any]:
-    """Compare `run` with a stored run (`run --baseline FILE`, loaded before the run)."""
+                      thresholds: Thresholds, alpha: float,
+                      note: str | None = None) -> dict[str, Any]:
+    """Compare `run` with a baseline loaded before it ran (`run --baseline FILE`, or
+    :func:`ref_baseline` for ``--compare-to``, whose `note` says why it may be empty)."""
     candidate = run_from_document(summary_dict(run), "this run")
-    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha)
+    return write_run_comparison(baseline, candidate, output_dir, thresholds, alpha, note=note)
 
 
 def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Thresholds,
@@ -151,14 +153,17 @@ def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Threshol
     return document
 
 
-def check_ref_baseline(root: Path, ref: str) -> str | None:
-    """Before a ``run --compare-to REF``: None when `ref` holds a record of this machine to
-    compare with, else why not (no history there, only other machines'), which the run goes on
-    without; a KernbenchError (exit 2) when the machine's records there cannot be read."""
+def ref_baseline(root: Path, ref: str) -> tuple[LoadedRun, str | None]:
+    """Before a ``run --compare-to REF``: this machine's newest record at `ref` as the
+    baseline, and the note a comparison without one carries (why nothing was found: the run
+    goes on without); a KernbenchError (exit 2) when the machine's records there cannot be
+    read. Read once, before any kernel runs, and compared with after the run
+    (:func:`compare_to_stored`): a ref that moves during the run changes nothing."""
     from kernbench.measure.environment import this_machine_fingerprint
 
-    record, message = history_at_ref(root, ref, this_machine_fingerprint())
-    return None if record is not None else message
+    fingerprint = this_machine_fingerprint()
+    record, message = history_at_ref(root, ref, fingerprint)
+    return baseline_from_history(record, message, ref, fingerprint)
 
 
 def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],

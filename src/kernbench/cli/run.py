@@ -71,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kernbench.cli.scale import check_sharded, cmd_run_sharded
 
     check_sharded(args)
-    args.baseline_run = _check_baseline_first(args)
+    args.baseline_run, args.baseline_note = _check_baseline_first(args)
     if args.shards is not None:
         return cmd_run_sharded(args, settings, _suite_settings(args))
     if args.ab:
@@ -243,34 +243,35 @@ def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
     return document
 
 
-def _check_baseline_first(args: argparse.Namespace) -> Any:
-    """Validate what the run will be compared with before any kernel runs: the --compare-to
-    ref, the --ab ref, or the --baseline file (loaded here and returned). A bad one is exit 2."""
+def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """Validate and load what the run will be compared with before any kernel runs: this
+    machine's record at the --compare-to ref (with the note saying why there is none), or
+    the --baseline file; the --ab ref is checked. A bad one is exit 2."""
     chosen = [flag for flag, value in (("--compare-to", args.compare_to), ("--ab", args.ab),
                                        ("--baseline", args.baseline)) if value]
     if len(chosen) > 1:
         raise KernbenchError(f"{' and '.join(chosen)} cannot be combined: pick one baseline")
+    from kernbench.analysis.gitref import check_ref
+    from kernbench.api.compare import check_same_clock
+
+    if args.ab:
+        check_ref(args.root.resolve(), args.ab, "--ab")
+    baseline, note = None, None
     if args.compare_to:
-        from kernbench.analysis.gitref import check_ref
-        from kernbench.api.baselines import check_ref_baseline
+        from kernbench.api.baselines import ref_baseline
 
         check_ref(args.root.resolve(), args.compare_to)
-        missing = check_ref_baseline(args.root.resolve(), args.compare_to)
-        if missing is not None:
+        baseline, note = ref_baseline(args.root.resolve(), args.compare_to)
+        if note is not None:
             status(f"kernbench: --compare-to {args.compare_to}: nothing to compare with "
-                   f"({missing}); the run goes on, and its comparison will say so")
-    if args.ab:
-        from kernbench.analysis.gitref import check_ref
+                   f"({note}); the run goes on, and its comparison will say so")
+    if args.baseline is not None:
+        from kernbench.results.inputs import load_run
 
-        check_ref(args.root.resolve(), args.ab, "--ab")
-    if args.baseline is None:
-        return None
-    from kernbench.api.compare import check_same_clock
-    from kernbench.results.inputs import load_run
-
-    baseline = load_run(args.baseline)
-    check_same_clock(baseline.meta, {"fake_call_ms": args.debug_fake_timer})
-    return baseline
+        baseline = load_run(args.baseline)
+    if baseline is not None and baseline.results:
+        check_same_clock(baseline.meta, {"fake_call_ms": args.debug_fake_timer})
+    return baseline, note
 
 
 def _rerender_complete(args: argparse.Namespace, previous: PreviousRun) -> int:
@@ -368,23 +369,17 @@ def _after_run(args: argparse.Namespace, run: Any) -> tuple[int, dict[str, Any] 
     """--save-history, then --compare-to or --baseline; the comparison's exit code and
     document (None without one)."""
     from kernbench.analysis.compare import Thresholds
-    from kernbench.api.baselines import compare_to_ref, save_history
+    from kernbench.api.baselines import compare_to_stored, save_history
 
     if args.save_history:
         path = save_history(args.root.resolve(), run)
         status(f"History record: {path}")
     thresholds = Thresholds(args.threshold, args.accuracy_drift,
                             _per_kernel_thresholds(run))
-    if getattr(args, "baseline_run", None) is not None:
-        from kernbench.api.baselines import compare_to_stored
-
-        document = compare_to_stored(args.baseline_run, run, args.output_dir, thresholds,
-                                     args.alpha)
-        return report_comparison(document, args.output_dir, args.fail_on_regression), document
-    if not args.compare_to:
+    if args.baseline_run is None:
         return 0, None
-    document = compare_to_ref(args.root.resolve(), args.compare_to, run, args.output_dir,
-                              thresholds, args.alpha)
+    document = compare_to_stored(args.baseline_run, run, args.output_dir, thresholds,
+                                 args.alpha, note=args.baseline_note)
     return report_comparison(document, args.output_dir, args.fail_on_regression), document
 
 
