@@ -427,10 +427,12 @@ def setup():  # once per worker process: the first commits, the others find noth
 """
 
 
+@pytest.mark.parametrize("sharded", [(), ("--shards", "2")], ids=["run", "shards"])
 def test_compare_to_uses_the_record_read_before_the_run_though_the_ref_moves(
-        tmp_path: Path) -> None:
+        tmp_path: Path, sharded: tuple[str, ...]) -> None:
     """The record announced before the first kernel is the one compared with: a ref that
-    moves during a long run (a pull, a commit) does not change the baseline under it."""
+    moves during a long run (a pull, a commit) does not change the baseline under it. A
+    sharded run compares once its shards are merged, at the commit the ref named first."""
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})
     code, err = run(repo, tmp_path / "base", "--debug-fake-timer", "1", "--save-history")
@@ -441,7 +443,7 @@ def test_compare_to_uses_the_record_read_before_the_run_though_the_ref_moves(
     before = git(repo, "rev-parse", "main")
     out = tmp_path / "out"
     code, err = run(repo, out, "--debug-fake-timer", "1.5", "--compare-to", "main",
-                    "--processes", "1")
+                    "--processes", "1", *sharded)
     assert git(repo, "rev-parse", "main") != before  # main moved during the run
     assert code == 0, err
     document = load(out / "comparison.json")

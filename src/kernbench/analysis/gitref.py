@@ -283,8 +283,11 @@ def _not_found_message(ref: str, entries: list[TreeEntry], candidates: int,
 
 
 def history_at_ref(root: Path, ref: str, fingerprint: str | None,
-                   directory: str = HISTORY_DIR) -> tuple[dict[str, Any] | None, str]:
+                   directory: str = HISTORY_DIR,
+                   commit: str | None = None) -> tuple[dict[str, Any] | None, str]:
     """The newest record at `ref` for the machine `fingerprint` (None: any), and what happened.
+    `commit` is the commit `ref` named when a run began (:func:`check_ref`), read instead of
+    what `ref` names now (None: that).
 
     The message says what was found (and which newer records were skipped as unreadable), or
     why nothing was: no repository, unknown ref, no history there, or only other machines'
@@ -296,7 +299,7 @@ def history_at_ref(root: Path, ref: str, fingerprint: str | None,
         return None, f"no git repository at {root} (git is not on PATH)"
     if not is_repository(root):
         return None, f"no git repository at {root}"
-    commit = resolve_ref(root, ref)
+    commit = commit or resolve_ref(root, ref)
     if commit is None:
         return None, f"ref {ref!r} does not exist"
     entries = list_history(root, commit, directory)

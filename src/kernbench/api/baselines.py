@@ -133,11 +133,12 @@ def compare_to_stored(baseline: LoadedRun, run: RunResult, output_dir: Path,
 
 
 def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Thresholds,
-                       alpha: float) -> dict[str, Any]:
+                       alpha: float, commit: str | None = None) -> dict[str, Any]:
     """:func:`compare_to_ref` for a run already on disk in `run_dir` (written there too). A
     merge of several machines (``--allow-mixed``) compares each machine with its own newest
     record at `ref`, never one machine with another's
-    (:func:`kernbench.reporting.machines.machines_comparison`)."""
+    (:func:`kernbench.reporting.machines.machines_comparison`). `commit`: the one `ref`
+    named when the run began, read instead of what it names now."""
     from kernbench.reporting.machines import machines_comparison
     from kernbench.reporting.regressions import write_comparison
     from kernbench.results.machines import split_summary
@@ -146,43 +147,47 @@ def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Threshol
     parts = split_summary(summary)
     if not parts:
         return compare_document_to_ref(root, ref, summary, environment, run_dir, thresholds,
-                                       alpha)
+                                       alpha, commit)
     document = machines_comparison([(machine, _ref_comparison(
-        root, ref, part, part["environment"], thresholds, alpha)) for machine, part in parts])
+        root, ref, part, part["environment"], thresholds, alpha, commit))
+        for machine, part in parts])
     write_comparison(run_dir, document)
     return document
 
 
-def ref_baseline(root: Path, ref: str) -> tuple[LoadedRun, str | None]:
+def ref_baseline(root: Path, ref: str,
+                 commit: str | None = None) -> tuple[LoadedRun, str | None]:
     """Before a ``run --compare-to REF``: this machine's newest record at `ref` as the
     baseline, and the note a comparison without one carries (why nothing was found: the run
     goes on without); a KernbenchError (exit 2) when the machine's records there cannot be
     read. Read once, before any kernel runs, and compared with after the run
-    (:func:`compare_to_stored`): a ref that moves during the run changes nothing."""
+    (:func:`compare_to_stored`): a ref that moves during the run changes nothing. `commit`:
+    the one `ref` names, where the caller resolved it already."""
     from kernbench.measure.environment import this_machine_fingerprint
 
     fingerprint = this_machine_fingerprint()
-    record, message = history_at_ref(root, ref, fingerprint)
+    record, message = history_at_ref(root, ref, fingerprint, commit=commit)
     return baseline_from_history(record, message, ref, fingerprint)
 
 
 def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
                             environment: Mapping[str, Any], output_dir: Path,
-                            thresholds: Thresholds, alpha: float) -> dict[str, Any]:
-    """Compare the run `summary` describes with its machine's newest record at `ref`; write
-    and return the comparison document."""
+                            thresholds: Thresholds, alpha: float,
+                            commit: str | None = None) -> dict[str, Any]:
+    """Compare the run `summary` describes with its machine's newest record at `ref` (at
+    `commit`, where given); write and return the comparison document."""
     from kernbench.reporting.regressions import write_comparison
 
-    document = _ref_comparison(root, ref, summary, environment, thresholds, alpha)
+    document = _ref_comparison(root, ref, summary, environment, thresholds, alpha, commit)
     write_comparison(output_dir, document)
     return document
 
 
 def _ref_comparison(root: Path, ref: str, summary: Mapping[str, Any],
                     environment: Mapping[str, Any], thresholds: Thresholds,
-                    alpha: float) -> dict[str, Any]:
+                    alpha: float, commit: str | None = None) -> dict[str, Any]:
     fingerprint = environment.get("fingerprint")
-    record, message = history_at_ref(root, ref, fingerprint)
+    record, message = history_at_ref(root, ref, fingerprint, commit=commit)
     baseline, note = baseline_from_history(record, message, ref, fingerprint)
     candidate = run_from_document(summary, "this run")
     return run_comparison(baseline, candidate, thresholds, alpha, note=note)

@@ -260,8 +260,11 @@ def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
     if args.compare_to:
         from kernbench.api.baselines import ref_baseline
 
-        check_ref(args.root.resolve(), args.compare_to)
-        baseline, note = ref_baseline(args.root.resolve(), args.compare_to)
+        # The commit the ref names now: a sharded run's shards, whose machines this one does
+        # not know, are compared with their records there once merged (cli.scale).
+        args.compare_to_commit = check_ref(args.root.resolve(), args.compare_to)
+        baseline, note = ref_baseline(args.root.resolve(), args.compare_to,
+                                      args.compare_to_commit)
         if note is not None:
             status(f"kernbench: --compare-to {args.compare_to}: nothing to compare with "
                    f"({note}); the run goes on, and its comparison will say so")

@@ -112,5 +112,5 @@ def _after_merge(args: argparse.Namespace, summary: dict[str, Any]) -> int:
     comparison = compare_dir_to_ref(root, args.compare_to, args.output_dir,
                                     Thresholds(args.threshold, args.accuracy_drift,
                                                summary.get("regression_thresholds") or {}),
-                                    args.alpha)
+                                    args.alpha, commit=args.compare_to_commit)
     return report_comparison(comparison, args.output_dir, args.fail_on_regression)
