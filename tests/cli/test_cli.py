@@ -197,6 +197,50 @@ def test_a_precision_parameter_never_read_is_said_in_the_listing_the_records_and
     assert "unread" not in listing["zeros"].split(maxsplit=1)[1]
 
 
+def test_a_precision_parameter_unread_but_taken_another_way_is_not_called_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel that declares `precision` without reading it, but calls current_precision(),
+    or whose implementations the harness casts, runs at each precision: nothing calls it
+    unread, in the listing, the records, summary.md or the run's last lines."""
+    write(tmp_path / "kernels" / "ctx.py", """
+        import numpy as np
+        import kernbench
+
+        DTYPES = {"fp32": np.float32, "fp16": np.float16}
+
+        def setup(precision="fp32"):
+            return {"x": np.ones(8, dtype=DTYPES[kernbench.current_precision("fp32")])}
+
+        def run_benchmark(x, precision="fp32"):
+            return x * 2
+    """)
+    kernel = write(tmp_path / "kernels" / "impl" / "impl.py", """
+        import numpy as np
+
+        def setup(precision="fp32"):
+            return {"x": np.ones(8)}
+
+        def f_a(x, precision="fp32"):
+            return x * 2
+
+        run_benchmark = f_a
+    """)
+    write(kernel.with_name("bench.yaml"), "precisions: [fp32, fp16]\nimplementations:\n"
+                                          "  a: {function: f_a, framework: numpy}\n")
+    code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
+                                 "--precision", "fp32,fp16")
+    assert code == 0 and summary is not None, err
+    assert sorted((r["kernel_name"], r["precision"]) for r in summary["results"]) == [
+        ("ctx", "fp16"), ("ctx", "fp32"), ("impl", "fp16"), ("impl", "fp32")]
+    for record in summary["results"]:
+        assert "precision_parameter" not in record["output"], record["case_id"]
+        assert "precision_unread" not in {w["code"] for w in record["warnings"]}
+    assert "never reads" not in err
+    assert "never reads" not in (tmp_path / "out" / "summary.md").read_text()
+    assert main(["run", "--root", str(tmp_path), "--list"]) == 0
+    assert "unread" not in capsys.readouterr().out
+
+
 def test_precisions_in_bench_yaml_for_a_kernel_without_precision_is_invalid(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kernel = write(tmp_path / "kernels" / "zeros" / "zeros.py", FP64)

@@ -50,7 +50,7 @@ class RunOutcome:
     """--filter globs that matched no kernel (others did, or the run would have stopped)."""
     unread_precision: tuple[str, ...] = ()
     """Kernels that declare a `precision` parameter and never read it: each ran one case at
-    its own precision, whatever --precision asked (:attr:`KernelSpec.ignores_precision`)."""
+    its own precision, whatever --precision asked (:attr:`KernelSpec.precision_unread`)."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -183,7 +183,7 @@ def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str,
 
 def unread(selected: Sequence[KernelSpec]) -> tuple[str, ...]:
     """The valid kernels that declare `precision` and never read it."""
-    return tuple(s.name for s in selected if s.status != "invalid" and s.ignores_precision)
+    return tuple(s.name for s in selected if s.status != "invalid" and s.precision_unread)
 
 
 def run_environment(settings: RunSettings,

@@ -92,7 +92,7 @@ def render_manifest(specs: Sequence[Any], root: str, paths: Sequence[str],
 def _declared_precisions(spec: Any) -> list[str]:
     if spec.config and spec.config.precisions:
         return list(spec.config.precisions)
-    if spec.ignores_precision:  # declares `precision`, never reads it: one native case
+    if spec.precision_unread:  # declares `precision`, never reads it: one native case
         return ["native (precision unread)"]
     return ["fp32" if spec.takes_precision else "native"]
 

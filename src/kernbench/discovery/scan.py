@@ -356,7 +356,7 @@ def _apply_config(spec: KernelSpec, config: BenchConfig) -> KernelSpec:
         used = {i.framework or framework for i in config.implementations}
         framework = used.pop() if len(used) == 1 else "mixed"
     spec = replace(spec, config=config, backends=tuple(backends), framework=framework)
-    if config.precisions and spec.ignores_precision and not config.implementations:
+    if config.precisions and spec.precision_unread:
         return replace(spec, status="invalid", error=(
             f"{config.source}: key 'precisions': expected a kernel that reads its `precision` "
             f"parameter; {spec.path} declares it in {spec.function_name}() or setup() but never "

@@ -70,7 +70,7 @@ def build_result(case: Case, reply: WorkerReply | None, exit_info: WorkerExit,
     output = reply.output or {}
     if case.precision == NATIVE and output.get("precision"):
         base["precision"] = output["precision"]
-    if output and spec.ignores_precision:  # its label is its output's, whatever was asked
+    if output and spec.precision_unread:  # its label is its output's, whatever was asked
         output = {**output, **PRECISION_UNREAD}
     samples_ms = tuple(s / 1e6 for s in reply.samples_ns or ())
     warmup_ms = tuple(s / 1e6 for s in reply.warmup_ns or ())

@@ -190,6 +190,13 @@ class KernelSpec:
         declared = "precision" in self.parameters or "precision" in self.setup_parameters
         return (declared and not self.ignores_precision) or self.reads_precision_context
 
+    @property
+    def precision_unread(self) -> bool:
+        """Declares `precision`, never reads it, and takes no precision another way (the
+        casts of its implementations, ``current_precision()``): one native case, labelled by
+        its output's precision whatever was asked."""
+        return self.ignores_precision and not self.takes_precision
+
 
 @dataclass(frozen=True)
 class Case:
