@@ -446,3 +446,46 @@ def test_a_case_that_kills_its_server_fails_and_the_next_forks_from_a_new_one(
         assert (info.isolation, info.returncode, info.note, info.cause) == ("fork", 0, None, None)
     assert after.stdout_tail != before.stdout_tail  # slot 0's new server
     assert other.stdout_tail not in (before.stdout_tail, after.stdout_tail)  # slot 1 kept its own
+
+
+def test_a_case_that_kills_its_server_at_its_timeout_is_a_timeout_and_leaves_nothing(
+        tmp_path: Path) -> None:
+    """Its timeout is kept (the stack request is what made it kill its server), and what it
+    started is killed before the next case, though no server is left to sweep it."""
+    launcher = WorkerLauncher("fork", worker_env())
+    try:
+        body = ("import os, signal, subprocess, time\n"
+                "from kernbench.execution.stacks import STACK_SIGNAL\n"
+                "daemon = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+                "print(daemon.pid, flush=True)\n"
+                "signal.signal(STACK_SIGNAL, lambda *a: os.kill(os.getppid(), signal.SIGKILL))\n"
+                "time.sleep(60)")
+        info = launcher.run("python", 0, job_for(tmp_path, body), tmp_path, 1.0, None)
+        daemon = int(info.stdout_tail)
+        assert wait_gone(daemon, 1.0), "what the case started outlived it"
+        after = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert info.timed_out and info.returncode is None
+    assert info.cause is not None and info.cause.startswith(
+        "the case's fork server was killed by SIGKILL while the case ran")
+    assert (after.isolation, after.returncode, after.cause) == ("fork", 0, None)
+
+
+def test_a_case_that_stops_its_server_fails_and_is_not_run_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server stopped (SIGSTOP) by its case never answers: it is killed once the reply
+    timeout passes, and the case fails instead of being spawned (where it would stop
+    kernbench)."""
+    monkeypatch.setattr("kernbench.execution.forkserver.REPLY_TIMEOUT_S", 1.0)
+    launcher = WorkerLauncher("fork", worker_env())
+    try:
+        stop = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)"
+        info = launcher.run("python", 0, job_for(tmp_path, stop), tmp_path, 1.0, None)
+        after = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
+    finally:
+        launcher.close()
+    assert info.isolation == "fork" and info.cause is not None
+    assert info.cause.startswith("the case's fork server stopped answering (it was killed) "
+                                 "while the case ran")
+    assert (after.isolation, after.returncode, after.cause) == ("fork", 0, None)

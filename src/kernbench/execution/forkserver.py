@@ -191,13 +191,18 @@ class ServerGone(Exception):
 
 
 class DiedDuringCase(ServerGone):
-    """The fork server died once it had a case's job. The worker died with it (its
-    parent-death signal), so the case is not run again: it may be what killed the server,
-    even before the server said the worker's pid (None then: a spare runs its job at once)."""
+    """The fork server died, or stopped answering, once it had a case's job. The worker died
+    with it (its parent-death signal, or killed), and the case is not run again: it may be
+    what killed or stopped the server, even before the server said the worker's pid (None
+    then: a spare runs its job at once)."""
 
-    def __init__(self, pid: int | None, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, pid: int | None, timed_out: bool, how: str) -> None:
         self.pid = pid
+        self.timed_out = timed_out
+        self.cause = (f"the case's fork server {how} while the case ran, and its worker with "
+                      "it (a kernel that kills or stops its parent process does this, as can "
+                      "the out-of-memory killer); the case was not run again")
+        super().__init__(self.cause)
 
 
 class ForkServer:
@@ -236,10 +241,15 @@ class ForkServer:
             max_memory_bytes: int | None) -> Any:
         """Run one case in a forked child; its
         :class:`~kernbench.execution.isolation.WorkerExit`."""
+        import secrets
+
+        from kernbench.execution.isolation import CASE_TOKEN_VARIABLE, kill_marked
+
         started = time.monotonic()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        request = {"op": "run", "job": job, "cwd": cwd, "env": env,
+        mark = secrets.token_hex(8)  # the case's own: what it leaves if its server dies
+        request = {"op": "run", "job": job, "cwd": cwd, "env": {**env, CASE_TOKEN_VARIABLE: mark},
                    "max_memory_bytes": max_memory_bytes}
         try:
             socket.send_fds(self._sock, [json.dumps(request).encode()], [out_w, err_w])
@@ -254,10 +264,11 @@ class ForkServer:
         try:
             pid, finished, timed_out = self._wait_case(started, timeout_s, output)
             output.finish(OUTPUT_EOF_TIMEOUT_S)
-        except DiedDuringCase as died:
+        except DiedDuringCase as died:  # no server sweeps what the case left: kill it here
+            kill_marked(mark, CASE_TOKEN_VARIABLE)
             output.finish(OUTPUT_EOF_TIMEOUT_S)
-            return self._exit(died.pid, None, False, time.monotonic() - started, output,
-                              cause=self._death())
+            return self._exit(died.pid, None, died.timed_out, time.monotonic() - started,
+                              output, cause=died.cause)
         finally:
             output.close()
         return self._exit(pid, os.waitstatus_to_exitcode(int(finished["status"])), timed_out,
@@ -269,34 +280,44 @@ class ForkServer:
         try:
             hello = self._receive(REPLY_TIMEOUT_S, output)
         except ServerGone as exc:  # the job went out: its worker, started, may have done it
-            self.close()
-            raise DiedDuringCase(None, str(exc)) from exc
+            raise self._lost(None, False) from exc
         except BaseException:  # interrupted before the pid came: the worker dies with it
             self._proc.kill()
             self.close()
             raise
         if hello is None:
-            self.close()
-            raise ServerGone(f"the {self.key} fork server did not fork within "
-                             f"{REPLY_TIMEOUT_S:g} s")
-        pid, finished = int(hello["started"]), None
+            raise self._lost(None, False)
+        pid, timed_out = int(hello["started"]), False
         try:
             finished = self._receive(timeout_s - (time.monotonic() - started), output)
             if finished is not None:
                 return pid, finished, False
+            timed_out = True
             ask_for_stack(pid)
             if not output.pump(self._sock, STACK_GRACE_S):  # no "finished": it still runs
                 _kill_case(pid)  # (once reaped, its pid could be another process's)
             finished = self._receive(REPLY_TIMEOUT_S, output)
         except ServerGone as exc:
-            raise DiedDuringCase(pid, str(exc)) from exc
-        finally:
-            if finished is None:  # interrupted, or the server stopped answering
-                _kill_case(pid)
-                self.close()
-        if finished is None:
-            raise ServerGone(f"the {self.key} fork server stopped answering after a timeout")
+            raise self._lost(pid, timed_out) from exc
+        except BaseException:  # interrupted: the worker goes, and the server with it
+            _kill_case(pid)
+            self.close()
+            raise
+        if finished is None:  # no word even after the timeout's kill
+            raise self._lost(pid, True)
         return pid, finished, True
+
+    def _lost(self, pid: int | None, timed_out: bool) -> DiedDuringCase:
+        """A server that died or stopped answering with a case's job: closed (killed if it
+        still runs), the case's worker killed where its pid is known, and the case's end."""
+        from kernbench.execution.isolation import exit_words
+
+        exited = self._proc.poll() is not None
+        if pid is not None:
+            _kill_case(pid)
+        self.close()
+        how = exit_words(self._proc.returncode) if exited else "stopped answering (it was killed)"
+        return DiedDuringCase(pid, timed_out, how)
 
     def _exit(self, pid: int | None, returncode: int | None, timed_out: bool, wall_s: float,
               output: CaseOutput, cause: str | None = None) -> Any:
@@ -307,14 +328,6 @@ class ForkServer:
                           stdout_tail=out.text(), stderr_tail=err.text(),
                           stdout_bytes=out.total, stderr_bytes=err.total, isolation="fork",
                           cause=cause)
-
-    def _death(self) -> str:
-        """Why a case's worker ended when its server died under it (the server closed)."""
-        from kernbench.execution.isolation import exit_words
-
-        return (f"the case's fork server {exit_words(self._proc.returncode)} while the case "
-                "ran, and its worker with it (a kernel that kills its parent process does "
-                "this, as can the out-of-memory killer); the case was not run again")
 
     def _receive(self, timeout_s: float,
                  output: CaseOutput | None = None) -> dict[str, Any] | None:

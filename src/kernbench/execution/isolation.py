@@ -33,6 +33,9 @@ from kernbench.execution.tails import ThreadedTail
 
 TOKEN_VARIABLE = "KERNBENCH_WORKER_TOKEN"
 """Environment variable that marks a worker and every descendant that inherits it."""
+CASE_TOKEN_VARIABLE = "KERNBENCH_CASE_TOKEN"
+"""A forked worker's own mark, beside its launcher's: what a case left is killed at once when
+its fork server, which would have swept it, died during the case."""
 SWEEP_ROUNDS = 5
 """Scans for marked processes after a worker ends: a process forking while it is killed may
 leave a new child, which the next round finds."""
@@ -89,10 +92,11 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def marked_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
-    """Pids of processes whose environment holds ``KERNBENCH_WORKER_TOKEN=token`` (Linux /proc;
-    an empty list elsewhere). Zombies and other users' processes have unreadable environs."""
-    needle = f"{TOKEN_VARIABLE}={token}".encode()
+def marked_processes(token: str, proc_root: Path = Path("/proc"),
+                     variable: str = TOKEN_VARIABLE) -> list[int]:
+    """Pids of processes whose environment holds ``variable=token`` (Linux /proc; an empty
+    list elsewhere). Zombies and other users' processes have unreadable environs."""
+    needle = f"{variable}={token}".encode()
     found = []
     with contextlib.suppress(OSError):
         for entry in os.scandir(proc_root):
@@ -107,9 +111,11 @@ def marked_processes(token: str, proc_root: Path = Path("/proc")) -> list[int]:
     return found
 
 
-def kill_marked(token: str) -> int:
-    """SIGKILL every process marked with `token`, in rounds until none is left; how many."""
-    return kill_in_rounds(lambda: marked_processes(token), SWEEP_ROUNDS, pause_s=0.01)
+def kill_marked(token: str, variable: str = TOKEN_VARIABLE) -> int:
+    """SIGKILL every process marked with `token` (in `variable`), in rounds until none is
+    left; how many."""
+    return kill_in_rounds(lambda: marked_processes(token, variable=variable), SWEEP_ROUNDS,
+                          pause_s=0.01)
 
 
 PR_SET_PDEATHSIG = 1

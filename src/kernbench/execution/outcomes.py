@@ -125,7 +125,8 @@ def died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
     if exit_info.timed_out:
         detail = timeout_detail(exit_info.stack)
         return "timeout", (f"timed out after {timeout:g} s; the worker and its children were "
-                           f"killed{f'; {detail}' if detail else ''}")
+                           f"killed{f'; {detail}' if detail else ''}"
+                           f"{f'; {exit_info.cause}' if exit_info.cause else ''}")
     last = exit_info.stderr_tail.strip().splitlines()[-1:] or [""]
     detail = f": {last[0][:300]}" if last[0] else ""
     if exit_info.cause:
