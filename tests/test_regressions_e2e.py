@@ -465,6 +465,22 @@ def test_compare_to_a_record_on_the_other_clock_fails_before_running(tmp_path: P
     assert not (out / "summary.json").exists(), "no kernel may run before the clocks agree"
 
 
+def test_a_baseline_file_on_the_other_clock_fails_before_running_even_empty(
+        tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "fake", "--debug-fake-timer", "1")
+    assert code == 0, err
+    summary = load(tmp_path / "fake" / "summary.json")
+    summary["results"] = []  # no case in it: its clock is still the fake one
+    (tmp_path / "fake" / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    out = tmp_path / "out"
+    code, err = run(repo, out, "--baseline", tmp_path / "fake" / "summary.json")
+    assert code == 2, err
+    assert "ran on the fake clock" in err
+    assert not (out / "summary.json").exists()
+
+
 def test_compare_to_a_ref_that_does_not_exist_fails_before_running(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})
