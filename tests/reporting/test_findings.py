@@ -303,7 +303,12 @@ def test_a_precision_parameter_never_read_is_the_first_caveat() -> None:
                               ("busy_machine", "busy[cpu,fp32]")]
     assert caveats[0].message == ("lazy[cpu,fp64]: the kernel declares a `precision` parameter "
                                   "but never reads it, so it ran once, at its own precision "
-                                  "(fp64), whatever precision was asked")
+                                  "(fp64, its output's), whatever precision was asked")
+    plain = key_findings(doc(rec("int", "native", output={"precision_parameter": "unread"})))
+    assert [f.message for f in plain if f.kind == "precision_unread"] == [
+        "int[cpu,native]: the kernel declares a `precision` parameter but never reads it, so "
+        "it ran once, at its own precision (its output has no dtype to name it), whatever "
+        "precision was asked"]
 
 
 def test_a_label_the_output_contradicts_comes_before_a_busy_machine() -> None:

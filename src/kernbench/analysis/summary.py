@@ -19,7 +19,11 @@ from kernbench.analysis.stats import quality_warnings, summarize_ms
 from kernbench.results.model import CaseResult, RunResult
 from kernbench.results.schema import SCHEMA_VERSION
 from kernbench.results.serialize import counts, implementations_dict
-from kernbench.results.vocabulary import BENIGN_THROTTLE_REASONS, precision_unread
+from kernbench.results.vocabulary import (
+    BENIGN_THROTTLE_REASONS,
+    precision_unread,
+    ran_unread,
+)
 
 __all__ = ["machine_of", "record_dict", "record_warnings", "summary_dict", "timing_dict"]
 
@@ -62,8 +66,7 @@ def record_warnings(result: CaseResult) -> list[dict[str, Any]]:
     if precision_unread(result.output):
         warnings.append({"code": "precision_unread", "value": result.precision,
                          "message": "the kernel declares a `precision` parameter but never "
-                                    f"reads it: it ran once, at its own precision ("
-                                    f"{result.precision}, its output's), whatever was asked"})
+                                    f"reads it: {ran_unread(result.precision)}"})
     recompiles = (result.compile or {}).get("recompiles_during_timing")
     if isinstance(recompiles, int) and recompiles > 0:
         warnings.append({"code": "recompiled_during_timing", "value": recompiles,

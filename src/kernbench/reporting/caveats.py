@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from kernbench.reporting.finding import Finding
 from kernbench.reporting.views import Record, case_id, dig
-from kernbench.results.vocabulary import other_output_precision, precision_unread
+from kernbench.results.vocabulary import other_output_precision, precision_unread, ran_unread
 
 __all__ = ["CAVEAT_ORDER", "caveat_findings", "caveats"]
 
@@ -40,8 +40,7 @@ def caveat_findings(record: Record) -> list[Finding]:
     found = []
     if precision_unread(record.get("output")):
         found.append(Finding("precision_unread", cid, f"{cid}: the kernel declares a "
-                             "`precision` parameter but never reads it, so it ran once, at "
-                             f"its own precision ({asked}), whatever precision was asked"))
+                             f"`precision` parameter but never reads it, so {ran_unread(asked)}"))
     output = dig(record, "output", "precision")
     if other_output_precision(asked, output):
         found.append(Finding("output_precision", cid, f"{cid}: timed as {asked}, but its "

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from kernbench.errors import UnsupportedPrecision
+from kernbench.results.measurement import NATIVE
 
 __all__ = [
     "BACKEND_FRAMEWORK",
@@ -38,6 +39,7 @@ __all__ = [
     "knob",
     "other_output_precision",
     "precision_unread",
+    "ran_unread",
 ]
 
 PRECISION_NAMES: tuple[str, ...] = (
@@ -153,6 +155,13 @@ def precision_unread(output: object) -> bool:
     """Whether a record's `output` says its kernel never read its `precision` parameter."""
     return isinstance(output, Mapping) and all(output.get(k) == v
                                                for k, v in PRECISION_UNREAD.items())
+
+
+def ran_unread(precision: object) -> str:
+    """What a precision-unread case (:func:`precision_unread`) labelled `precision` did."""
+    named = ("its output has no dtype to name it" if precision == NATIVE
+             else f"{precision}, its output's")
+    return f"it ran once, at its own precision ({named}), whatever precision was asked"
 
 
 def other_output_precision(asked: object, output: object) -> bool:
