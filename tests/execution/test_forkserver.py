@@ -349,22 +349,38 @@ def test_up_to_ten_processes_get_a_server_each() -> None:
     assert WorkerLauncher("fork", worker_env(), slots=0).slots == 1
 
 
-def test_a_server_that_dies_is_replaced_by_spawning(tmp_path: Path) -> None:
+def test_a_server_found_dead_between_cases_is_started_again_then_spawned(
+        tmp_path: Path) -> None:
+    """Killed from outside between cases (the job never reached it), a server is started
+    again and the case forks from the new one, with a note, up to MAX_RESTARTS times a
+    framework; after that the framework's cases are spawned."""
+    from kernbench.execution.launcher import MAX_RESTARTS
+
     launcher = WorkerLauncher("fork", worker_env())
+    parent = "import os\nprint(os.getppid())"
     try:
-        first = launcher.run("python", 0, job_for(tmp_path, "import os\nprint(os.getppid())"),
-                             tmp_path, 30.0, None)
-        assert first.isolation == "fork"
-        os.kill(int(first.stdout_tail), signal.SIGKILL)  # the server, gone between cases
-        assert wait_gone(int(first.stdout_tail))  # (dying as the next job goes out, it fails
-        # that case instead: the kernel of a case that started may have killed it)
-        info = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
-        assert info.isolation == "spawn" and info.returncode == 0
-        assert info.note is not None and info.note.startswith("fork server failed")
+        infos = [launcher.run("python", 0, job_for(tmp_path, parent), tmp_path, 30.0, None)]
+        for _ in range(MAX_RESTARTS + 1):
+            server = int(infos[-1].stdout_tail)
+            os.kill(server, signal.SIGKILL)  # the server, gone between cases
+            assert wait_gone(server)  # (dying as the next job goes out, it fails that case
+            # instead: the kernel of a case that started may have killed it)
+            infos.append(launcher.run("python", 0, job_for(tmp_path, parent), tmp_path, 30.0,
+                                      None))
         after = launcher.run("python", 0, job_for(tmp_path, "pass"), tmp_path, 30.0, None)
-        assert after.isolation == "spawn" and after.returncode == 0
     finally:
         launcher.close()
+    first, *restarted, spawned = infos
+    assert (first.isolation, first.note) == ("fork", None)
+    for info in restarted:
+        assert (info.isolation, info.returncode, info.cause) == ("fork", 0, None)
+        assert info.note is not None and info.note.startswith(
+            "its fork server was found gone (the python fork server is gone:")
+        assert info.note.endswith("and started again")
+    assert len({info.stdout_tail for info in infos[:-1]}) == MAX_RESTARTS + 1  # new servers
+    for info in (spawned, after):
+        assert info.isolation == "spawn" and info.returncode == 0
+        assert info.note is not None and info.note.startswith("fork server failed")
 
 
 def test_a_platform_without_safe_fork_spawns(tmp_path: Path,

@@ -190,6 +190,10 @@ class ServerGone(Exception):
     """The fork server died or stopped answering; the case can be spawned instead."""
 
 
+class NotSent(ServerGone):
+    """The fork server was gone before a case's job reached it: the case can run elsewhere."""
+
+
 class DiedDuringCase(ServerGone):
     """The fork server died, or stopped answering, once it had a case's job. The worker died
     with it (its parent-death signal, or killed), and the case is not run again: it may be
@@ -256,7 +260,7 @@ class ForkServer:
         except OSError as exc:
             os.close(out_r)
             os.close(err_r)
-            raise ServerGone(f"the {self.key} fork server is gone: {exc}") from exc
+            raise NotSent(f"the {self.key} fork server is gone: {exc}") from exc
         finally:
             os.close(out_w)
             os.close(err_w)

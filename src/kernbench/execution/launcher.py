@@ -11,10 +11,13 @@ stopped when the run ends.
 A server that dies while a case runs fails that case (its kernel may have killed it, and a
 case is never run twice), and the slot gets a new server for the next case.
 
-``--isolation spawn``, a platform without safe fork (:func:`~kernbench.execution.forkserver.
-fork_supported`), a framework that came out of its import already initialised, or a server
-that died between cases: the worker is spawned as a fresh ``python -m
-kernbench.execution.worker`` instead, and the record's ``worker.isolation_note`` says why.
+A server found dead between cases (killed from outside: the OOM killer, a user) is started
+again, up to `MAX_RESTARTS` times a framework, and the record's ``worker.isolation_note``
+says so. ``--isolation spawn``, a platform without safe fork
+(:func:`~kernbench.execution.forkserver.fork_supported`), a framework that came out of its
+import already initialised, or a server that failed to start or kept dying: the worker is
+spawned as a fresh ``python -m kernbench.execution.worker`` instead, and the record's
+``worker.isolation_note`` says why.
 """
 
 from __future__ import annotations
@@ -22,10 +25,17 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernbench.execution.forkserver import ForkServer, ServerGone, fork_supported, preload_key
+from kernbench.execution.forkserver import (
+    ForkServer,
+    NotSent,
+    ServerGone,
+    fork_supported,
+    preload_key,
+)
 from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
 
 if TYPE_CHECKING:
@@ -35,6 +45,9 @@ if TYPE_CHECKING:
     from kernbench.results.model import Case, KernelSpec
 
 ISOLATION_MODES = ("fork", "spawn")
+MAX_RESTARTS = 3
+"""Fork servers of one framework found dead between cases (killed from outside) that are
+started again in a run, at most; then its cases are spawned."""
 MAX_SLOTS = 10
 """Fork servers per framework at most: replicate k of a case forks from server k mod 10, so up
 to 10 processes per case each have their own layout and hash seed (more share them: each
@@ -53,6 +66,8 @@ class WorkerLauncher:
         self._servers: dict[tuple[str, int], ForkServer] = {}
         self._unusable: dict[str, str] = {}
         """Preload key -> why its cases are spawned instead of forked."""
+        self._restarts: dict[str, int] = {}
+        """Preload key -> its servers found dead between cases and started again."""
         self._token = secrets.token_hex(16)
         """Marks the servers, so that closing finds anything they left."""
         platform = fork_supported()
@@ -67,18 +82,35 @@ class WorkerLauncher:
         if self.mode == "spawn" or note is not None:
             return self._spawn(job, cwd, timeout_s, max_memory_bytes, note)
         try:
-            server = self._server(key, slot % self.slots)
-            # The worker keeps its server's mark (this launcher's token): whatever it starts
-            # carries it, and close() finds it even where a server had to be killed.
-            exit_info: WorkerExit = server.run(str(job), str(cwd), {}, timeout_s,
-                                               max_memory_bytes)
-            if exit_info.cause is not None:  # the server died during the case (its cause)
-                del self._servers[(key, slot % self.slots)]  # the next case starts a new one
-            return exit_info
+            return self._forked(key, slot % self.slots, job, cwd, timeout_s, max_memory_bytes)
         except ServerGone as exc:
             self._drop(key)
             self._unusable.setdefault(key, f"fork server failed, workers spawned instead: {exc}")
             return self._spawn(job, cwd, timeout_s, max_memory_bytes, self._unusable[key])
+
+    def _forked(self, key: str, slot: int, job: Path, cwd: Path, timeout_s: float,
+                max_memory_bytes: int | None) -> WorkerExit:
+        """The case forked from its slot's server. A server found dead before it got the job
+        is started again (`MAX_RESTARTS` times a framework) and the case runs in the new one:
+        the run's cases stay forked, not spawned from there on."""
+        restarted = None
+        while True:
+            server = self._server(key, slot)
+            try:
+                # The worker keeps its server's mark (this launcher's token): whatever it
+                # starts carries it, and close() finds it even where a server had to be killed.
+                exit_info: WorkerExit = server.run(str(job), str(cwd), {}, timeout_s,
+                                                   max_memory_bytes)
+            except NotSent as exc:
+                if self._restarts.get(key, 0) >= MAX_RESTARTS:
+                    raise
+                self._restarts[key] = self._restarts.get(key, 0) + 1
+                self._servers.pop((key, slot)).close()
+                restarted = f"its fork server was found gone ({exc}) and started again"
+                continue
+            if exit_info.cause is not None:  # the server died during the case (its cause)
+                del self._servers[(key, slot)]  # the next case starts a new one
+            return exit_info if restarted is None else replace(exit_info, note=restarted)
 
     def fresh(self) -> WorkerLauncher:
         """A launcher like this one with servers of its own, started on first use (new
@@ -123,11 +155,7 @@ class WorkerLauncher:
         exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.worker", str(job)],
                                  cwd=cwd, env=self._env, timeout_s=timeout_s,
                                  max_memory_bytes=max_memory_bytes, dump_stack=True)
-        if note is None:
-            return exit_info
-        from dataclasses import replace
-
-        return replace(exit_info, note=note)
+        return exit_info if note is None else replace(exit_info, note=note)
 
     def close(self) -> None:
         """Stop every server (and anything carrying their mark)."""
