@@ -290,7 +290,7 @@ class ForkServer:
             self.close()
             raise
         if hello is None:
-            raise self._lost(None, False)
+            raise self._lost(None, False, silent=True)
         pid, timed_out = int(hello["started"]), False
         try:
             finished = self._receive(timeout_s - (time.monotonic() - started), output)
@@ -308,19 +308,19 @@ class ForkServer:
             self.close()
             raise
         if finished is None:  # no word even after the timeout's kill
-            raise self._lost(pid, True)
+            raise self._lost(pid, True, silent=True)
         return pid, finished, True
 
-    def _lost(self, pid: int | None, timed_out: bool) -> DiedDuringCase:
-        """A server that died or stopped answering with a case's job: closed (killed if it
-        still runs), the case's worker killed where its pid is known, and the case's end."""
+    def _lost(self, pid: int | None, timed_out: bool, silent: bool = False) -> DiedDuringCase:
+        """A server that died (its socket closed) or, `silent`, stopped answering with a
+        case's job: closed (waited for, or killed), the case's worker killed where its pid is
+        known, and the case's end."""
         from kernbench.execution.isolation import exit_words
 
-        exited = self._proc.poll() is not None
         if pid is not None:
             _kill_case(pid)
         self.close()
-        how = exit_words(self._proc.returncode) if exited else "stopped answering (it was killed)"
+        how = "stopped answering (it was killed)" if silent else exit_words(self._proc.returncode)
         return DiedDuringCase(pid, timed_out, how)
 
     def _exit(self, pid: int | None, returncode: int | None, timed_out: bool, wall_s: float,
