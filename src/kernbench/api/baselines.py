@@ -165,9 +165,7 @@ def ref_baseline(root: Path, ref: str,
     the one `ref` names, where the caller resolved it already."""
     from kernbench.measure.environment import this_machine_fingerprint
 
-    fingerprint = this_machine_fingerprint()
-    record, message = history_at_ref(root, ref, fingerprint, commit=commit)
-    return baseline_from_history(record, message, ref, fingerprint)
+    return _baseline_at(root, ref, this_machine_fingerprint(), commit)
 
 
 def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
@@ -186,8 +184,14 @@ def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
 def _ref_comparison(root: Path, ref: str, summary: Mapping[str, Any],
                     environment: Mapping[str, Any], thresholds: Thresholds,
                     alpha: float, commit: str | None = None) -> dict[str, Any]:
-    fingerprint = environment.get("fingerprint")
-    record, message = history_at_ref(root, ref, fingerprint, commit=commit)
-    baseline, note = baseline_from_history(record, message, ref, fingerprint)
+    baseline, note = _baseline_at(root, ref, environment.get("fingerprint"), commit)
     candidate = run_from_document(summary, "this run")
     return run_comparison(baseline, candidate, thresholds, alpha, note=note)
+
+
+def _baseline_at(root: Path, ref: str, fingerprint: str | None,
+                 commit: str | None) -> tuple[LoadedRun, str | None]:
+    """The machine `fingerprint`'s newest record at `ref` (at `commit`, where given) as a
+    baseline, and the note a comparison without one carries."""
+    record, message = history_at_ref(root, ref, fingerprint, commit=commit)
+    return baseline_from_history(record, message, ref, fingerprint)

@@ -148,7 +148,7 @@ has there (:func:`knob`)."""
 PRECISION_UNREAD = {"precision_parameter": "unread"}
 """What a record's `output` carries when its kernel declares a `precision` parameter and never
 reads it: the case ran at the kernel's own precision, labelled by its output's, whatever
-``--precision`` asked (:attr:`~kernbench.results.model.KernelSpec.ignores_precision`)."""
+``--precision`` asked (:attr:`~kernbench.results.model.KernelSpec.precision_unread`)."""
 
 
 def precision_unread(output: object) -> bool:
