@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from kernbench.analysis.golden import detect_sku, golden_check
 from kernbench.analysis.stats import percentile
@@ -62,7 +62,7 @@ def build_result(case: Case, reply: WorkerReply | None, exit_info: WorkerExit,
         point=case.point, implementation=case.implementation.name if case.implementation else None,
         started_at=started, duration_s=exit_info.wall_s,
         worker=worker_facts(exit_info), energy=NOT_MEASURED_ENERGY, accuracy=NOT_MEASURED_ACCURACY)
-    if reply is None or exit_info.timed_out or exit_info.cause:
+    if not usable(reply, exit_info):
         status, reason = died_reason(exit_info, timeout)
         return CaseResult(status=status, reason=reason, **base)  # type: ignore[arg-type]
     if reply.traceback:
@@ -120,6 +120,12 @@ def worker_facts(exit_info: WorkerExit) -> dict[str, Any]:
     return facts
 
 
+def usable(reply: WorkerReply | None, exit_info: WorkerExit) -> TypeGuard[WorkerReply]:
+    """Whether the worker's reply stands: there is one, and neither the timeout nor its fork
+    server's end (:attr:`WorkerExit.cause`) ended the worker; else :func:`died_reason`."""
+    return reply is not None and not exit_info.timed_out and not exit_info.cause
+
+
 def died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
     """Status and reason of a worker that left no reply (or ran out of time)."""
     if exit_info.timed_out:
@@ -137,7 +143,7 @@ def died_reason(exit_info: WorkerExit, timeout: float) -> tuple[str, str]:
 
 def reference_failure(reply: WorkerReply | None, exit_info: WorkerExit, timeout: float) -> str:
     """Why a reference case saved no output, for the accuracy of the cases checked against it."""
-    if reply is None or exit_info.timed_out or exit_info.cause:
+    if not usable(reply, exit_info):
         return died_reason(exit_info, timeout)[1]
     return f"{reply.status}: {reply.reason or 'no output saved'}"
 
