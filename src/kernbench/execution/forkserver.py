@@ -187,7 +187,9 @@ every descendant that could hold them by then)."""
 
 
 class ServerGone(Exception):
-    """The fork server died or stopped answering; the case can be spawned instead."""
+    """The fork server failed to start, died or stopped answering. Before a case's job went
+    out (:class:`NotSent`, a failed start) the case can run elsewhere; after it,
+    :class:`DiedDuringCase`, it is not run again."""
 
 
 class NotSent(ServerGone):
