@@ -312,3 +312,33 @@ def test_does_not_import_heavy_libraries() -> None:
         timeout=120,
     )  # fmt: skip
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_installed_version_agrees_with_importlib_metadata_for_every_installed_library() -> None:
+    from importlib import metadata
+
+    names = sorted({d.metadata["Name"] for d in metadata.distributions()})
+    assert len(names) > 5
+    for name in names:
+        assert envmod.installed_version(name) == metadata.version(name), name
+    with pytest.raises(metadata.PackageNotFoundError):
+        envmod.installed_version("no-such-distribution-kernbench")
+
+
+def test_installed_version_stops_at_the_header_and_falls_back_to_the_full_parse(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Found:
+        version = "9.9 (the full parse)"
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def read_text(self, name: str) -> str | None:
+            return self.text if name == "METADATA" else None
+
+    header = "Metadata-Version: 2.1\nName: x\nVersion:  1.2.3 \n\nVersion: 0.0 in the body\n"
+    monkeypatch.setattr(envmod.metadata, "distribution", lambda name: Found(header))
+    assert envmod.installed_version("x") == "1.2.3"
+    body_only = "Metadata-Version: 2.1\nName: x\n\nVersion: 0.0 in the body\n"
+    monkeypatch.setattr(envmod.metadata, "distribution", lambda name: Found(body_only))
+    assert envmod.installed_version("x") == "9.9 (the full parse)"

@@ -151,11 +151,28 @@ def _library_versions(reasons: dict[str, str]) -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for key, dist in LIBRARY_DISTRIBUTIONS.items():
         try:
-            versions[key] = metadata.version(dist)
+            versions[key] = installed_version(dist)
         except metadata.PackageNotFoundError:
             versions[key] = None
             reasons[f"libraries.{key}"] = f"distribution {dist!r} is not installed"
     return versions
+
+
+def installed_version(name: str) -> str:
+    """The installed version of distribution `name` (PackageNotFoundError when there is none).
+
+    Read from the `Version` field in the header of its METADATA (or PKG-INFO), as
+    ``importlib.metadata.version`` reads it, without parsing the whole file with the email
+    parser: a long description made that 2 ms a library, 19 ms for env.json's nine."""
+    found = metadata.distribution(name)
+    text = found.read_text("METADATA") or found.read_text("PKG-INFO") or ""
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the end of the header: the description follows
+        field, _, value = line.partition(":")
+        if field.strip().lower() == "version" and value.strip():
+            return value.strip()
+    return found.version
 
 
 def _git(root: Path, *args: str) -> tuple[str | None, str]:
