@@ -9,7 +9,10 @@ report how long each phase took: the fork until the child runs, reading the job,
 (set-up, probes, calibration, timed samples), writing the reply, and the exit until the
 parent has reaped it. Then the same after a rehearsal (:mod:`kernbench.execution.rehearsal`)
 in the parent. Medians over the forks; "outside the samples" is the case's time less its
-timed samples.
+timed samples. Beside them, the minor page faults each child took from its start until its
+reply was written (most of them copies of pages it shares with its parent, written to
+because an object on them was touched), and what one copy-on-write fault costs here (a child
+writing one byte on each page of a buffer its parent filled).
 
     python benchmarks/bench_worker_phases.py [--forks 15] [--framework numpy|torch|jax]
 """
@@ -20,6 +23,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -43,6 +47,11 @@ KERNELS = {"numpy": ("numpy", "import numpy as np", "np.float64(0.0)"),
            "torch": ("pytorch", "import torch", "torch.zeros(())"),
            "jax": ("jax", "import jax.numpy as jnp", "jnp.zeros(())")}
 PHASES = ("fork", "job read", "case", "outside the samples", "reply", "exit and reap", "total")
+FAULTS = "minor page faults"
+
+
+def minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def capture_job(tmp: Path, framework: str) -> Path:
@@ -71,7 +80,7 @@ def capture_job(tmp: Path, framework: str) -> Path:
 
 
 def child(job_path: Path, forked_at: float, write_fd: int) -> None:
-    began = time.perf_counter()
+    began, faults = time.perf_counter(), minor_faults()
     job = load_job(job_path)
     read = time.perf_counter()
     reply = worker.run_job(job)
@@ -80,7 +89,8 @@ def child(job_path: Path, forked_at: float, write_fd: int) -> None:
     wrote = time.perf_counter()
     timed = sum(reply.samples_ns or ()) * max(reply.inner_loops or 1, 1) / 1e9
     os.write(write_fd, json.dumps([began - forked_at, read - began, ran - read,
-                                   ran - read - timed, wrote - ran, wrote]).encode())
+                                   ran - read - timed, wrote - ran, wrote,
+                                   minor_faults() - faults]).encode())
     os._exit(0)
 
 
@@ -94,13 +104,35 @@ def phases(job_path: Path, forks: int) -> dict[str, float]:
             os.close(read_fd)
             child(job_path, forked_at, write_fd)
         os.close(write_fd)
-        fork_s, job_s, case_s, outside_s, reply_s, wrote = json.loads(os.read(read_fd, 4096))
+        fork_s, job_s, case_s, outside_s, reply_s, wrote, faults = json.loads(
+            os.read(read_fd, 4096))
         os.close(read_fd)
         os.waitpid(pid, 0)
         reaped = time.perf_counter()
         rows.append([fork_s, job_s, case_s, outside_s, reply_s, reaped - wrote,
-                     reaped - forked_at])
-    return {name: statistics.median(r[i] for r in rows) * 1e3 for i, name in enumerate(PHASES)}
+                     reaped - forked_at, faults])
+    found = {name: statistics.median(r[i] for r in rows) * 1e3 for i, name in enumerate(PHASES)}
+    return {**found, FAULTS: statistics.median(r[-1] for r in rows)}
+
+
+def copy_on_write_us(pages: int = 4096) -> float:
+    """Microseconds per page a child takes to write one byte on each of `pages` pages that
+    its parent filled: one copy-on-write fault each."""
+    buffer = bytearray(b"x" * (pages * 4096))
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        faults, began = minor_faults(), time.perf_counter()
+        for offset in range(0, len(buffer), 4096):
+            buffer[offset] = 1
+        took, faults = time.perf_counter() - began, minor_faults() - faults
+        os.write(write_fd, json.dumps(took / max(faults, 1) * 1e6).encode())
+        os._exit(0)
+    os.close(write_fd)
+    cost = float(json.loads(os.read(read_fd, 4096)))
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    return cost
 
 
 def main() -> None:
@@ -133,6 +165,11 @@ def main() -> None:
     print("|---|---:|---:|")
     for name in PHASES:
         print(f"| {name} | {cold[name]:.2f} ms | {warm[name]:.2f} ms |")
+    print(f"| {FAULTS}, start to reply | {cold[FAULTS]:.0f} | {warm[FAULTS]:.0f} |")
+    cost = statistics.median(copy_on_write_us() for _ in range(5))
+    print(f"\nOne copy-on-write fault costs {cost:.1f} us here (median of 5 children): a "
+          f"rehearsed child's faults are at most {warm[FAULTS] * cost / 1e3:.1f} ms of its "
+          "time.")
 
 
 if __name__ == "__main__":
