@@ -494,3 +494,20 @@ def test_a_rank_test_of_all_ties_is_no_evidence_not_nan(monkeypatch: pytest.Monk
                         lambda *a, **k: SimpleNamespace(pvalue=float("nan")))
     c = compare_groups([[1.0]], [[1.0]])
     assert c.p_value == 1.0 and c.ci_low is None
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_one_or_two_paired_rounds_stay_paired_and_claim_nothing(rounds: int) -> None:
+    """Two --ab rounds fell back to the samples' Mann-Whitney test and called a 3% change in
+    tight samples "regressed" (q = 0.0002) that three rounds' sign test called inconclusive."""
+    from kernbench.analysis.stats_compare import PAIRED, compare_paired
+
+    rng = np.random.default_rng(11)
+    base = [list(rng.lognormal(0.0, 0.001, 30)) for _ in range(rounds)]
+    cand = [list(1.03 * rng.lognormal(0.0, 0.001, 30)) for _ in range(rounds)]
+    found = compare_paired(base, cand)
+    assert found.method == PAIRED
+    assert found.p_value == pytest.approx(1.0 if rounds == 1 else 0.5)
+    assert found.ratio == pytest.approx(1.03, rel=0.01)
+    assert found.note is not None and "cannot give" in found.note
+    assert compare_groups(base, cand).p_value < 0.001  # what the fallback used to claim

@@ -139,7 +139,7 @@ def compare_groups(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
 
 
 def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequence[float]],
-                   confidence: float = 0.95, min_pairs: int = 3) -> Comparison:
+                   confidence: float = 0.95) -> Comparison:
     """Compare groups that come in time-adjacent pairs (interleaved A/B rounds).
 
     Round r ran baseline process r and candidate process r back to back, so whatever the machine
@@ -148,13 +148,16 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     disturbed process makes one wild round), so the comparison uses what survives that: the
     sign test (how many rounds got slower), ratio = exp(median difference), and the
     distribution-free order-statistic interval of that median (:func:`kernbench.analysis.stats.
-    median_ci`). Unpaired data, or fewer than `min_pairs` rounds, falls back to
-    :func:`compare_groups`.
+    median_ci`). Unpaired data (a side with a round the other lacks) falls back to
+    :func:`compare_groups`. One or two rounds stay paired: the sign test then cannot reach
+    p < 0.5, and says so, where a test of the samples within a round's two processes would
+    claim a change from the noise of two processes (two rounds were "regressed", q = 0.0002,
+    on code that three rounds called inconclusive).
     """
     _check_confidence(confidence)
     pairs = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
              for a, b in zip(baseline, candidate, strict=False) if len(a) and len(b)]
-    usable = len(pairs) == len(baseline) == len(candidate) and len(pairs) >= max(min_pairs, 2)
+    usable = len(pairs) == len(baseline) == len(candidate) and len(pairs) >= 1
     if not usable or not all(np.all(np.isfinite(g)) and np.all(g > 0) for p in pairs for g in p):
         return compare_groups(baseline, candidate, confidence)
     from scipy import stats as sps
@@ -172,7 +175,7 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     interval = median_ci(diffs, confidence)
     if interval is None:  # too few rounds for any interval to reach the confidence
         return Comparison(ratio, _exp(min(diffs)), _exp(max(diffs)), p_value, PAIRED, n, n,
-                          f"{n} rounds cannot give a {confidence:.0%} interval; the range of "
+                          f"{n} round{'s' * (n != 1)} cannot give a {confidence:.0%} interval; the range of "
                           "the rounds is shown")
     low, high = min(interval[0], math.log(ratio)), max(interval[1], math.log(ratio))
     return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
