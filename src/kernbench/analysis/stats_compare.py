@@ -175,8 +175,8 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     interval = median_ci(diffs, confidence)
     if interval is None:  # too few rounds for any interval to reach the confidence
         return Comparison(ratio, _exp(min(diffs)), _exp(max(diffs)), p_value, PAIRED, n, n,
-                          f"{n} round{'s' * (n != 1)} cannot give a {confidence:.0%} interval; the range of "
-                          "the rounds is shown")
+                          f"{n} round{'s' * (n != 1)} cannot give a {confidence:.0%} "
+                          "interval; the range of the rounds is shown")
     low, high = min(interval[0], math.log(ratio)), max(interval[1], math.log(ratio))
     return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
 
