@@ -351,7 +351,7 @@ def test_save_history_writes_a_dated_record_that_history_lists(fake_runs: FakeRu
     assert code == 0, err
     assert out.splitlines()[0].startswith("1 history record under")
     assert fake_runs.slow_sha[:12] in out
-    assert "main" in out and "2 cases" in out
+    assert "main" in out and "2 cases  (fake clock, --debug-fake-timer 1.5)" in out
 
     code, out, err = cli("history", "--root", fake_runs.repo, "--json")
     assert code == 0, err
@@ -463,6 +463,30 @@ def test_compare_to_a_record_on_the_other_clock_fails_before_running(tmp_path: P
     assert code == 2, err
     assert "the baseline (history at main: found" in err and "ran on the fake clock" in err
     assert not (out / "summary.json").exists(), "no kernel may run before the clocks agree"
+
+
+def test_compare_to_takes_the_newest_record_on_the_runs_clock(tmp_path: Path) -> None:
+    """A fake-clock record saved after a measured one at the same commit does not hide the
+    measured one from a measured run (it used to make every such comparison exit 2), nor
+    the other way round."""
+    repo = tmp_path / "repo"
+    init_repo(repo, {"alpha": GOOD})
+    code, err = run(repo, tmp_path / "measured", "--iters", "5", "--warmup", "1",
+                    "--processes", "1", "--save-history")
+    assert code == 0, err
+    code, err = run(repo, tmp_path / "fake", "--debug-fake-timer", "1", "--save-history")
+    assert code == 0, err
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a measured record, then a fake-clock one")
+    code, err = run(repo, tmp_path / "out", "--iters", "5", "--warmup", "1",
+                    "--processes", "1", "--compare-to", "main")
+    assert code == 0, err
+    found = load(tmp_path / "out" / "comparison.json")
+    assert found.get("baseline_note") is None and verdicts(tmp_path / "out").keys() == {"alpha"}
+    code, err = run(repo, tmp_path / "out-fake", "--debug-fake-timer", "1.5",
+                    "--compare-to", "main")
+    assert code == 0, err
+    assert verdicts(tmp_path / "out-fake") == {"alpha": "regressed"}  # 1.5 ms against 1 ms
 
 
 def test_a_baseline_file_on_the_other_clock_fails_before_running_even_empty(

@@ -212,8 +212,14 @@ class _Search:
 
     fingerprint: str | None
     errors: list[str]
+    fake_clock: bool | None = None
+    """Only records made on the fake clock (``--debug-fake-timer``), or only measured ones
+    (None: either)."""
 
     def matches(self, record: dict[str, Any]) -> bool:
+        if self.fake_clock is not None and self.fake_clock != (
+                (record.get("settings") or {}).get("fake_call_ms") is not None):
+            return False
         return self.fingerprint is None or record.get("fingerprint") == self.fingerprint
 
     def newest(self, reader: _BlobReader, ref: str,
@@ -283,11 +289,15 @@ def _not_found_message(ref: str, entries: list[TreeEntry], candidates: int,
 
 
 def history_at_ref(root: Path, ref: str, fingerprint: str | None,
-                   directory: str = HISTORY_DIR,
-                   commit: str | None = None) -> tuple[dict[str, Any] | None, str]:
+                   directory: str = HISTORY_DIR, commit: str | None = None,
+                   fake_clock: bool | None = None) -> tuple[dict[str, Any] | None, str]:
     """The newest record at `ref` for the machine `fingerprint` (None: any), and what happened.
     `commit` is the commit `ref` named when a run began (:func:`check_ref`), read instead of
-    what `ref` names now (None: that).
+    what `ref` names now (None: that). `fake_clock` (where not None) prefers the newest
+    record made on the same clock as the run to compare, fake (``--debug-fake-timer``) or
+    measured: a fake-clock record saved after a measured one does not hide it. Where the ref
+    has only records on the other clock, the newest of them is returned (the comparison
+    refuses it, :func:`kernbench.api.compare.check_same_clock`).
 
     The message says what was found (and which newer records were skipped as unreadable), or
     why nothing was: no repository, unknown ref, no history there, or only other machines'
@@ -308,9 +318,12 @@ def history_at_ref(root: Path, ref: str, fingerprint: str | None,
     if not entries:
         return None, f"no benchmark history at {ref} ({directory} is empty there)"
     candidates = [e for e in entries if _may_match(e, fingerprint)]
-    search = _Search(fingerprint, [])
+    search = _Search(fingerprint, [], fake_clock)
     with _BlobReader(root) as reader:
         record, entry = search.newest(reader, ref, candidates)
+        if record is None and fake_clock is not None:  # only the other clock's, if any
+            search = _Search(fingerprint, [])
+            record, entry = search.newest(reader, ref, candidates)
     if record is None or entry is None:
         return None, _not_found_message(ref, entries, len(candidates), fingerprint, search.errors)
     count = sum(1 for e in candidates if e.name is not None)

@@ -155,17 +155,19 @@ def compare_dir_to_ref(root: Path, ref: str, run_dir: Path, thresholds: Threshol
     return document
 
 
-def ref_baseline(root: Path, ref: str,
-                 commit: str | None = None) -> tuple[LoadedRun, str | None]:
+def ref_baseline(root: Path, ref: str, commit: str | None = None,
+                 fake_clock: bool = False) -> tuple[LoadedRun, str | None]:
     """Before a ``run --compare-to REF``: this machine's newest record at `ref` as the
     baseline, and the note a comparison without one carries (why nothing was found: the run
     goes on without); a KernbenchError (exit 2) when the machine's records there cannot be
     read. Read once, before any kernel runs, and compared with after the run
     (:func:`compare_to_stored`): a ref that moves during the run changes nothing. `commit`:
-    the one `ref` names, where the caller resolved it already."""
+    the one `ref` names, where the caller resolved it already; `fake_clock`: the run will
+    be on the fake clock (``--debug-fake-timer``), so a record on it is preferred, as a
+    measured one is for a measured run."""
     from kernbench.measure.environment import this_machine_fingerprint
 
-    return _baseline_at(root, ref, this_machine_fingerprint(), commit)
+    return _baseline_at(root, ref, this_machine_fingerprint(), commit, fake_clock)
 
 
 def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
@@ -184,14 +186,17 @@ def compare_document_to_ref(root: Path, ref: str, summary: Mapping[str, Any],
 def _ref_comparison(root: Path, ref: str, summary: Mapping[str, Any],
                     environment: Mapping[str, Any], thresholds: Thresholds,
                     alpha: float, commit: str | None = None) -> dict[str, Any]:
-    baseline, note = _baseline_at(root, ref, environment.get("fingerprint"), commit)
+    fake = (summary.get("settings") or {}).get("fake_call_ms") is not None
+    baseline, note = _baseline_at(root, ref, environment.get("fingerprint"), commit, fake)
     candidate = run_from_document(summary, "this run")
     return run_comparison(baseline, candidate, thresholds, alpha, note=note)
 
 
-def _baseline_at(root: Path, ref: str, fingerprint: str | None,
-                 commit: str | None) -> tuple[LoadedRun, str | None]:
-    """The machine `fingerprint`'s newest record at `ref` (at `commit`, where given) as a
-    baseline, and the note a comparison without one carries."""
-    record, message = history_at_ref(root, ref, fingerprint, commit=commit)
+def _baseline_at(root: Path, ref: str, fingerprint: str | None, commit: str | None,
+                 fake_clock: bool) -> tuple[LoadedRun, str | None]:
+    """The machine `fingerprint`'s newest record at `ref` (at `commit`, where given) on the
+    run's clock (`fake_clock`) as a baseline, and the note a comparison without one
+    carries."""
+    record, message = history_at_ref(root, ref, fingerprint, commit=commit,
+                                     fake_clock=fake_clock)
     return baseline_from_history(record, message, ref, fingerprint)

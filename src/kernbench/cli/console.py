@@ -148,9 +148,12 @@ def history_listing(records: Sequence[Mapping[str, Any]], root: Path) -> str:
     lines = [f"{count(len(records), 'history record')} under {root}/benchmarks/history"]
     for record in records:
         git = record.get("git") or {}
+        fake = (record.get("settings") or {}).get("fake_call_ms")
+        clock = "" if fake is None else f"  (fake clock, --debug-fake-timer {fake})"
         lines.append(f"  {record.get('created_at')}  {git.get('short_commit') or 'nogit':<12} "
                      f"{(git.get('branch') or '-'):<16} {record.get('fingerprint')}  "
-                     f"{record.get('testbed') or '-'}  {len(record.get('results', []))} cases")
+                     f"{record.get('testbed') or '-'}  {len(record.get('results', []))} cases"
+                     f"{clock}")
     return "\n".join(lines)
 
 

@@ -264,7 +264,8 @@ def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
         # not know, are compared with their records there once merged (cli.scale).
         args.compare_to_commit = check_ref(args.root.resolve(), args.compare_to)
         baseline, note = ref_baseline(args.root.resolve(), args.compare_to,
-                                      args.compare_to_commit)
+                                      args.compare_to_commit,
+                                      fake_clock=args.debug_fake_timer is not None)
         if note is not None:
             status(f"kernbench: --compare-to {args.compare_to}: nothing to compare with "
                    f"({note}); the run goes on, and its comparison will say so")
