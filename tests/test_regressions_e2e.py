@@ -1293,6 +1293,19 @@ def test_history_add_refuses_another_repositorys_run(tmp_path: Path) -> None:
     assert cli("history", "--root", other, "--add", out)[0] == 0  # its own repository
 
 
+def test_history_add_refuses_a_run_that_recorded_no_commit(tmp_path: Path) -> None:
+    repo, loose = tmp_path / "repo", tmp_path / "loose"
+    init_repo(repo, {"alpha": GOOD})
+    write(loose / "kernels" / "beta.py", GOOD)  # no git work tree around it
+    out = tmp_path / "out"
+    assert run(loose, out, "--debug-fake-timer", "2")[0] == 0
+    assert json.loads((out / "env.json").read_text())["git"]["commit"] is None
+    code, _, err = cli("history", "--root", repo, "--add", out)
+    assert code == 2, err
+    assert f"{out}: the run recorded no git commit (" in err and "nothing added" in err
+    assert history_files(repo) == []
+
+
 def test_history_add_refuses_a_run_that_did_not_finish(tmp_path: Path) -> None:
     # An interrupted run's record would become the baseline with its cases left out, and a
     # later comparison would call every case "new" and pass.

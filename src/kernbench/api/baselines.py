@@ -57,8 +57,9 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
 
 def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any]) -> None:
     """KernbenchError when the run measured a commit that the repository at `root` does not
-    hold: its kernels and figures would join another repository's history. Nothing to check
-    where the run recorded no commit or `root` is in no repository."""
+    hold, or no commit at all (it ran outside any git work tree): its kernels and figures
+    would join a history they cannot be placed in. Nothing to check where `root` is in no
+    repository."""
     from kernbench.analysis.gitref import (
         is_repository,
         is_shallow,
@@ -66,8 +67,17 @@ def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any]) -
         shallow_fetch_hint,
     )
 
-    commit = (environment.get("git") or {}).get("commit")
-    if not isinstance(commit, str) or not is_repository(root) or resolve_ref(root, commit):
+    git = environment.get("git") or {}
+    commit = git.get("commit")
+    if not is_repository(root):
+        return
+    if not isinstance(commit, str):
+        why = git.get("reason") or "env.json has no git.commit"
+        raise KernbenchError(
+            f"{run_dir}: the run recorded no git commit ({why}), so its record cannot be "
+            f"placed in the history of the repository at {root}; nothing added (run the "
+            f"kernels from a clone of that repository)")
+    if resolve_ref(root, commit):
         return
     fix = (f"this is a shallow clone: {shallow_fetch_hint(commit)}" if is_shallow(root) else
            f"if the run is of this repository, fetch that commit first (`git fetch origin "
