@@ -178,3 +178,13 @@ def test_skips_of_a_backend_the_machine_lacks_are_one_line() -> None:
     gpu = {**inputs.environment, "gpus": [{"name": "NVIDIA A100", "vendor": "NVIDIA"}]}
     rows = section(render_summary(inputs.summary, gpu), "Failures and Skips")
     assert rows.count("| skipped | ") == 5 and "not available on this machine" not in rows
+
+
+def test_the_header_says_samples_are_per_worker_process_when_a_case_has_several() -> None:
+    inputs = load_fixture(comparison=False)
+    summary = copy.deepcopy(inputs.summary)
+    summary["settings"]["processes"] = 3
+    md = render_summary(summary, inputs.environment)
+    iterations, warmup = summary["settings"]["iterations"], summary["settings"]["warmup"]
+    assert (f"{iterations} samples after {warmup} warmup calls per worker process, 3 "
+            "processes per case") in md

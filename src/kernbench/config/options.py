@@ -163,8 +163,8 @@ DISCOVERY = (
 RUN = (
     Option(("--config",), "suite file of run options (see README, Suite files); flags given "
            "here win over it", "path", metavar="SUITE.yml"),
-    Option(("--iters",), f"timed samples per case (at most {MAX_ITERATIONS})", "count", 30,
-           "30", "N", minimum=1, maximum=MAX_ITERATIONS, suite_key="iterations"),
+    Option(("--iters",), f"timed samples per worker process (at most {MAX_ITERATIONS})", "count",
+           30, "30", "N", minimum=1, maximum=MAX_ITERATIONS, suite_key="iterations"),
     Option(("--warmup",), "untimed calls before calibration", "count", 3, "3", "N",
            suite_key="warmup"),
     Option(("--warmup-time",), "least time the kernel runs before its first sample: the warmup "
