@@ -283,6 +283,13 @@ def _corrupt_record(folder: Path, fake_runs: FakeRuns) -> Path:
     return target
 
 
+def _empty_record(folder: Path, fake_runs: FakeRuns) -> Path:
+    target = folder / "empty.jsonl.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"")
+    return target
+
+
 def _newer_summary(folder: Path, fake_runs: FakeRuns) -> Path:
     document = load(fake_runs.slow / "summary.json")
     document["schema_version"] = 99
@@ -306,11 +313,12 @@ def _not_an_object(folder: Path, fake_runs: FakeRuns) -> Path:
     (_garbage_summary, "cannot read results"),
     (_truncated_record, "cannot read results"),
     (_corrupt_record, "cannot read results"),
+    (_empty_record, "the history record is empty (expected one JSON line)"),
     (_newer_summary, "schema_version 99 is newer"),
     (_newer_record, "schema_version 99 is newer"),
     (_not_an_object, "not a kernbench result file"),
-], ids=["garbage-json", "truncated-gzip", "corrupt-gzip", "newer-summary", "newer-record",
-        "not-an-object"])
+], ids=["garbage-json", "truncated-gzip", "corrupt-gzip", "empty-record", "newer-summary",
+        "newer-record", "not-an-object"])
 def test_unreadable_input_exits_2_naming_the_file(make: Any, detail: str, fake_runs: FakeRuns,
                                                   tmp_path: Path) -> None:
     bad = make(tmp_path / "bad", fake_runs)

@@ -174,10 +174,16 @@ def test_a_precision_parameter_never_read_is_said_in_the_listing_the_records_and
             return np.zeros(2)
     """)
     write(tmp_path / "kernels" / "zeros.py", FP64)  # no parameter: nothing to say
+    typo = write(tmp_path / "kernels" / "typo" / "typo.py", """
+        def run_benchmark(n, precision="fp32"):
+            return [0.0] * n
+    """)  # invalid when it runs (bench.yaml names a size it does not take): it ran nothing
+    write(typo.with_name("bench.yaml"), "problem_size: {m: 4}\n")
     code, summary, err = run_cli(capsys, tmp_path, tmp_path / "out", "--debug-fake-timer", "1",
                                  "--precision", "fp16")
-    assert code == 0 and summary is not None
-    assert sorted(r["case_id"] for r in summary["results"]) == [
+    assert code == 2 and summary is not None  # 2: a kernel was invalid
+    assert [r["status"] for r in summary["results"] if r["kernel_name"] == "typo"] == ["invalid"]
+    assert sorted(r["case_id"] for r in summary["results"] if r["kernel_name"] != "typo") == [
         "unread[cpu,fp64]", "zeros[cpu,fp64]"]  # one case each, labelled by their outputs
     assert ("kernbench: warning: 1 kernel declares a `precision` parameter but never reads "
             "it: unread; it ran once at its own precision (its output's, as labelled), not at "

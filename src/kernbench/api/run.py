@@ -49,8 +49,8 @@ class RunOutcome:
     unmatched_filters: tuple[str, ...] = ()
     """--filter globs that matched no kernel (others did, or the run would have stopped)."""
     unread_precision: tuple[str, ...] = ()
-    """Kernels that declare a `precision` parameter and never read it: each ran one case at
-    its own precision, whatever --precision asked (:attr:`KernelSpec.precision_unread`)."""
+    """Kernels that declare a `precision` parameter and never read it, and ran one case at
+    their own precision, whatever --precision asked (:attr:`KernelSpec.precision_unread`)."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -138,8 +138,14 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                     run = sink.finish(complete, machine.finish(complete))
                     if complete:
                         held.clear()
+    return _outcome(run, output_dir, specs, selected, settings)
+
+
+def _outcome(run: RunResult, output_dir: Path, specs: Sequence[KernelSpec],
+             selected: Sequence[KernelSpec], settings: RunSettings) -> RunOutcome:
     return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings),
-                      tuple(unmatched_filters(specs, settings.filters)), unread(selected))
+                      tuple(unmatched_filters(specs, settings.filters)),
+                      unread(selected, run.results))
 
 
 def finished_run(settings: RunSettings, output_dir: Path,
@@ -181,9 +187,13 @@ def left_out(selected: Sequence[KernelSpec], settings: RunSettings) -> dict[str,
             if spec.status != "invalid" and (reason := not_selected(spec, settings))}
 
 
-def unread(selected: Sequence[KernelSpec]) -> tuple[str, ...]:
-    """The valid kernels that declare `precision` and never read it."""
-    return tuple(s.name for s in selected if s.status != "invalid" and s.precision_unread)
+def unread(selected: Sequence[KernelSpec], results: Sequence[CaseResult]) -> tuple[str, ...]:
+    """The kernels that declare `precision`, never read it, and ran a case at their own
+    precision (one that was invalid or failed ran none)."""
+    from kernbench.results.vocabulary import precision_unread
+
+    ran = {r.kernel_name for r in results if precision_unread(r.output)}
+    return tuple(s.name for s in selected if s.precision_unread and s.name in ran)
 
 
 def run_environment(settings: RunSettings,

@@ -179,7 +179,8 @@ def check_apart_from_kernels(path: Path, root: Path, kernel_paths: Iterable[str]
             where = "holds" if out in folder.parents else "is inside"
             raise KernbenchError(f"{flag} {path} {where} the kernel folder {folder}: a run "
                                  "writes its kernels/*.json and reports there; expected a "
-                                 "folder of its own (the default is reports/ under --root)")
+                                 "folder of its own (the default is reports/ in the working "
+                                 "directory)")
 
 
 def read_regular(path: Path, limit: int) -> bytes:

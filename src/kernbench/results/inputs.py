@@ -36,9 +36,12 @@ def load_run(path: Path) -> LoadedRun:
         if target.name.endswith(".gz"):
             raw = gzip.decompress(raw)
         text = raw.decode("utf-8")
+        if target.name.endswith(".jsonl.gz") and not text.strip():
+            raise KernbenchError(f"{target}: cannot read results: the history record is "
+                                 "empty (expected one JSON line)")
         document = json.loads(text.splitlines()[0] if target.name.endswith(".jsonl.gz")
                               else text)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, IndexError) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as exc:
         raise KernbenchError(f"{target}: cannot read results: {exc}") from exc
     if not isinstance(document, dict):
         raise KernbenchError(f"{target}: not a kernbench result file (expected a JSON object)")
