@@ -504,6 +504,24 @@ def test_unknown_pyproject_key_is_a_usage_error(tmp_path: Path,
     assert "tool.kernbench.path" in err
 
 
+@pytest.mark.parametrize("command", ["list", "run"])
+@pytest.mark.parametrize("given", ["nope", "../outside", "/etc"])
+def test_paths_that_are_no_folder_inside_the_root_are_usage_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, given: str) -> None:
+    """As pyproject's `paths` are: a typo, or a folder outside the repository, is an error
+    naming it, not "0 kernels" (list) or "no kernels found" (run)."""
+    root = tmp_path / "repo"
+    write(root / "kernels" / "base.py", GOOD)
+    (tmp_path / "outside").mkdir()
+    code = main([command, "--root", str(root), "--paths", f"kernels,{given}",
+                 "--output-dir", str(tmp_path / "out")][:5 if command == "list" else None])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert (f"--paths {given}: expected a folder inside --root {root.resolve()} that exists"
+            in err)
+    assert not (tmp_path / "out").exists()
+
+
 # -- listing --------------------------------------------------------------------------------
 
 

@@ -98,6 +98,16 @@ def config_error(tmp_path: Path, text: str) -> str:
 # -- every key maps to its setting ------------------------------------------------------------
 
 
+@pytest.fixture()
+def full_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FULL's `root: repo` (relative to the working directory) with its `paths`, which must
+    be folders inside it, as the flag's must."""
+    monkeypatch.chdir(tmp_path)
+    for folder in ("kernels", "ops"):
+        (tmp_path / "repo" / folder).mkdir(parents=True)
+
+
+@pytest.mark.usefixtures("full_repo")
 def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     args = parsed(tmp_path, FULL)
     settings = run_settings(args)
@@ -131,6 +141,7 @@ def test_every_key_maps_to_its_setting(tmp_path: Path) -> None:
     assert settings.max_memory_bytes == 2 << 30
 
 
+@pytest.mark.usefixtures("full_repo")
 def test_the_full_example_sets_every_key_and_each_key_names_a_real_flag(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path / "suite.yml", FULL))
     assert set(suite.values) == set(SUITE_KEYS)
@@ -169,6 +180,7 @@ def test_formats_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 # -- precedence -------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("full_repo")
 def test_explicit_flags_win_over_the_file_and_the_file_over_defaults(tmp_path: Path) -> None:
     args = parsed(tmp_path, FULL, "--iters", "30", "--precision", "fp16", "--filter", "x",
                   "--output-dir", "elsewhere")

@@ -130,8 +130,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             suite = load_suite(args.config)
             args = build_parser(suite.parser_defaults()).parse_args(argv)
             args.suite = suite
-        if args.resume is not None:
-            args = _parse_resumed(args, argv)
+    if getattr(args, "paths", None) is not None:  # given (flag, suite file), not recorded
+        from kernbench.config.loading import check_discovery_paths
+
+        check_discovery_paths(args.root, args.paths)
+    if args.command == "run" and args.resume is not None:
+        args = _parse_resumed(args, argv)
     if getattr(args, "format", None) and not getattr(args, "list", False):
         from kernbench.reporting.formats import check_libraries
 

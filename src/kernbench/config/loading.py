@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from kernbench.config.formulas import parse_formula
 from kernbench.config.schema import validate_bench_yaml
 from kernbench.config.sweeps import expand_sweep
 from kernbench.config.unknown_keys import key_path
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, KernbenchError
 from kernbench.results.model import (
     HARNESS_ARGS,
     BenchConfig,
@@ -371,8 +372,21 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
                                    and all(isinstance(v, str) for v in value)):
             raise ConfigError(source, "tool.kernbench.paths", PYPROJECT_KEYS["paths"], got=value)
     for index, folder in enumerate(table.get("paths", [])):
-        resolved = (root / folder).resolve()
-        if not resolved.is_relative_to(root.resolve()) or not resolved.is_dir():
+        if not _inside(root, folder):
             raise ConfigError(source, f"tool.kernbench.paths[{index}]",
                               "a folder inside the root that exists", got=folder)
     return table
+
+
+def _inside(root: Path, folder: str) -> bool:
+    resolved = (root / folder).resolve()
+    return resolved.is_relative_to(root.resolve()) and resolved.is_dir()
+
+
+def check_discovery_paths(root: Path, paths: Sequence[str]) -> None:
+    """`--paths` (or a suite file's `paths`), checked as pyproject's are: each a folder inside
+    `root` that exists; a KernbenchError naming the first that is not."""
+    for folder in paths:
+        if not _inside(root, folder):
+            raise KernbenchError(f"--paths {folder}: expected a folder inside --root "
+                                 f"{root.resolve()} that exists (relative to it)")
