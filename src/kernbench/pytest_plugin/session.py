@@ -286,6 +286,8 @@ class PluginSession:
             document = run_comparison(base, LoadedRun(current, meta), thresholds)
         self.cases = list(document["cases"])
         self.notes.extend(f"warning: {w}" for w in document.get("warnings") or [])
+        if any(_optimistic(c) for c in self.cases):
+            self.notes.append(OPTIMISTIC_NOTE)
 
     # ------------------------------------------------------------------ the table
 
@@ -316,11 +318,25 @@ def table(results: Sequence[BenchResult], cases: Sequence[Mapping[str, Any]]) ->
                f"{result.n} x {result.case.inner_loops}"]
         if cases:
             case = by_label.get(result.name) or {}
-            row += [_ratio(case), str(case.get("verdict", "new"))]
+            row += [_ratio(case), str(case.get("verdict", "new")) + "*" * _optimistic(case)]
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             for row in rows]
+
+
+OPTIMISTIC_NOTE = (
+    "* one session a side: its samples were compared (Mann-Whitney), which cannot see how "
+    "far a new session moves a figure, so a verdict so marked is optimistic and unchanged "
+    "code can read as regressed on a shared machine; for one to trust, compare runs of "
+    "several processes (kernbench run --processes 3 --compare-to REF, or --ab REF)")
+
+
+def _optimistic(case: Mapping[str, Any]) -> bool:
+    """A verdict of the samples' test, which does not measure the noise between sessions."""
+    from kernbench.analysis.stats_compare import MANN_WHITNEY
+
+    return case.get("method") == MANN_WHITNEY and case.get("verdict") not in ("new", "missing")
 
 
 def _ratio(case: Mapping[str, Any]) -> str:
