@@ -281,3 +281,16 @@ def test_a_merge_into_a_folder_another_run_is_writing_is_refused(tmp_path: Path)
         os.close(fd)
     merge_shards(dirs, out, markdown=False)  # free again
     assert (out / "summary.json").is_file() and not (out / LOCK_NAME).exists()
+
+
+def test_the_merge_has_the_kernel_manifest_its_shards_have(tmp_path: Path) -> None:
+    dirs = [shard_set(tmp_path / name, document) for name, document in shards()]
+    manifest = {"schema_version": 1, "root": "/repo", "paths": ["kernels"], "kernels": []}
+    for folder in dirs:
+        (folder / "kernel_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    merge_shards(dirs, tmp_path / "out", markdown=False)
+    assert json.loads((tmp_path / "out" / "kernel_manifest.json").read_text()) == manifest
+    for folder in dirs:  # shards of an older kernbench had none: the merge has none either
+        (folder / "kernel_manifest.json").unlink()
+    merge_shards(dirs, tmp_path / "older", markdown=False)
+    assert not (tmp_path / "older" / "kernel_manifest.json").exists()

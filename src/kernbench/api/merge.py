@@ -104,6 +104,7 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
                                 {"results": merged_order(runs, heads, found)})
     environment = _environment(header, shard_dirs[0])
     write_json_atomic(output_dir / "env.json", environment)
+    _copy_manifest(shard_dirs[0], output_dir)
     if views is not None:
         tallies = _tallies(heads)
         if markdown:
@@ -129,6 +130,17 @@ def _gather(shard_dirs: Sequence[Path], spool: Spool, views: dict[str, SummaryVi
                 check_one_machine([(h.source, h.environment) for h in (heads[0], heads[-1])])
             one_run.add(head.identity)  # so does the first shard of another run
     return heads
+
+
+def _copy_manifest(first: Path, output_dir: Path) -> None:
+    """The first shard's kernel_manifest.json (the shards of one run discovered the same
+    kernels: :class:`OneRun` refuses others), so a merged report set has the file a run's
+    has. A shard without one (an older kernbench) leaves the merge without it."""
+    source, target = first / "kernel_manifest.json", output_dir / "kernel_manifest.json"
+    if source.is_file() and source.resolve() != target.resolve():
+        manifest = read_json_object(source)
+        if manifest is not None:
+            write_json_atomic(target, manifest)
 
 
 def _environment(header: dict[str, Any], first: Path) -> dict[str, Any]:
