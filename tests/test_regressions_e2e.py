@@ -758,6 +758,11 @@ def test_ab_applies_bench_yaml_thresholds(lenient: Lenient, tmp_path: Path) -> N
     assert code == 0, err
     found = thresholds_and_verdicts(out)
     assert found["gamma"][0] == pytest.approx(1.5)
+    code, _, err = cli("run", "--root", lenient.repo, "--output-dir", tmp_path / "loud",
+                       "--ab", "main", "--rounds", "2", "--debug-fake-timer", "1",
+                       "--filter", "gamma")
+    assert code == 0, err  # not quiet: the closing line a plain run prints, after the verdict
+    assert err.index("No regression") < err.index(f"1 case: 1 ok. Reports in {tmp_path}/loud/")
 
 
 # --- --ab REF ------------------------------------------------------------------------------

@@ -937,19 +937,25 @@ def test_a_case_timed_under_another_precision_than_its_output_warns_at_the_end(
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("listing", [(), ("--list",)], ids=["run", "run-list"])
 @pytest.mark.parametrize(("flags", "message"), [
     (["--ab", "HEAD", "--save-history"], "--save-history cannot be combined with --ab"),
     (["--debug-inject-slowdown", "k=2", "--save-history"],
      "--debug-inject-slowdown cannot be combined with --save-history"),
     (["--debug-inject-slowdown", "k=2", "--debug-fake-timer", "1"],
      "--debug-inject-slowdown has no effect on --debug-fake-timer's clock"),
+    (["--jobs", "2"], "--jobs is an option of --shards N"),
+    (["--ab", "HEAD", "--compare-to", "HEAD"], "--compare-to and --ab cannot be combined"),
+    (["--ab", "no-such-ref"], "--ab no-such-ref: "),
+    (["--compare-to", "no-such-ref"], "--compare-to no-such-ref: "),
 ])
 def test_flags_that_would_do_nothing_or_record_a_fake_together_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
-        message: str) -> None:
+        message: str, listing: tuple[str, ...]) -> None:
+    """And `run --list` refuses them as the run would: it lists what the run would do."""
     write(tmp_path / "kernels" / "k.py", GOOD)
     assert main(["run", "--root", str(tmp_path), "--output-dir", str(tmp_path / "out"),
-                 *flags]) == 2
+                 *flags, *listing]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 

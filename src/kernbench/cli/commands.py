@@ -38,6 +38,10 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "comment":
         return cmd_comment(args)
     if args.command == "list" or getattr(args, "list", False):
+        if args.command == "run":
+            from kernbench.cli.run_checks import check_run_flags
+
+            check_run_flags(args)
         return cmd_list(args)
     return cmd_run(args)
 

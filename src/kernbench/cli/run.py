@@ -65,12 +65,11 @@ def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kernbench.api import run_suite
+    from kernbench.cli.run_checks import check_run_flags
+    from kernbench.cli.scale import cmd_run_sharded
 
-    settings = run_settings(args)
-    _refuse_combinations(args)
-    from kernbench.cli.scale import check_sharded, cmd_run_sharded
+    settings = check_run_flags(args)
 
-    check_sharded(args)
     args.baseline_run, args.baseline_note = _check_baseline_first(args)
     if args.shards is not None:
         return cmd_run_sharded(args, settings, _suite_settings(args))
@@ -117,28 +116,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     result(run_outcome(args.output_dir, outcome.run.results, written, code, comparison), None,
            args.json)
     return code
-
-
-def _refuse_combinations(args: argparse.Namespace) -> None:
-    """Flags that would do nothing, or record something untrue, together: exit 2."""
-    if args.ab and getattr(args, "profile", None):
-        raise KernbenchError("--profile cannot be combined with --ab (every round would "
-                             "profile again); profile a plain run")
-    from kernbench.config.options import DEFAULT_PROCESSES
-
-    if args.ab and args.processes != DEFAULT_PROCESSES:
-        raise KernbenchError(f"--processes {args.processes} has no effect with --ab: its rounds "
-                             "are its processes (--rounds N runs N per case and side); give "
-                             "--rounds instead")
-    if args.ab and args.save_history:
-        raise KernbenchError("--save-history cannot be combined with --ab (its rounds are "
-                             "no run of one commit to keep); save the history of a plain run")
-    if args.debug_inject_slowdown and args.save_history:
-        raise KernbenchError("--debug-inject-slowdown cannot be combined with --save-history: "
-                             "a testing aid's slowdown must not become a baseline")
-    if args.debug_inject_slowdown and args.debug_fake_timer is not None:
-        raise KernbenchError("--debug-inject-slowdown has no effect on --debug-fake-timer's "
-                             "clock (every call takes exactly MS); use one or the other")
 
 
 def unmatched_warning(globs: Sequence[str]) -> None:
@@ -244,18 +221,13 @@ def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
 
 
 def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
-    """Validate and load what the run will be compared with before any kernel runs: this
-    machine's record at the --compare-to ref (with the note saying why there is none), or
-    the --baseline file; the --ab ref is checked. A bad one is exit 2."""
-    chosen = [flag for flag, value in (("--compare-to", args.compare_to), ("--ab", args.ab),
-                                       ("--baseline", args.baseline)) if value]
-    if len(chosen) > 1:
-        raise KernbenchError(f"{' and '.join(chosen)} cannot be combined: pick one baseline")
+    """Load what the run will be compared with before any kernel runs: this machine's
+    record at the --compare-to ref (with the note saying why there is none), or the
+    --baseline file (the refs and the choice of one baseline are checked already:
+    :func:`kernbench.cli.run_checks.check_run_flags`). A bad one is exit 2."""
     from kernbench.analysis.gitref import check_ref
     from kernbench.api.compare import check_same_clock
 
-    if args.ab:
-        check_ref(args.root.resolve(), args.ab, "--ab")
     baseline, note = None, None
     if args.compare_to:
         from kernbench.api.baselines import ref_baseline
@@ -364,6 +336,7 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     written = render(args, args.output_dir)
     code = max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))
+    status(run_tally(outcome.run.results, args.output_dir, written))
     result(run_outcome(args.output_dir, outcome.run.results, written, code, document), None,
            args.json)
     return code
