@@ -168,6 +168,7 @@ def test_aliases_that_expand_past_a_million_values_are_refused_at_once(tmp_path:
     message = load_error(tmp_path, BILLION_LAUGHS)
     assert message.startswith(f"{SOURCE}: expected YAML that stands for at most 1,000,000 "
                               "values once its aliases (*name) are expanded"), message
+    assert "(got 'more than 1,000,000')" in message, message
     recursive = load_error(tmp_path, "problem_size: &p {x: 1, y: *p}\n")
     assert "expected YAML without an alias inside its own anchor" in recursive
     shared = "tol: &t {rmse: 0.1}\ntolerances: {fp32: *t, fp64: *t}\n"  # a plain alias is fine

@@ -218,7 +218,7 @@ def _merge_status(args: argparse.Namespace, document: dict[str, Any]) -> int:
     kept = (f", {len(machines)} machines kept apart: "
             f"{', '.join(machine_names(machines))}") if machines else ""
     counts = document["counts"]
-    status(f"Merged {len(args.shards)} shards: {counts['total']} cases "
+    status(f"Merged {count(len(args.shards), 'shard')}: {count(counts['total'], 'case')} "
            f"({status_tally(counts)}) into {args.output_dir}/{kept}")
     found = document.get("completeness") or {}
     lines = problems(found)

@@ -136,7 +136,8 @@ def _refuse_alias_bombs(root: yaml.Node, source: str) -> None:
         stack.extend((child, False) for child in children if id(child) not in sizes)
     if sizes[id(root)] > MAX_YAML_VALUES:
         raise ConfigError(source, "", f"YAML that stands for at most {MAX_YAML_VALUES:,} values "
-                          "once its aliases (*name) are expanded", got="more")
+                          "once its aliases (*name) are expanded",
+                          got=f"more than {MAX_YAML_VALUES:,}")
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
