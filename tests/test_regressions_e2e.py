@@ -491,6 +491,8 @@ def test_compare_to_takes_the_newest_record_on_the_runs_clock(tmp_path: Path) ->
     assert code == 0, err
     found = load(tmp_path / "out" / "comparison.json")
     assert found.get("baseline_note") is None and verdicts(tmp_path / "out").keys() == {"alpha"}
+    assert ("the newest measured, as this run is: 1 newer record made on the other clock "
+            "passed over") in (tmp_path / "out" / "comparison.json").read_text()
     code, err = run(repo, tmp_path / "out-fake", "--debug-fake-timer", "1.5",
                     "--compare-to", "main")
     assert code == 0, err

@@ -510,4 +510,6 @@ def test_one_or_two_paired_rounds_stay_paired_and_claim_nothing(rounds: int) -> 
     assert found.p_value == pytest.approx(1.0 if rounds == 1 else 0.5)
     assert found.ratio == pytest.approx(1.03, rel=0.01)
     assert found.note is not None and "cannot give" in found.note
+    assert found.ci_low is None and found.ci_high is None  # the range is no interval
+    assert verdict(found, 0.0, threshold=0.10) == "inconclusive"  # not even "unchanged"
     assert compare_groups(base, cand).p_value < 0.001  # what the fallback used to claim

@@ -290,7 +290,11 @@ def test_the_merge_has_the_kernel_manifest_its_shards_have(tmp_path: Path) -> No
         (folder / "kernel_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     merge_shards(dirs, tmp_path / "out", markdown=False)
     assert json.loads((tmp_path / "out" / "kernel_manifest.json").read_text()) == manifest
+    other = {**manifest, "root": "/elsewhere"}  # another machine's tree: no one manifest
+    (dirs[0] / "kernel_manifest.json").write_text(json.dumps(other), encoding="utf-8")
+    merge_shards(dirs, tmp_path / "out", markdown=False)
+    assert not (tmp_path / "out" / "kernel_manifest.json").exists(), "the stale one stays"
     for folder in dirs:  # shards of an older kernbench had none: the merge has none either
-        (folder / "kernel_manifest.json").unlink()
+        (folder / "kernel_manifest.json").unlink(missing_ok=True)
     merge_shards(dirs, tmp_path / "older", markdown=False)
     assert not (tmp_path / "older" / "kernel_manifest.json").exists()

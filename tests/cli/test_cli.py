@@ -517,9 +517,32 @@ def test_paths_that_are_no_folder_inside_the_root_are_usage_errors(
                  "--output-dir", str(tmp_path / "out")][:5 if command == "list" else None])
     err = capsys.readouterr().err
     assert code == 2, err
-    assert (f"--paths {given}: expected a folder inside --root {root.resolve()} that exists"
-            in err)
+    assert (f"--paths {given}: expected a folder or kernel file inside --root {root} that "
+            "exists" in err)
     assert not (tmp_path / "out").exists()
+
+
+def test_paths_may_name_a_kernel_file_or_a_linked_folder_as_discovery_takes_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "repo"
+    write(root / "kernels" / "base.py", GOOD)
+    write(tmp_path / "vendor" / "linked.py", GOOD)
+    (root / "vendor").symlink_to(tmp_path / "vendor")
+    assert main(["list", "--root", str(root), "--paths", "kernels/base.py,vendor",
+                 "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(k["name"] for k in listed["kernels"]) == ["base", "linked"]
+    assert main(["list", "--root", str(tmp_path / "absent"), "--paths", "kernels"]) == 2
+    assert "--root" in capsys.readouterr().err  # discovery's error, not one about --paths
+
+
+def test_a_suite_files_bad_paths_entry_is_named_by_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "kernels" / "base.py", GOOD)
+    suite = write(tmp_path / "suite.yml", f"root: {tmp_path}\npaths: [kernels, typo]\n")
+    assert main(["run", "--config", str(suite), "--list"]) == 2
+    assert (f"{suite}: key 'paths': typo: expected a folder or kernel file inside --root"
+            in capsys.readouterr().err)
 
 
 # -- listing --------------------------------------------------------------------------------
@@ -1224,3 +1247,17 @@ def test_a_run_sweeps_the_scratch_folder_a_killed_run_left(
     code, _, _ = run_cli(capsys, tmp_path / "repo", tmp_path / "out", "--debug-fake-timer", "1")
     assert code == 0 and not dead.exists()
     assert not list((tmp_path / "tmp").glob("kernbench-run-*"))  # and its own is gone
+
+
+def test_resume_checks_given_paths_against_the_runs_own_root(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = tmp_path / "repo", tmp_path / "out"
+    write(root / "kernels" / "base.py", GOOD)
+    assert main(["run", "--root", str(root), "--paths", "kernels", "--output-dir", str(out),
+                 "--debug-fake-timer", "1", "-q"]) == 0
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the default --root here has no kernels/
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--paths", "kernels", "--list"]) == 0, (
+        capsys.readouterr().err)

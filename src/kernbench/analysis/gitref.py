@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -215,12 +215,17 @@ class _Search:
     fake_clock: bool | None = None
     """Only records made on the fake clock (``--debug-fake-timer``), or only measured ones
     (None: either)."""
+    other_clock: list[str] = field(default_factory=list)
+    """When each record of the machine passed over for its clock was created."""
 
     def matches(self, record: dict[str, Any]) -> bool:
+        if self.fingerprint is not None and record.get("fingerprint") != self.fingerprint:
+            return False
         if self.fake_clock is not None and self.fake_clock != (
                 (record.get("settings") or {}).get("fake_call_ms") is not None):
+            self.other_clock.append(str(record.get("created_at")))
             return False
-        return self.fingerprint is None or record.get("fingerprint") == self.fingerprint
+        return True
 
     def newest(self, reader: _BlobReader, ref: str,
                entries: list[TreeEntry]) -> tuple[dict[str, Any] | None, TreeEntry | None]:
@@ -327,5 +332,11 @@ def history_at_ref(root: Path, ref: str, fingerprint: str | None,
     if record is None or entry is None:
         return None, _not_found_message(ref, entries, len(candidates), fingerprint, search.errors)
     count = sum(1 for e in candidates if e.name is not None)
-    return record, _found_message(ref, record, entry, count or len(candidates), fingerprint,
-                                  search.errors)
+    found = _found_message(ref, record, entry, count or len(candidates), fingerprint,
+                           search.errors)
+    newer = sum(created > record["created_at"] for created in search.other_clock)
+    if newer:
+        clock = "measured" if fake_clock is False else "on the fake clock"
+        found += (f"; the newest {clock}, as this run is: {_plural(newer, 'newer record')} "
+                  f"made on the other clock passed over")
+    return record, found

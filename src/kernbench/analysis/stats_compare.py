@@ -173,10 +173,13 @@ def compare_paired(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequ
     moved = sum(d != 0 for d in diffs)
     p_value = float(sps.binomtest(slower, moved, 0.5).pvalue) if moved else 1.0
     interval = median_ci(diffs, confidence)
-    if interval is None:  # too few rounds for any interval to reach the confidence
-        return Comparison(ratio, _exp(min(diffs)), _exp(max(diffs)), p_value, PAIRED, n, n,
+    if interval is None:  # too few rounds for any interval to reach the confidence: none,
+        # and so no verdict (the range of two rounds holds their median half the time)
+        return Comparison(ratio, None, None, p_value, PAIRED, n, n,
                           f"{n} round{'s' * (n != 1)} cannot give a {confidence:.0%} "
-                          "interval; the range of the rounds is shown")
+                          f"interval (the rounds ranged {_exp(min(diffs)):.3f}x to "
+                          f"{_exp(max(diffs)):.3f}x), so nothing is claimed; give more "
+                          "--rounds")
     low, high = min(interval[0], math.log(ratio)), max(interval[1], math.log(ratio))
     return Comparison(ratio, _exp(low), _exp(high), p_value, PAIRED, n, n)
 

@@ -29,10 +29,12 @@ def save_history(root: Path, run: RunResult) -> Path:
     return append_record(root, history_record(summary_dict(run), run.environment))
 
 
-def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
+def save_history_of_dir(root: Path, run_dir: Path, added: bool = False) -> list[Path]:
     """Append the record of the run whose report set is in `run_dir` (e.g. merged shards);
     a merge of several machines (``--allow-mixed``) gets one record per machine, each under
-    its own fingerprint. The paths written."""
+    its own fingerprint. The paths written. `added`: ``history --add``, which also refuses
+    a run that recorded no commit (a run's own --save-history, or a merge's of shards run
+    where git is not, keeps such a record, as a plain run's does)."""
     from kernbench.results.machines import split_summary
 
     summary, environment = _documents(run_dir)
@@ -47,7 +49,7 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
     parts = [(summary, environment)] if not (split := split_summary(summary)) else \
         [(part, part["environment"]) for _, part in split]
     for _, env in parts:
-        _refuse_foreign(root, run_dir, env)
+        _refuse_foreign(root, run_dir, env, added)
     records = [history_record(part, env, created_at=part.get("finished_at") or None)
                for part, env in parts]
     for record in records:
@@ -55,11 +57,11 @@ def save_history_of_dir(root: Path, run_dir: Path) -> list[Path]:
     return [append_record(root, record) for record in records]
 
 
-def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any]) -> None:
+def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any],
+                    need_commit: bool) -> None:
     """KernbenchError when the run measured a commit that the repository at `root` does not
-    hold, or no commit at all (it ran outside any git work tree): its kernels and figures
-    would join a history they cannot be placed in. Nothing to check where `root` is in no
-    repository."""
+    hold, or (`need_commit`) no commit at all: its kernels and figures would join a history
+    they cannot be placed in. Nothing to check where `root` is in no repository."""
     from kernbench.analysis.gitref import (
         is_repository,
         is_shallow,
@@ -72,11 +74,13 @@ def _refuse_foreign(root: Path, run_dir: Path, environment: Mapping[str, Any]) -
     if not is_repository(root):
         return
     if not isinstance(commit, str):
+        if not need_commit:
+            return
         why = git.get("reason") or "env.json has no git.commit"
         raise KernbenchError(
             f"{run_dir}: the run recorded no git commit ({why}), so its record cannot be "
-            f"placed in the history of the repository at {root}; nothing added (run the "
-            f"kernels from a clone of that repository)")
+            f"placed in the history of the repository at {root}: nothing added (a run of "
+            f"its kernels made in a clone of it, with git on PATH and a commit, is)")
     if resolve_ref(root, commit):
         return
     fix = (f"this is a shallow clone: {shallow_fetch_hint(commit)}" if is_shallow(root) else

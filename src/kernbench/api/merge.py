@@ -89,6 +89,7 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
     from kernbench.api.reports import clear_previous_reports
 
     output_dir.mkdir(parents=True, exist_ok=True)
+    manifest = _shared_manifest(shard_dirs)  # before the output (maybe a shard) is cleared
     views: dict[str, SummaryView] | None = {} if markdown or html else None
     with tempfile.TemporaryFile(dir=output_dir, prefix=".merge-spool-") as handle:
         spool = Spool(handle)
@@ -104,7 +105,8 @@ def _merge(shard_dirs: Sequence[Path], output_dir: Path, allow_mixed: bool,
                                 {"results": merged_order(runs, heads, found)})
     environment = _environment(header, shard_dirs[0])
     write_json_atomic(output_dir / "env.json", environment)
-    _copy_manifest(shard_dirs[0], output_dir)
+    if manifest is not None:
+        write_json_atomic(output_dir / "kernel_manifest.json", manifest)
     if views is not None:
         tallies = _tallies(heads)
         if markdown:
@@ -132,15 +134,14 @@ def _gather(shard_dirs: Sequence[Path], spool: Spool, views: dict[str, SummaryVi
     return heads
 
 
-def _copy_manifest(first: Path, output_dir: Path) -> None:
-    """The first shard's kernel_manifest.json (the shards of one run discovered the same
-    kernels: :class:`OneRun` refuses others), so a merged report set has the file a run's
-    has. A shard without one (an older kernbench) leaves the merge without it."""
-    source, target = first / "kernel_manifest.json", output_dir / "kernel_manifest.json"
-    if source.is_file() and source.resolve() != target.resolve():
-        manifest = read_json_object(source)
-        if manifest is not None:
-            write_json_atomic(target, manifest)
+def _shared_manifest(shard_dirs: Sequence[Path]) -> dict[str, Any] | None:
+    """The kernel_manifest.json every shard has, the same in each (the shards of one run on
+    one machine discovered the same kernels), for the merge to have the file a run's report
+    set has; None where a shard has none (an older kernbench) or they differ (a merge of
+    machines, `--allow-mixed`, whose roots and paths may differ: no one manifest is theirs)."""
+    manifests = [read_json_object(folder / "kernel_manifest.json") for folder in shard_dirs]
+    first = manifests[0]
+    return first if first is not None and all(m == first for m in manifests) else None
 
 
 def _environment(header: dict[str, Any], first: Path) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from kernbench.results.serialize import spec_dict
 # mistaken for this one's (comparison.json above all: every format reads it).
 OWNED_FILES = ("comparison.json", "regressions.md", "index.html", "results.csv",
                "pytorch_v3.json", "github_benchmark.json", "junit.xml", "bmf.json",
-               "pytest_benchmark.json")
+               "pytest_benchmark.json", "kernel_manifest.json")
 OWNED_DIRS: dict[str, tuple[str, ...]] = {
     "plots": ("*.png",), "machines": ("*/index.html",),
     "profiles": ("*.prof", "*.txt", "*.torch.json", "*.jax")}

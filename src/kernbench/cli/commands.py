@@ -144,7 +144,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.add is not None:
         from kernbench.api.baselines import save_history_of_dir
 
-        paths = save_history_of_dir(args.root.resolve(), args.add)
+        paths = save_history_of_dir(args.root.resolve(), args.add, added=True)
         for path in paths:
             status(f"History record: {path}")
         result({"history_records": [str(path) for path in paths]}, None, args.json)

@@ -130,12 +130,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             suite = load_suite(args.config)
             args = build_parser(suite.parser_defaults()).parse_args(argv)
             args.suite = suite
-    if getattr(args, "paths", None) is not None:  # given (flag, suite file), not recorded
-        from kernbench.config.loading import check_discovery_paths
-
-        check_discovery_paths(args.root, args.paths)
+    given = getattr(args, "paths", None)  # by the flag or a suite file, not a --resume's record
     if args.command == "run" and args.resume is not None:
         args = _parse_resumed(args, argv)
+    if given is not None:  # against the root the run uses (a resumed run's recorded one)
+        from kernbench.config.loading import check_discovery_paths
+
+        check_discovery_paths(args.root, given, _paths_named(args, argv))
     if getattr(args, "format", None) and not getattr(args, "list", False):
         from kernbench.reporting.formats import check_libraries
 
@@ -147,6 +148,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                 else "--resume" if getattr(args, "resume", None) else "--output-dir")
         check_output_dir(args.output_dir, flag)
     return args
+
+
+def _paths_named(args: argparse.Namespace, argv: Sequence[str] | None) -> str:
+    """How an error names the discovery paths: the flag, or the suite file that set them."""
+    words = sys.argv[1:] if argv is None else argv
+    if getattr(args, "suite", None) is None or any(
+            w == "--paths" or w.startswith("--paths=") for w in words):
+        return "--paths"
+    return f"{args.suite.path}: key 'paths':"
 
 
 def _parse_resumed(args: argparse.Namespace, argv: Sequence[str] | None) -> argparse.Namespace:

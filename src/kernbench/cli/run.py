@@ -225,16 +225,15 @@ def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
     record at the --compare-to ref (with the note saying why there is none), or the
     --baseline file (the refs and the choice of one baseline are checked already:
     :func:`kernbench.cli.run_checks.check_run_flags`). A bad one is exit 2."""
-    from kernbench.analysis.gitref import check_ref
     from kernbench.api.compare import check_same_clock
 
     baseline, note = None, None
     if args.compare_to:
         from kernbench.api.baselines import ref_baseline
 
-        # The commit the ref names now: a sharded run's shards, whose machines this one does
-        # not know, are compared with their records there once merged (cli.scale).
-        args.compare_to_commit = check_ref(args.root.resolve(), args.compare_to)
+        # args.compare_to_commit: the commit the ref names now (check_run_flags); a sharded
+        # run's shards, whose machines this one does not know, are compared with their
+        # records there once merged (cli.scale).
         baseline, note = ref_baseline(args.root.resolve(), args.compare_to,
                                       args.compare_to_commit,
                                       fake_clock=args.debug_fake_timer is not None)

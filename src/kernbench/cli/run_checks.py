@@ -17,7 +17,8 @@ __all__ = ["check_run_flags"]
 def check_run_flags(args: argparse.Namespace) -> RunSettings:
     """The run's settings, once its flags are checked as a run checks them before any kernel
     runs (``run --list`` too: what it lists must be what the run would do, not a run that is
-    then refused): combinations, executor flags, the --ab and --compare-to refs."""
+    then refused): combinations, executor flags, the --ab and --compare-to refs (the commit
+    the latter names is kept as `args.compare_to_commit`)."""
     from kernbench.analysis.gitref import check_ref
     from kernbench.cli.run import run_settings
     from kernbench.cli.scale import check_sharded
@@ -25,9 +26,10 @@ def check_run_flags(args: argparse.Namespace) -> RunSettings:
     settings = run_settings(args)
     refuse_combinations(args)
     check_sharded(args)
-    for flag, ref in (("--ab", args.ab), ("--compare-to", args.compare_to)):
-        if ref:
-            check_ref(args.root.resolve(), ref, flag)
+    if args.ab:
+        check_ref(args.root.resolve(), args.ab, "--ab")
+    args.compare_to_commit = (check_ref(args.root.resolve(), args.compare_to)
+                              if args.compare_to else None)
     return settings
 
 

@@ -8,6 +8,7 @@ parsed by the safe evaluator in :mod:`kernbench.config.conditions`; nothing in i
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -384,10 +385,16 @@ def _inside(root: Path, folder: str) -> bool:
     return resolved.is_relative_to(root.resolve()) and resolved.is_dir()
 
 
-def check_discovery_paths(root: Path, paths: Sequence[str]) -> None:
-    """`--paths` (or a suite file's `paths`), checked as pyproject's are: each a folder inside
-    `root` that exists; a KernbenchError naming the first that is not."""
-    for folder in paths:
-        if not _inside(root, folder):
-            raise KernbenchError(f"--paths {folder}: expected a folder inside --root "
-                                 f"{root.resolve()} that exists (relative to it)")
+def check_discovery_paths(root: Path, paths: Sequence[str], named: str = "--paths") -> None:
+    """`--paths` (or a suite file's `paths`, `named` so): each a folder or kernel file that
+    exists, named inside `root` (a link in it to a folder elsewhere is followed, as
+    discovery follows it; `../x` and `/etc` are not inside); a KernbenchError naming the
+    first that is not. Nothing to check when `root` is no folder: discovery says so."""
+    if not root.is_dir():
+        return
+    base = Path(os.path.abspath(root))
+    for entry in paths:
+        named_path = Path(os.path.normpath(base / entry))
+        if not named_path.is_relative_to(base) or not named_path.exists():
+            raise KernbenchError(f"{named} {entry}: expected a folder or kernel file inside "
+                                 f"--root {base} that exists (relative to it)")

@@ -336,7 +336,8 @@ def _optimistic(case: Mapping[str, Any]) -> bool:
     """A verdict of the samples' test, which does not measure the noise between sessions."""
     from kernbench.analysis.stats_compare import MANN_WHITNEY
 
-    return case.get("method") == MANN_WHITNEY and case.get("verdict") not in ("new", "missing")
+    return case.get("method") == MANN_WHITNEY and case.get("verdict") not in (
+        "new", "missing", "inconclusive")
 
 
 def _ratio(case: Mapping[str, Any]) -> str:
