@@ -971,6 +971,7 @@ def test_a_case_timed_under_another_precision_than_its_output_warns_at_the_end(
     (["--ab", "HEAD", "--compare-to", "HEAD"], "--compare-to and --ab cannot be combined"),
     (["--ab", "no-such-ref"], "--ab no-such-ref: "),
     (["--compare-to", "no-such-ref"], "--compare-to no-such-ref: "),
+    (["--baseline", "missing.json"], "missing.json: no such result file"),
 ])
 def test_flags_that_would_do_nothing_or_record_a_fake_together_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
@@ -980,6 +981,20 @@ def test_flags_that_would_do_nothing_or_record_a_fake_together_exit_2(
     assert main(["run", "--root", str(tmp_path), "--output-dir", str(tmp_path / "out"),
                  *flags, *listing]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("listing", [(), ("--list",)], ids=["run", "run-list"])
+def test_a_baseline_on_the_other_clock_is_refused_by_run_and_run_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], listing: tuple[str, ...]) -> None:
+    write(tmp_path / "kernels" / "k.py", GOOD)
+    base = tmp_path / "base"
+    assert main(["run", "--root", str(tmp_path), "--output-dir", str(base),
+                 "--debug-fake-timer", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--root", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                 "--baseline", str(base), *listing]) == 2
+    assert "ran on the fake clock" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_injected_slowdown_is_recorded_in_the_run(

@@ -38,10 +38,12 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "comment":
         return cmd_comment(args)
     if args.command == "list" or getattr(args, "list", False):
-        if args.command == "run":
+        if args.command == "run":  # refused here as the run would refuse it
+            from kernbench.cli.run import check_baseline_first
             from kernbench.cli.run_checks import check_run_flags
 
             check_run_flags(args)
+            check_baseline_first(args)
         return cmd_list(args)
     return cmd_run(args)
 

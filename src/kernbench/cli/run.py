@@ -70,7 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     settings = check_run_flags(args)
 
-    args.baseline_run, args.baseline_note = _check_baseline_first(args)
+    args.baseline_run, args.baseline_note = check_baseline_first(args)
     if args.shards is not None:
         return cmd_run_sharded(args, settings, _suite_settings(args))
     if args.ab:
@@ -220,7 +220,7 @@ def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
     return document
 
 
-def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
+def check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
     """Load what the run will be compared with before any kernel runs: this machine's
     record at the --compare-to ref (with the note saying why there is none), or the
     --baseline file (the refs and the choice of one baseline are checked already:
