@@ -174,6 +174,16 @@ def mutated_summaries(draw: st.DrawFn) -> dict[str, Any]:
     return document
 
 
+def test_a_summary_whose_settings_are_no_object_is_a_clear_error_to_resume(
+        tmp_path: Path) -> None:
+    """What the fuzz test below found: `settings: [null]` was an AttributeError in --resume."""
+    document = {**copy.deepcopy(SUMMARY), "settings": [None]}
+    path = put(tmp_path, "summary.json", json.dumps(document))
+    with pytest.raises(KernbenchError) as caught:
+        load_previous(tmp_path)
+    assert caught.value.message.startswith(f"{path}: key 'settings': expected an object")
+
+
 @FUZZ
 @given(document=mutated_summaries() | st.dictionaries(st.text(max_size=8), JSON, max_size=5))
 def test_fuzz_loading_a_result_document_gives_results_or_a_clear_error(

@@ -122,6 +122,9 @@ def load_previous(directory: Path) -> PreviousRun:
         raise KernbenchError(f"--resume {directory}: no run to resume there (no summary.json); "
                              "start a new run with --output-dir instead")
     summary = read_document(summary_path)
+    if not isinstance(summary.get("settings", {}), Mapping):
+        raise KernbenchError(f"{summary_path}: key 'settings': expected an object of the run's "
+                             f"settings, got {type(summary['settings']).__name__}")
     merged = merged_sources(summary)
     if merged:
         raise KernbenchError(
@@ -139,8 +142,9 @@ def load_previous(directory: Path) -> PreviousRun:
 def merged_sources(summary: Mapping[str, Any]) -> list[str]:
     """The shard outputs a merged summary was joined from (``settings.shards[].source``); []
     for a run's own summary."""
-    shards = (summary.get("settings") or {}).get("shards") or []
-    return [str(entry["source"]) for entry in shards
+    settings = summary.get("settings")
+    shards = settings.get("shards") if isinstance(settings, Mapping) else None
+    return [str(entry["source"]) for entry in (shards if isinstance(shards, list) else [])
             if isinstance(entry, Mapping) and entry.get("source") is not None]
 
 
