@@ -213,30 +213,32 @@ class _Search:
     fingerprint: str | None
     errors: list[str]
     fake_clock: bool | None = None
-    """Only records made on the fake clock (``--debug-fake-timer``), or only measured ones
-    (None: either)."""
+    """Prefer records made on the fake clock (``--debug-fake-timer``), or measured ones (None:
+    either); the newest on the other clock is taken only where there is none."""
     other_clock: list[str] = field(default_factory=list)
-    """When each record of the machine passed over for its clock was created."""
+    """When each record of the machine on the other clock was created."""
 
     def matches(self, record: dict[str, Any]) -> bool:
-        if self.fingerprint is not None and record.get("fingerprint") != self.fingerprint:
-            return False
-        if self.fake_clock is not None and self.fake_clock != (
-                (record.get("settings") or {}).get("fake_call_ms") is not None):
-            self.other_clock.append(str(record.get("created_at")))
-            return False
-        return True
+        return self.fingerprint is None or record.get("fingerprint") == self.fingerprint
+
+    def on_clock(self, record: dict[str, Any]) -> bool:
+        return self.fake_clock is None or self.fake_clock == (
+            (record.get("settings") or {}).get("fake_call_ms") is not None)
 
     def newest(self, reader: _BlobReader, ref: str,
                entries: list[TreeEntry]) -> tuple[dict[str, Any] | None, TreeEntry | None]:
         best: tuple[dict[str, Any] | None, TreeEntry | None] = (None, None)
+        other: tuple[dict[str, Any] | None, TreeEntry | None] = (None, None)
         for entry in _newest_first(entries):
             if entry.name is not None and best[0] is not None:
                 continue  # an older named file cannot beat the record already found
             for record in self._records(reader, ref, entry):
-                if best[0] is None or record["created_at"] > best[0]["created_at"]:
-                    best = (record, entry)
-        return best
+                if not self.on_clock(record):
+                    self.other_clock.append(str(record.get("created_at")))
+                    other = _newer((record, entry), other)
+                else:
+                    best = _newer((record, entry), best)
+        return best if best[0] is not None else other
 
     def _records(self, reader: _BlobReader, ref: str,
                  entry: TreeEntry) -> list[dict[str, Any]]:
@@ -247,6 +249,13 @@ class _Search:
             return []
         return [r for r in parse_record_bytes(data, source, self.errors.append)
                 if self.matches(r)]
+
+
+def _newer(found: tuple[dict[str, Any], TreeEntry],
+           best: tuple[dict[str, Any] | None, TreeEntry | None]
+           ) -> tuple[dict[str, Any] | None, TreeEntry | None]:
+    """`found` where it was created after `best`'s record (or there is none), else `best`."""
+    return found if best[0] is None or found[0]["created_at"] > best[0]["created_at"] else best
 
 
 def _may_match(entry: TreeEntry, fingerprint: str | None) -> bool:
@@ -326,9 +335,6 @@ def history_at_ref(root: Path, ref: str, fingerprint: str | None,
     search = _Search(fingerprint, [], fake_clock)
     with _BlobReader(root) as reader:
         record, entry = search.newest(reader, ref, candidates)
-        if record is None and fake_clock is not None:  # only the other clock's, if any
-            search = _Search(fingerprint, [])
-            record, entry = search.newest(reader, ref, candidates)
     if record is None or entry is None:
         return None, _not_found_message(ref, entries, len(candidates), fingerprint, search.errors)
     count = sum(1 for e in candidates if e.name is not None)

@@ -39,11 +39,9 @@ def dispatch(args: argparse.Namespace) -> int:
         return cmd_comment(args)
     if args.command == "list" or getattr(args, "list", False):
         if args.command == "run":  # refused here as the run would refuse it
-            from kernbench.cli.run import check_baseline_first
-            from kernbench.cli.run_checks import check_run_flags
+            from kernbench.cli.run import checked_run
 
-            check_run_flags(args)
-            check_baseline_first(args)
+            checked_run(args)
         return cmd_list(args)
     return cmd_run(args)
 

@@ -65,12 +65,9 @@ def _suite_sweeps(args: argparse.Namespace) -> tuple[Any, ...]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kernbench.api import run_suite
-    from kernbench.cli.run_checks import check_run_flags
     from kernbench.cli.scale import cmd_run_sharded
 
-    settings = check_run_flags(args)
-
-    args.baseline_run, args.baseline_note = check_baseline_first(args)
+    settings = checked_run(args)
     if args.shards is not None:
         return cmd_run_sharded(args, settings, _suite_settings(args))
     if args.ab:
@@ -220,7 +217,19 @@ def run_outcome(output_dir: Path, results: Any, written: list[str], code: int,
     return document
 
 
-def check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
+def checked_run(args: argparse.Namespace) -> RunSettings:
+    """The run's settings, once all it checks before any kernel runs is checked (``run
+    --list`` makes the same checks): its flags (:func:`kernbench.cli.run_checks.
+    check_run_flags`), then its baseline, loaded into `args.baseline_run` and
+    `args.baseline_note`."""
+    from kernbench.cli.run_checks import check_run_flags
+
+    settings = check_run_flags(args)
+    args.baseline_run, args.baseline_note = _check_baseline_first(args)
+    return settings
+
+
+def _check_baseline_first(args: argparse.Namespace) -> tuple[Any, str | None]:
     """Load what the run will be compared with before any kernel runs: this machine's
     record at the --compare-to ref (with the note saying why there is none), or the
     --baseline file (the refs and the choice of one baseline are checked already:

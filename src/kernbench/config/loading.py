@@ -374,15 +374,11 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
                                    and all(isinstance(v, str) for v in value)):
             raise ConfigError(source, "tool.kernbench.paths", PYPROJECT_KEYS["paths"], got=value)
     for index, folder in enumerate(table.get("paths", [])):
-        if not _inside(root, folder):
+        resolved = (root / folder).resolve()
+        if not resolved.is_relative_to(root.resolve()) or not resolved.is_dir():
             raise ConfigError(source, f"tool.kernbench.paths[{index}]",
                               "a folder inside the root that exists", got=folder)
     return table
-
-
-def _inside(root: Path, folder: str) -> bool:
-    resolved = (root / folder).resolve()
-    return resolved.is_relative_to(root.resolve()) and resolved.is_dir()
 
 
 def check_discovery_paths(root: Path, paths: Sequence[str], named: str = "--paths") -> None:
