@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kernbench.execution.guard import guarded
 from support.kernel_tree import FAST, kernbench, kernel, load
 from support.processes import wait_gone
 
@@ -363,8 +364,8 @@ def test_the_markdown_report_lists_every_problem(hostile: dict[str, Any]) -> Non
 
 def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None:
     """Forked, a kernel's parent is its fork server, not kernbench: the run goes on, the case
-    fails with the cause (it is not run again, spawned, where it would kill kernbench), and
-    the other kernels' processes fork from a new server."""
+    fails with the cause (it is not run again), and the other kernels' processes fork from a
+    new server."""
     root = tmp_path / "repo"
     kernel(root, "a_killer", """
         import os, signal
@@ -383,3 +384,28 @@ def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None
     assert killer["worker"]["isolation"] == "fork"
     assert good["status"] == "ok" and good["timing"]["samples_ms"] == [FAKE_MS] * 5 * 3
     assert good["worker"]["isolation"] == "fork" and "isolation_note" not in good["worker"]
+
+
+@pytest.mark.skipif(not guarded(), reason="spawned workers are guarded on Linux only")
+def test_a_spawned_kernel_that_kills_its_parent_fails_alone(tmp_path: Path) -> None:
+    """Spawned, a kernel's parent is its guard (kernbench.execution.guard), not kernbench:
+    the run goes on and the case fails with the cause, as forked."""
+    root = tmp_path / "repo"
+    kernel(root, "a_killer", """
+        import os, signal
+
+        def run_benchmark():
+            os.kill(os.getppid(), signal.SIGKILL)
+    """)
+    kernel(root, "b_good", "def run_benchmark():\n    return 1.0\n")
+    proc = kernbench("run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FAST,
+                     "--debug-fake-timer", str(FAKE_MS), "--isolation", "spawn", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    records = {r["kernel_name"]: r for r in load(tmp_path / "out" / "summary.json")["results"]}
+    killer, good = records["a_killer"], records["b_good"]
+    assert killer["status"] == "failed"
+    assert killer["reason"].startswith(
+        "the spawned worker's guard, its parent process, was killed by SIGKILL while the case "
+        "ran")
+    assert killer["worker"]["isolation"] == "spawn" and killer["worker"]["signal"] == "SIGKILL"
+    assert good["status"] == "ok" and good["timing"]["samples_ms"] == [FAKE_MS] * 5 * 3

@@ -16,8 +16,9 @@ again, up to `MAX_RESTARTS` times a framework, and the record's ``worker.isolati
 says so. ``--isolation spawn``, a platform without safe fork
 (:func:`~kernbench.execution.forkserver.fork_supported`), a framework that came out of its
 import already initialised, or a server that failed to start or kept dying: the worker is
-spawned as a fresh ``python -m kernbench.execution.worker`` instead, and the record's
-``worker.isolation_note`` says why.
+spawned as a fresh ``python -m kernbench.execution.guard`` instead, which on Linux forks the
+worker at once and waits for it (:mod:`kernbench.execution.guard`: a kernel that kills its
+parent kills the guard, not kernbench), and the record's ``worker.isolation_note`` says why.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from kernbench.execution.forkserver import (
     fork_supported,
     preload_key,
 )
+from kernbench.execution.guard import exit_record_path, guarded
 from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
 
 if TYPE_CHECKING:
@@ -152,10 +154,10 @@ class WorkerLauncher:
 
     def _spawn(self, job: Path, cwd: Path, timeout_s: float, max_memory_bytes: int | None,
                note: str | None) -> WorkerExit:
-        exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.worker", str(job)],
+        exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.guard", str(job)],
                                  cwd=cwd, env=self._env, timeout_s=timeout_s,
                                  max_memory_bytes=max_memory_bytes, dump_stack=True)
-        return exit_info if note is None else replace(exit_info, note=note)
+        return replace(exit_info, note=note, cause=guard_cause(job, exit_info))
 
     def close(self) -> None:
         """Stop every server (and anything carrying their mark)."""
@@ -166,6 +168,20 @@ class WorkerLauncher:
         self._servers.clear()
         if self.mode == "fork":
             kill_marked(self._token)
+
+
+def guard_cause(job: Path, exit_info: WorkerExit) -> str | None:
+    """Why a spawned worker's case failed where its exit status cannot say: its guard (the
+    spawned process, :mod:`kernbench.execution.guard`) was killed while the case ran, and
+    left no record of the worker's exit; else None."""
+    if not guarded() or exit_info.timed_out or exit_info.signal_name is None:
+        return None
+    if exit_record_path(job).exists():
+        return None
+    return (f"the spawned worker's guard, its parent process, was killed by "
+            f"{exit_info.signal_name} while the case ran, and the worker with it (a kernel "
+            "that kills its parent process does this, as can the out-of-memory killer); the "
+            "case was not run again")
 
 
 def worker_env() -> dict[str, str]:

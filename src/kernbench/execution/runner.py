@@ -1,8 +1,8 @@
 """BenchmarkRunner: plans cases (kernel x backend x precision) and runs each in a worker.
 
 The parent never imports a kernel or a framework. For each case it writes a
-:class:`~kernbench.execution.jobs.WorkerJob`, runs ``python -m kernbench.execution.worker``
-isolated (:mod:`kernbench.execution.launcher`), reads the worker's reply and turns every
+:class:`~kernbench.execution.jobs.WorkerJob`, runs the worker isolated, forked or spawned
+(:mod:`kernbench.execution.launcher`), reads the worker's reply and turns every
 outcome, including a crash, a timeout or a missing reply, into a
 :class:`~kernbench.results.model.CaseResult` (:mod:`kernbench.execution.outcomes`). Cases run
 one after another: benchmarks that share cores disturb each other.

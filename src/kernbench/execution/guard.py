@@ -1,0 +1,99 @@
+"""A spawned worker's guard: ``python -m kernbench.execution.guard JOB.json``.
+
+A kernel may kill its parent process (``os.kill(os.getppid(), SIGKILL)``). A forked worker's
+parent is its fork server, whose death fails that case alone
+(:class:`~kernbench.execution.forkserver.DiedDuringCase`). A spawned worker's parent would be
+kernbench itself, so on Linux the spawned interpreter forks at once, before it imports the
+worker, the kernel or any framework, and the child runs the case
+(:func:`kernbench.execution.worker.main`) while the spawned process only waits. It relays the
+worker's exit (its code, or the signal that killed it, raised again on itself), forwards the
+timeout's stack request (:data:`~kernbench.execution.stacks.STACK_SIGNAL`), and writes the
+worker's wait status to :func:`exit_record_path` before it leaves. A spawned process that
+ended with no such record was itself killed while the case ran (by the kernel, or the
+out-of-memory killer), and the worker died with it (``PR_SET_PDEATHSIG``): the launcher says
+so, and the case fails (:func:`kernbench.execution.launcher.guard_cause`). Elsewhere the
+spawned process is the worker, as it was before guards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from kernbench.execution.reaping import prctl
+from kernbench.execution.stacks import STACK_SIGNAL
+
+PR_SET_PDEATHSIG = 1
+UNRELAYABLE = (signal.SIGKILL, signal.SIGSTOP)
+"""Signals whose action cannot be changed: raised again as they are."""
+
+
+def guarded() -> bool:
+    """Whether a spawned worker runs under a guard here: Linux, where a child can ask to die
+    with its parent."""
+    return _prctl_here() is not None
+
+
+def _prctl_here() -> Callable[..., int] | None:
+    return prctl() if sys.platform.startswith("linux") and hasattr(os, "fork") else None
+
+
+def exit_record_path(job: Path) -> Path:
+    """Where the guard of the worker of `job` writes the worker's wait status."""
+    return job.with_name("worker-exit.txt")
+
+
+def main() -> None:
+    """Run the worker of the job named in ``sys.argv[1]``, guarded where :func:`guarded`."""
+    function = _prctl_here()
+    if function is None:
+        _work()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        function(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the guard died before the line above
+            os._exit(1)
+        _work()
+    signal.signal(STACK_SIGNAL, lambda *_: _forward(pid))
+    _, status = os.waitpid(pid, 0)  # retried after a forwarded signal (PEP 475)
+    with contextlib.suppress(OSError):
+        exit_record_path(Path(sys.argv[1])).write_text(f"{status}\n", encoding="utf-8")
+    relay(status)
+
+
+def _work() -> NoReturn:
+    from kernbench.execution.worker import main as work
+
+    work()  # leaves with os._exit
+    os._exit(0)
+
+
+def _forward(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, STACK_SIGNAL)
+
+
+def relay(status: int) -> NoReturn:
+    """Leave as a process with wait status `status` left: the same exit code, or killed by
+    the same signal (no core dump of this process: the worker's own was written, if any)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        os._exit(code)
+    signum = -code
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if signum not in UNRELAYABLE:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # a signal whose default is not to end a process
+
+
+if __name__ == "__main__":
+    main()
