@@ -872,6 +872,20 @@ def test_ab_rounds_fork_from_fresh_servers_that_both_sides_share(tmp_path: Path)
     assert len(set(parents)) == 4, lines  # a new one every round
 
 
+def test_ab_progress_names_a_case_as_its_record_does(tmp_path: Path) -> None:
+    """A native case is recorded under the precision of its output (sq[cpu,fp64]); each
+    finished worker's progress line says the same, not the planned sq[cpu,native]."""
+    repo = tmp_path / "repo"
+    init_repo(repo, {"sq": "import numpy as np\n\n\ndef run_benchmark():\n"
+                           "    return np.zeros(4)\n"})
+    code, _, err = cli("run", "--root", repo, "--output-dir", tmp_path / "out", *FAST[:-1],
+                       "--ab", "HEAD", "--rounds", "2", "--debug-fake-timer", "1")
+    assert code == 0, err  # not quiet: the progress lines
+    assert "[1/4] round 1/2 A sq[cpu,fp64]: ok" in err and "native" not in err
+    assert [r["case_id"] for r in load(tmp_path / "out" / "summary.json")["results"]] == [
+        "sq[cpu,fp64]"]
+
+
 def test_ab_with_a_ref_that_does_not_exist_exits_2(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     init_repo(repo, {"alpha": GOOD})

@@ -163,7 +163,9 @@ def _round(order: tuple[Side, Side], keyed: dict[str, dict[str, Case]], keys: Se
             runs.setdefault((side.label, key), []).append(result)
             done += 1
             if progress is not None:
-                progress.case_finished(f"{what}: {result.status}", done, total)
+                # The record's id: a native case is named by the precision it returned.
+                progress.case_finished(f"{label} {side.label} {result.case_id}: "
+                                       f"{result.status}", done, total)
     return done
 
 
