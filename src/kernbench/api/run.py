@@ -193,7 +193,7 @@ def unread(selected: Sequence[KernelSpec], results: Sequence[CaseResult]) -> tup
     from kernbench.results.vocabulary import precision_unread
 
     ran = {r.kernel_name for r in results if precision_unread(r.output)}
-    return tuple(s.name for s in selected if s.precision_unread and s.name in ran)
+    return tuple(s.name for s in selected if s.name in ran)
 
 
 def run_environment(settings: RunSettings,
