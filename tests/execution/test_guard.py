@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.execution.guard import exit_record_path, guarded, relay
+from kernbench.execution.guard import exit_record_path, guarded, read_exit_record, relay
 from kernbench.execution.launcher import WorkerLauncher, worker_env
 from kernbench.execution.stacks import read_stack, stack_path
 from support.forkserver import job_for
@@ -47,15 +47,42 @@ def test_a_kernel_that_kills_its_parent_fails_with_the_cause_and_kernbench_lives
     assert info.cause is not None and info.cause.startswith(
         "the spawned worker's guard, its parent process, was killed by SIGKILL")
     assert info.stdout_tail == "hi\n"
-    assert not exit_record_path(tmp_path / "job.json").exists()
+    assert read_exit_record(tmp_path / "job.json")[1] is None  # no status: the guard was killed
 
 
-def test_the_worker_runs_in_a_child_of_the_spawned_process(tmp_path: Path) -> None:
-    info = spawned(tmp_path, "import os\nprint(os.getppid())")
+def test_the_worker_runs_in_a_session_of_its_own_under_its_guard(tmp_path: Path) -> None:
+    """The record's pid is the kernel's process; its parent is the guard, not kernbench; it
+    leads its own session and group, as a forked worker does."""
+    info = spawned(tmp_path, "import os\nprint(os.getpid(), os.getppid(), os.getsid(0))")
     assert (info.returncode, info.cause) == (0, None)
-    assert int(info.stdout_tail) == info.pid  # the kernel's parent is the guard, not kernbench
-    assert exit_record_path(tmp_path / "job.json").read_text(encoding="utf-8") == "0\n"
+    pid, parent, session = map(int, info.stdout_tail.split())
+    assert info.pid == pid == session and parent not in (pid, os.getpid())
+    text = exit_record_path(tmp_path / "job.json").read_text(encoding="utf-8")
+    assert text == f"{pid}\n0\n"
     assert (tmp_path / "result.json").exists()
+
+
+def test_a_kernel_that_kills_its_own_group_is_killed_alone(tmp_path: Path) -> None:
+    """Its group is the worker's: the guard lives on and says how the worker ended."""
+    info = spawned(tmp_path, "import os, signal\nos.killpg(0, signal.SIGKILL)")
+    assert (info.returncode, info.cause, info.timed_out) == (-signal.SIGKILL, None, False)
+
+
+def test_a_kernel_that_interrupts_its_parent_leaves_no_traceback_of_the_guard(
+        tmp_path: Path) -> None:
+    info = spawned(tmp_path, "import os, signal, time\nos.kill(os.getppid(), signal.SIGINT)\n"
+                             "time.sleep(5)")
+    assert info.returncode == -signal.SIGINT and info.stderr_tail == ""
+    assert info.cause is not None and "was killed by SIGINT while the case ran" in info.cause
+
+
+def test_a_kernel_that_stops_its_parent_times_out_with_the_cause(tmp_path: Path) -> None:
+    info = spawned(tmp_path, "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)",
+                   timeout_s=2.0)
+    assert info.timed_out and (tmp_path / "result.json").exists()
+    assert info.cause is not None and info.cause.startswith(
+        "the spawned worker's guard, its parent process, stopped (it did not reap its "
+        "worker, whose reply was written) while the case ran")
 
 
 @pytest.mark.parametrize(("body", "returncode"), [

@@ -8,10 +8,13 @@ worker, the kernel or any framework, and the child runs the case
 (:func:`kernbench.execution.worker.main`) while the spawned process only waits. It relays the
 worker's exit (its code, or the signal that killed it, raised again on itself), forwards the
 timeout's stack request (:data:`~kernbench.execution.stacks.STACK_SIGNAL`), and writes the
-worker's wait status to :func:`exit_record_path` before it leaves. A spawned process that
-ended with no such record was itself killed while the case ran (by the kernel, or the
-out-of-memory killer), and the worker died with it (``PR_SET_PDEATHSIG``): the launcher says
-so, and the case fails (:func:`kernbench.execution.launcher.guard_cause`). Elsewhere the
+worker's pid and then its wait status to :func:`exit_record_path`. The worker starts its own
+session, as a forked worker does. A spawned process that ended with no status written was
+itself killed while the case ran (by the kernel, or the out-of-memory killer), and the worker
+died with it (``PR_SET_PDEATHSIG``); one that timed out with the worker's reply written but no
+status was stopped. The launcher says so, and the case fails
+(:func:`kernbench.execution.launcher.guard_cause`); the record's ``worker.pid`` is the
+worker's. Elsewhere the
 spawned process is the worker, as it was before guards.
 """
 
@@ -45,8 +48,21 @@ def _prctl_here() -> Callable[..., int] | None:
 
 
 def exit_record_path(job: Path) -> Path:
-    """Where the guard of the worker of `job` writes the worker's wait status."""
+    """Where the guard of the worker of `job` writes the worker's pid once it is forked, then
+    its wait status once it has ended (:func:`read_exit_record`)."""
     return job.with_name("worker-exit.txt")
+
+
+def read_exit_record(job: Path) -> tuple[int | None, int | None]:
+    """The worker's pid and wait status as its guard wrote them; None for what it did not
+    (a guard killed or stopped during the case wrote no status)."""
+    try:
+        lines = exit_record_path(job).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None, None
+    pid, status, *_ = [int(line) if line.lstrip("-").isdigit() else None
+                       for line in lines[:2]] + [None, None]
+    return pid, status
 
 
 def main() -> None:
@@ -54,18 +70,27 @@ def main() -> None:
     function = _prctl_here()
     if function is None:
         _work()
-    parent = os.getpid()
+    parent, record = os.getpid(), exit_record_path(Path(sys.argv[1]))
     pid = os.fork()
     if pid == 0:
         function(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the guard died before the line above
             os._exit(1)
+        os.setsid()  # its own session and group, as a forked worker has
         _work()
+    # SIGINT from a kernel ends the guard as any signal does, without a traceback in the
+    # worker's stderr; the timeout's stack request goes on to the worker.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(STACK_SIGNAL, lambda *_: _forward(pid))
+    _write(record, f"{pid}\n")
     _, status = os.waitpid(pid, 0)  # retried after a forwarded signal (PEP 475)
-    with contextlib.suppress(OSError):
-        exit_record_path(Path(sys.argv[1])).write_text(f"{status}\n", encoding="utf-8")
+    _write(record, f"{pid}\n{status}\n")
     relay(status)
+
+
+def _write(path: Path, text: str) -> None:
+    with contextlib.suppress(OSError):
+        path.write_text(text, encoding="utf-8")
 
 
 def _work() -> NoReturn:

@@ -37,7 +37,7 @@ from kernbench.execution.forkserver import (
     fork_supported,
     preload_key,
 )
-from kernbench.execution.guard import exit_record_path, guarded
+from kernbench.execution.guard import guarded, read_exit_record
 from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
 
 if TYPE_CHECKING:
@@ -157,7 +157,9 @@ class WorkerLauncher:
         exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.guard", str(job)],
                                  cwd=cwd, env=self._env, timeout_s=timeout_s,
                                  max_memory_bytes=max_memory_bytes, dump_stack=True)
-        return replace(exit_info, note=note, cause=guard_cause(job, exit_info))
+        worker = read_exit_record(job)[0] if guarded() else None
+        return replace(exit_info, note=note, cause=guard_cause(job, exit_info),
+                       pid=worker or exit_info.pid)  # the kernel's process, not its guard's
 
     def close(self) -> None:
         """Stop every server (and anything carrying their mark)."""
@@ -172,16 +174,30 @@ class WorkerLauncher:
 
 def guard_cause(job: Path, exit_info: WorkerExit) -> str | None:
     """Why a spawned worker's case failed where its exit status cannot say: its guard (the
-    spawned process, :mod:`kernbench.execution.guard`) was killed while the case ran, and
-    left no record of the worker's exit; else None."""
-    if not guarded() or exit_info.timed_out or exit_info.signal_name is None:
+    spawned process, :mod:`kernbench.execution.guard`) wrote no status of the worker's exit,
+    as it was killed while the case ran, or stopped (its worker's reply written, the case
+    timed out); else None."""
+    if not guarded() or read_exit_record(job)[1] is not None:
         return None
-    if exit_record_path(job).exists():
+    if not exit_info.timed_out and exit_info.signal_name is not None:
+        how = f"was killed by {exit_info.signal_name}"
+    elif exit_info.timed_out and _replied(job):
+        how = "stopped (it did not reap its worker, whose reply was written)"
+    else:
         return None
-    return (f"the spawned worker's guard, its parent process, was killed by "
-            f"{exit_info.signal_name} while the case ran, and the worker with it (a kernel "
-            "that kills its parent process does this, as can the out-of-memory killer); the "
-            "case was not run again")
+    return (f"the spawned worker's guard, its parent process, {how} while the case ran, and "
+            "the worker with it (a kernel that kills or stops its parent process does this, "
+            "as can the out-of-memory killer); the case was not run again")
+
+
+def _replied(job: Path) -> bool:
+    from kernbench.errors import KernbenchError
+    from kernbench.execution.jobs import load_job
+
+    try:
+        return load_job(job).result_path.exists()
+    except KernbenchError:
+        return False
 
 
 def worker_env() -> dict[str, str]:
