@@ -8,6 +8,7 @@ process a kernel started outlives the run.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -409,3 +410,44 @@ def test_a_spawned_kernel_that_kills_its_parent_fails_alone(tmp_path: Path) -> N
         "ran")
     assert killer["worker"]["isolation"] == "spawn" and killer["worker"]["signal"] == "SIGKILL"
     assert good["status"] == "ok" and good["timing"]["samples_ms"] == [FAKE_MS] * 5 * 3
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("isolation", ["fork", "spawn"])
+def test_what_a_killed_run_left_running_the_next_run_kills(tmp_path: Path,
+                                                          isolation: str) -> None:
+    """kernbench killed by SIGKILL cannot sweep its case: the worker dies with it (its
+    parent-death signal), a child the kernel started does not. The next run kills it."""
+    import subprocess
+
+    from support.kernel_tree import subprocess_env
+
+    root, pid_file = tmp_path / "repo", tmp_path / "child.pid"
+    kernel(root, "leaves_a_child", f"""
+        import subprocess, time
+
+        def run_benchmark():
+            child = subprocess.Popen(["sleep", "300"])
+            open({str(pid_file)!r}, "w").write(str(child.pid))
+            time.sleep(300)
+    """)
+    first = subprocess.Popen([sys.executable, "-m", "kernbench.cli", "run", "--root", str(root),
+                              "--output-dir", str(tmp_path / "first"), *FAST, "--isolation",
+                              isolation], cwd=tmp_path, env=subprocess_env())
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
+        child = int(pid_file.read_text())
+    finally:
+        first.kill()
+        first.wait()
+    assert not wait_gone(child, 1.0)  # left running by the killed run
+    good = tmp_path / "good"
+    kernel(good, "fine", "def run_benchmark():\n    return 1.0\n")
+    proc = kernbench("run", "--root", str(good), "--output-dir", str(tmp_path / "second"),
+                     *FAST, "-v", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert wait_gone(child, 5.0)
+    assert "left running by a kernbench run that was itself killed" in proc.stderr

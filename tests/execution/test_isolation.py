@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.execution.isolation import WorkerExit, run_isolated
+from kernbench.execution.isolation import (
+    PARENT_VARIABLE,
+    WorkerExit,
+    kill_orphans,
+    orphans,
+    process_mark,
+    run_isolated,
+)
 from kernbench.execution.tails import TAIL_BYTES
 from support.processes import wait_gone
 
@@ -162,3 +170,28 @@ def test_signal_name(returncode: int | None, name: str | None) -> None:
     info = WorkerExit(returncode=returncode, timed_out=False, wall_s=0.0, pid=1,
                       stdout_tail="", stderr_tail="", stdout_bytes=0, stderr_bytes=0)
     assert info.signal_name == name
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_orphans_are_the_processes_whose_kernbench_is_gone() -> None:
+    """A mark names a live process by pid and start time: a dead or reused pid does not
+    pass for it; processes marked by a live kernbench, or unmarked, are left alone."""
+    me = process_mark(os.getpid())
+    assert me is not None and me.startswith(f"{os.getpid()}:")
+    gone = f"{os.getpid()}:1"  # this pid, but started at another time: a reused pid
+    started = {name: subprocess.Popen(["sleep", "60"], env={**os.environ, **extra})
+               for name, extra in (("gone", {PARENT_VARIABLE: gone}),
+                                   ("alive", {PARENT_VARIABLE: me}), ("unmarked", {}))}
+    try:
+        deadline = time.monotonic() + 5
+        while started["gone"].pid not in orphans() and time.monotonic() < deadline:
+            time.sleep(0.01)  # its environ is readable once it has exec'd
+        assert started["gone"].pid in orphans()
+        assert started["alive"].pid not in orphans()
+        assert started["gone"].pid in kill_orphans()
+        assert started["gone"].wait(5) == -signal.SIGKILL
+        assert started["alive"].poll() is None and started["unmarked"].poll() is None
+    finally:
+        for proc in started.values():
+            proc.kill()
+            proc.wait()

@@ -18,6 +18,7 @@ from kernbench.api.run import (
     discover,
     exit_code_for,
     identity_record,
+    kill_orphans,
     run_environment,
     settings_record,
 )
@@ -51,6 +52,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     check_output_dir(output_dir)
     where = KernelDiscovery(settings.root, paths=paths)
     check_apart_from_kernels(output_dir, where.root, where.paths)
+    kill_orphans(log)
     runs: Runs = {}
     with output_lock(output_dir), signals_handled() as guard, \
             worktree(settings.root, ref) as (base_root, sha):

@@ -107,6 +107,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     previous = load_previous(output_dir) if resume else None
     planned, plan = _plan_run(settings, manifest, selected,
                               None if previous is None else _recorded_plan(previous.summary))
+    kill_orphans(log)
     # The calibration first, on a quiet machine; then the first case's fork servers start,
     # their imports overlapping the environment's reading (a resumed run starts them later).
     machine = RunState(measure=settings.fake_call_ms is None)
@@ -194,6 +195,19 @@ def unread(selected: Sequence[KernelSpec], results: Sequence[CaseResult]) -> tup
 
     ran = {r.kernel_name for r in results if precision_unread(r.output)}
     return tuple(s.name for s in selected if s.name in ran)
+
+
+def kill_orphans(log: Log | None) -> None:
+    """Kill what an earlier run left running because it was killed itself before it could
+    (:func:`kernbench.execution.isolation.kill_orphans`): such processes, a kernel's busy
+    child among them, would run beside this run's cases."""
+    from kernbench.execution.isolation import kill_orphans as kill
+
+    killed = kill()
+    if killed and log is not None:
+        shown = ", ".join(map(str, killed[:10])) + (" …" if len(killed) > 10 else "")
+        log(f"killed {len(killed)} process{'es' * (len(killed) > 1)} left running by a kernbench "
+            f"run that was itself killed before it could end them (pid {shown})")
 
 
 def run_environment(settings: RunSettings,

@@ -118,6 +118,61 @@ def kill_marked(token: str, variable: str = TOKEN_VARIABLE) -> int:
                           pause_s=0.01)
 
 
+PARENT_VARIABLE = "KERNBENCH_PARENT"
+"""The kernbench process that started a worker or fork server (:func:`process_mark`), in the
+environment of everything they start: a run killed before it could sweep its cases' processes
+(SIGKILL, the out-of-memory killer) leaves them marked with a process that is gone, and the
+next run kills them (:func:`kill_orphans`)."""
+
+
+def process_mark(pid: int, proc_root: Path = Path("/proc")) -> str | None:
+    """``PID:START`` of a live process (START: its start time, in clock ticks after boot, so
+    a reused pid does not pass for it); None where /proc cannot say."""
+    try:
+        stat = Path(proc_root, str(pid), "stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # from field 3 on: comm may hold spaces
+    return f"{pid}:{fields[19]}" if len(fields) > 19 else None
+
+
+def orphans(proc_root: Path = Path("/proc")) -> list[int]:
+    """Pids of processes marked (:data:`PARENT_VARIABLE`) by a kernbench process that is gone."""
+    prefix = f"{PARENT_VARIABLE}=".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(proc_root):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                environ = Path(entry.path, "environ").read_bytes()
+            except OSError:
+                continue
+            marks = [item[len(prefix):] for item in environ.split(b"\0")
+                     if item.startswith(prefix)]
+            if marks and not _alive(marks[0].decode(errors="replace"), proc_root):
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(mark: str, proc_root: Path) -> bool:
+    pid = mark.partition(":")[0]
+    return not pid.isdigit() or process_mark(int(pid), proc_root) == mark
+
+
+def kill_orphans() -> list[int]:
+    """SIGKILL what runs killed before their own sweep left (:func:`orphans`); their pids."""
+    seen: set[int] = set()
+
+    def find() -> list[int]:
+        found = orphans()
+        seen.update(found)
+        return found
+
+    kill_in_rounds(find, SWEEP_ROUNDS, pause_s=0.01)
+    return sorted(seen)
+
+
 PR_SET_PDEATHSIG = 1
 
 

@@ -38,7 +38,14 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.guard import guarded, read_exit_record
-from kernbench.execution.isolation import TOKEN_VARIABLE, WorkerExit, kill_marked, run_isolated
+from kernbench.execution.isolation import (
+    PARENT_VARIABLE,
+    TOKEN_VARIABLE,
+    WorkerExit,
+    kill_marked,
+    process_mark,
+    run_isolated,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -201,12 +208,16 @@ def _replied(job: Path) -> bool:
 
 
 def worker_env() -> dict[str, str]:
-    """The environment of every worker and fork server: this kernbench importable first, and
-    unbuffered output (a worker killed mid-case still leaves its last lines in the tails)."""
+    """The environment of every worker and fork server: this kernbench importable first,
+    unbuffered output (a worker killed mid-case still leaves its last lines in the tails),
+    and this process's mark (:data:`~kernbench.execution.isolation.PARENT_VARIABLE`)."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])  # makes `kernbench` importable
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    mark = process_mark(os.getpid())
+    if mark is not None:  # what a run killed before its sweep leaves, the next run kills
+        env[PARENT_VARIABLE] = mark
     return env
 
 
