@@ -181,6 +181,8 @@ START_TIMEOUT_S = 180.0
 """How long a server may take to import its framework."""
 REPLY_TIMEOUT_S = 30.0
 """How long a live server may take to fork (or to reap and sweep after a kill)."""
+STOPPED_CHECK_S = 0.25
+"""How often a server that has not answered yet is checked for being stopped."""
 OUTPUT_EOF_TIMEOUT_S = 2.0
 """How long a finished case's pipes may take to reach end-of-file (the server has killed
 every descendant that could hold them by then)."""
@@ -284,7 +286,7 @@ class ForkServer:
                    output: CaseOutput) -> tuple[int, dict[str, Any], bool]:
         """(child pid, the server's `finished` message, whether the timeout killed it)."""
         try:
-            hello = self._receive(REPLY_TIMEOUT_S, output)
+            hello = self._answer(output)
         except ServerGone as exc:  # the job went out: its worker, started, may have done it
             raise self._lost(None, False) from exc
         except BaseException:  # interrupted before the pid came: the worker dies with it
@@ -302,7 +304,7 @@ class ForkServer:
             ask_for_stack(pid)
             if not output.pump(self._sock, STACK_GRACE_S):  # no "finished": it still runs
                 _kill_case(pid)  # (once reaped, its pid could be another process's)
-            finished = self._receive(REPLY_TIMEOUT_S, output)
+            finished = self._answer(output)
         except ServerGone as exc:
             raise self._lost(pid, timed_out) from exc
         except BaseException:  # interrupted: the worker goes, and the server with it
@@ -313,17 +315,31 @@ class ForkServer:
             raise self._lost(pid, True, silent=True)
         return pid, finished, True
 
+    def _answer(self, output: CaseOutput) -> dict[str, Any] | None:
+        """The server's next message within ``REPLY_TIMEOUT_S``; None as soon as it is seen
+        stopped (a kernel that stops its parent), which would never answer."""
+        from kernbench.execution.reaping import stopped
+
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while (left := deadline - time.monotonic()) > 0:
+            message = self._receive(min(left, STOPPED_CHECK_S), output)
+            if message is not None or stopped(self._proc.pid):
+                return message
+        return None
+
     def _lost(self, pid: int | None, timed_out: bool, silent: bool = False) -> DiedDuringCase:
         """A server that died (its socket closed) or, `silent`, stopped answering with a
         case's job: closed (waited for, or killed), the case's worker killed where its pid is
         known, and the case's end."""
         from kernbench.execution.isolation import exit_words
+        from kernbench.execution.reaping import stopped
 
+        how = ("was stopped, so could not answer (it was killed)" if stopped(self._proc.pid)
+               else "stopped answering (it was killed)")
         if pid is not None:
             _kill_case(pid)
         self.close()
-        how = "stopped answering (it was killed)" if silent else exit_words(self._proc.returncode)
-        return DiedDuringCase(pid, timed_out, how)
+        return DiedDuringCase(pid, timed_out, how if silent else exit_words(self._proc.returncode))
 
     def _exit(self, pid: int | None, returncode: int | None, timed_out: bool, wall_s: float,
               output: CaseOutput, cause: str | None = None) -> Any:
