@@ -195,3 +195,15 @@ def test_orphans_are_the_processes_whose_kernbench_is_gone() -> None:
         for proc in started.values():
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_kernbench_started_under_an_orphan_spares_its_ancestors(tmp_path: Path) -> None:
+    """A process left by a killed run that starts kernbench (here: a shell running Python)
+    is that kernbench's ancestor: its sweep must not kill its own caller."""
+    code = ("import os; from kernbench.execution.isolation import orphans; "
+            "print(os.getppid() in orphans())")
+    env = {**os.environ, PARENT_VARIABLE: f"{os.getpid()}:1"}  # a kernbench that is gone
+    done = subprocess.run(["sh", "-c", f'{sys.executable} -c "{code}"; true'], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "False", done.stderr

@@ -14,8 +14,7 @@ itself killed while the case ran (by the kernel, or the out-of-memory killer), a
 died with it (``PR_SET_PDEATHSIG``); one that timed out with the worker's reply written but no
 status was stopped. The launcher says so, and the case fails
 (:func:`kernbench.execution.launcher.guard_cause`); the record's ``worker.pid`` is the
-worker's. Elsewhere the
-spawned process is the worker, as it was before guards.
+worker's. Elsewhere the spawned process is the worker, as it was before guards.
 """
 
 from __future__ import annotations

@@ -137,12 +137,13 @@ def process_mark(pid: int, proc_root: Path = Path("/proc")) -> str | None:
 
 
 def orphans(proc_root: Path = Path("/proc")) -> list[int]:
-    """Pids of processes marked (:data:`PARENT_VARIABLE`) by a kernbench process that is gone."""
+    """Pids of processes marked (:data:`PARENT_VARIABLE`) by a kernbench process that is gone;
+    never this process or one of its ancestors (a kernbench started from such a process)."""
     prefix = f"{PARENT_VARIABLE}=".encode()
-    found = []
+    found, spared = [], _ancestry(proc_root)
     with contextlib.suppress(OSError):
         for entry in os.scandir(proc_root):
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            if not entry.name.isdigit() or int(entry.name) in spared:
                 continue
             try:
                 environ = Path(entry.path, "environ").read_bytes()
@@ -153,6 +154,19 @@ def orphans(proc_root: Path = Path("/proc")) -> list[int]:
             if marks and not _alive(marks[0].decode(errors="replace"), proc_root):
                 found.append(int(entry.name))
     return found
+
+
+def _ancestry(proc_root: Path) -> set[int]:
+    """This process and its ancestors."""
+    chain, pid = set(), os.getpid()
+    while pid > 1 and pid not in chain:
+        chain.add(pid)
+        try:
+            stat = Path(proc_root, str(pid), "stat").read_text(encoding="utf-8", errors="replace")
+            pid = int(stat[stat.rfind(")") + 2:].split()[1])  # field 4: the parent's pid
+        except (OSError, ValueError, IndexError):
+            break
+    return chain
 
 
 def _alive(mark: str, proc_root: Path) -> bool:
