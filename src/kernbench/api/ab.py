@@ -52,7 +52,7 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     check_output_dir(output_dir)
     where = KernelDiscovery(settings.root, paths=paths)
     check_apart_from_kernels(output_dir, where.root, where.paths)
-    kill_orphans(log)
+    killed = kill_orphans()
     runs: Runs = {}
     with output_lock(output_dir), signals_handled() as guard, \
             worktree(settings.root, ref) as (base_root, sha):
@@ -87,7 +87,8 @@ def run_ab(settings: RunSettings, ref: str, output_dir: Path, rounds: int,
     base = run_from_document(summary_dict(base_run), f"{ref} ({sha[:12]}), interleaved")
     cand = run_from_document(summary_dict(cand_run), "this tree, interleaved")
     document = write_run_comparison(base, cand, output_dir, thresholds, alpha, paired=True)
-    return RunOutcome(cand_run, output_dir, exit_code_for(cand_results)), document
+    return RunOutcome(cand_run, output_dir, exit_code_for(cand_results),
+                      orphans_killed=killed), document
 
 
 SideParts = tuple[list[KernelSpec], dict[str, Any], "Side"]

@@ -51,6 +51,9 @@ class RunOutcome:
     unread_precision: tuple[str, ...] = ()
     """Kernels that declare a `precision` parameter and never read it, and ran one case at
     their own precision, whatever --precision asked (:attr:`KernelSpec.precision_unread`)."""
+    orphans_killed: tuple[int, ...] = ()
+    """Pids of processes an earlier run, itself killed outright, had left running, that this
+    run killed before it measured anything (:func:`kill_orphans`)."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -107,7 +110,7 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
     previous = load_previous(output_dir) if resume else None
     planned, plan = _plan_run(settings, manifest, selected,
                               None if previous is None else _recorded_plan(previous.summary))
-    kill_orphans(log)
+    killed = kill_orphans()
     # The calibration first, on a quiet machine; then the first case's fork servers start,
     # their imports overlapping the environment's reading (a resumed run starts them later).
     machine = RunState(measure=settings.fake_call_ms is None)
@@ -139,14 +142,15 @@ def run_suite(settings: RunSettings, output_dir: Path, paths: Sequence[str] | No
                     run = sink.finish(complete, machine.finish(complete))
                     if complete:
                         held.clear()
-    return _outcome(run, output_dir, specs, selected, settings)
+    return _outcome(run, output_dir, specs, selected, settings, killed)
 
 
 def _outcome(run: RunResult, output_dir: Path, specs: Sequence[KernelSpec],
-             selected: Sequence[KernelSpec], settings: RunSettings) -> RunOutcome:
+             selected: Sequence[KernelSpec], settings: RunSettings,
+             killed: tuple[int, ...]) -> RunOutcome:
     return RunOutcome(run, output_dir, exit_code_for(run.results), left_out(selected, settings),
                       tuple(unmatched_filters(specs, settings.filters)),
-                      unread(selected, run.results))
+                      unread(selected, run.results), killed)
 
 
 def finished_run(settings: RunSettings, output_dir: Path,
@@ -197,17 +201,21 @@ def unread(selected: Sequence[KernelSpec], results: Sequence[CaseResult]) -> tup
     return tuple(s.name for s in selected if s.name in ran)
 
 
-def kill_orphans(log: Log | None) -> None:
+def kill_orphans() -> tuple[int, ...]:
     """Kill what an earlier run left running because it was killed itself before it could
     (:func:`kernbench.execution.isolation.kill_orphans`): such processes, a kernel's busy
-    child among them, would run beside this run's cases."""
+    child among them, would run beside this run's cases. Their pids
+    (:attr:`RunOutcome.orphans_killed`; the CLI warns: :func:`orphans_line`)."""
     from kernbench.execution.isolation import kill_orphans as kill
 
-    killed = kill()
-    if killed and log is not None:
-        shown = ", ".join(map(str, killed[:10])) + (" …" if len(killed) > 10 else "")
-        log(f"killed {len(killed)} process{'es' * (len(killed) > 1)} left running by a kernbench "
-            f"run that was itself killed before it could end them (pid {shown})")
+    return tuple(kill())
+
+
+def orphans_line(killed: Sequence[int]) -> str:
+    """What a run says of the processes it killed at its start (:func:`kill_orphans`)."""
+    shown = ", ".join(map(str, killed[:10])) + (" …" if len(killed) > 10 else "")
+    return (f"killed {len(killed)} process{'es' * (len(killed) > 1)} left running by a "
+            f"kernbench run that was itself killed before it could end them (pid {shown})")
 
 
 def run_environment(settings: RunSettings,

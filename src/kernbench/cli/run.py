@@ -110,6 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _precision_warning(outcome.run.results)
     _unread_precision_warning(outcome.unread_precision, args.precision)
     _busy_warning(outcome.run.results)
+    _orphans_warning(outcome.orphans_killed)
     result(run_outcome(args.output_dir, outcome.run.results, written, code, comparison), None,
            args.json)
     return code
@@ -185,6 +186,14 @@ def _busy_warning(results: Any) -> None:
         warnings([f"{len(hit)} of {len(ok)} cases were measured while other processes kept "
                   "CPUs busy or the hypervisor stole CPU time (summary.md, Key Findings, "
                   "Caveats): their figures may be slow; run again on a quiet machine"])
+
+
+def _orphans_warning(killed: Sequence[int]) -> None:
+    """What the run killed at its start, said at its end beside the other warnings."""
+    if killed:
+        from kernbench.api.run import orphans_line
+
+        warnings([orphans_line(killed)])
 
 
 def _render_partial(args: argparse.Namespace) -> None:
@@ -345,6 +354,7 @@ def _run_ab(args: argparse.Namespace, settings: Any) -> int:
     code = max(outcome.exit_code, report_comparison(document, args.output_dir,
                                                     args.fail_on_regression))
     status(run_tally(outcome.run.results, args.output_dir, written))
+    _orphans_warning(outcome.orphans_killed)
     result(run_outcome(args.output_dir, outcome.run.results, written, code, document), None,
            args.json)
     return code
