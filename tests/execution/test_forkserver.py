@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from kernbench.execution.forkserver import (
-    CHILD_FAILED,
     PRELOADS,
     REPLY_TIMEOUT_S,
     ForkServer,
@@ -26,6 +25,7 @@ from kernbench.execution.forkserver import (
     preload_key,
 )
 from kernbench.execution.launcher import WorkerLauncher, worker_env
+from kernbench.execution.reaping import CHILD_FAILED
 from kernbench.execution.tails import TAIL_BYTES
 from support.forkserver import job_for, run
 from support.processes import wait_gone
@@ -428,7 +428,7 @@ def test_a_server_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
 
 
 def test_a_server_whose_parent_is_already_gone_leaves() -> None:
-    from kernbench.execution.forkserver import CHILD_FAILED, die_with
+    from kernbench.execution.reaping import die_with
 
     pid = os.fork()
     if pid == 0:

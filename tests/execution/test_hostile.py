@@ -363,10 +363,10 @@ def test_the_markdown_report_lists_every_problem(hostile: dict[str, Any]) -> Non
     assert "memory limit reached" in failures
 
 
-def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None:
-    """Forked, a kernel's parent is its fork server, not kernbench: the run goes on, the case
-    fails with the cause (it is not run again), and the other kernels' processes fork from a
-    new server."""
+def parent_killer_beside_a_good_kernel(tmp_path: Path,
+                                       isolation: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The records of a kernel that kills its parent process and of a good kernel run after
+    it, from one `kernbench run --isolation ISOLATION` (exit 1: the killer failed)."""
     root = tmp_path / "repo"
     kernel(root, "a_killer", """
         import os, signal
@@ -376,10 +376,17 @@ def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None
     """)
     kernel(root, "b_good", "def run_benchmark():\n    return 1.0\n")
     proc = kernbench("run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FAST,
-                     "--debug-fake-timer", str(FAKE_MS), "--isolation", "fork", cwd=tmp_path)
+                     "--debug-fake-timer", str(FAKE_MS), "--isolation", isolation, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     records = {r["kernel_name"]: r for r in load(tmp_path / "out" / "summary.json")["results"]}
-    killer, good = records["a_killer"], records["b_good"]
+    return records["a_killer"], records["b_good"]
+
+
+def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None:
+    """Forked, a kernel's parent is its fork server, not kernbench: the run goes on, the case
+    fails with the cause (it is not run again), and the other kernels' processes fork from a
+    new server."""
+    killer, good = parent_killer_beside_a_good_kernel(tmp_path, "fork")
     assert killer["status"] == "failed"
     assert "the case's fork server was killed by SIGKILL while the case ran" in killer["reason"]
     assert killer["worker"]["isolation"] == "fork"
@@ -391,19 +398,7 @@ def test_a_kernel_that_kills_its_fork_server_fails_alone(tmp_path: Path) -> None
 def test_a_spawned_kernel_that_kills_its_parent_fails_alone(tmp_path: Path) -> None:
     """Spawned, a kernel's parent is its guard (kernbench.execution.guard), not kernbench:
     the run goes on and the case fails with the cause, as forked."""
-    root = tmp_path / "repo"
-    kernel(root, "a_killer", """
-        import os, signal
-
-        def run_benchmark():
-            os.kill(os.getppid(), signal.SIGKILL)
-    """)
-    kernel(root, "b_good", "def run_benchmark():\n    return 1.0\n")
-    proc = kernbench("run", "--root", str(root), "--output-dir", str(tmp_path / "out"), *FAST,
-                     "--debug-fake-timer", str(FAKE_MS), "--isolation", "spawn", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
-    records = {r["kernel_name"]: r for r in load(tmp_path / "out" / "summary.json")["results"]}
-    killer, good = records["a_killer"], records["b_good"]
+    killer, good = parent_killer_beside_a_good_kernel(tmp_path, "spawn")
     assert killer["status"] == "failed"
     assert killer["reason"].startswith(
         "the spawned worker's guard, its parent process, was killed by SIGKILL while the case "

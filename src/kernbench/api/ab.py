@@ -18,11 +18,11 @@ from kernbench.api.run import (
     discover,
     exit_code_for,
     identity_record,
-    kill_orphans,
     run_environment,
     settings_record,
 )
 from kernbench.errors import KernbenchError
+from kernbench.execution.isolation import kill_orphans
 from kernbench.execution.planning import check_sweep_globs, select_kernels
 from kernbench.execution.runner import now_iso
 from kernbench.execution.settings import RunSettings

@@ -15,6 +15,7 @@ from kernbench.discovery.scan import KernelDiscovery
 from kernbench.errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, KernbenchError
 from kernbench.execution.held import FOLDER_NAME as HELD_FOLDER
 from kernbench.execution.held import HeldProcesses
+from kernbench.execution.isolation import kill_orphans
 from kernbench.execution.launcher import prestarted_launcher
 from kernbench.execution.planning import (
     check_sweep_globs,
@@ -53,7 +54,8 @@ class RunOutcome:
     their own precision, whatever --precision asked (:attr:`KernelSpec.precision_unread`)."""
     orphans_killed: tuple[int, ...] = ()
     """Pids of processes an earlier run, itself killed outright, had left running, that this
-    run killed before it measured anything (:func:`kill_orphans`)."""
+    run killed before it measured anything
+    (:func:`kernbench.execution.isolation.kill_orphans`; the CLI warns: :func:`orphans_line`)."""
 
 
 def discover(root: Path, paths: Sequence[str] | None = None,
@@ -201,18 +203,9 @@ def unread(selected: Sequence[KernelSpec], results: Sequence[CaseResult]) -> tup
     return tuple(s.name for s in selected if s.name in ran)
 
 
-def kill_orphans() -> tuple[int, ...]:
-    """Kill what an earlier run left running because it was killed itself before it could
-    (:func:`kernbench.execution.isolation.kill_orphans`): such processes, a kernel's busy
-    child among them, would run beside this run's cases. Their pids
-    (:attr:`RunOutcome.orphans_killed`; the CLI warns: :func:`orphans_line`)."""
-    from kernbench.execution.isolation import kill_orphans as kill
-
-    return tuple(kill())
-
-
 def orphans_line(killed: Sequence[int]) -> str:
-    """What a run says of the processes it killed at its start (:func:`kill_orphans`)."""
+    """What a run says of the processes it killed at its start
+    (:attr:`RunOutcome.orphans_killed`)."""
     shown = ", ".join(map(str, killed[:10])) + (" …" if len(killed) > 10 else "")
     return (f"killed {len(killed)} process{'es' * (len(killed) > 1)} left running by a "
             f"kernbench run that was itself killed before it could end them (pid {shown})")

@@ -38,11 +38,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from kernbench.execution.reaping import die_with
 from kernbench.execution.stacks import STACK_GRACE_S, ask_for_stack
 from kernbench.execution.tails import CaseOutput
 
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_PDEATHSIG = 1
 PRELOADS: dict[str, tuple[str, ...]] = {
     "numpy": ("numpy",), "pytorch": ("torch",),
     "jax": ("jax", "jaxlib.mlir.dialects.mhlo", "jaxlib.mlir.dialects.builtin")}
@@ -53,8 +53,6 @@ no backend."""
 GPU_FRAMEWORKS = ("pytorch", "jax")
 """Preload keys whose servers also import kernbench's GPU timing: a CPU-only server need not."""
 MESSAGE_BYTES = 1 << 16
-CHILD_FAILED = 70
-"""Exit code of a child that could not set itself up (the traceback is on its stderr)."""
 
 
 def preload_key(framework: str) -> str:
@@ -91,16 +89,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     # framework one by one takes 0.1 s or more, and the parent waits for this exit.
     sys.stderr.flush()
     os._exit(0)
-
-
-def die_with(parent: int) -> None:
-    """``PR_SET_PDEATHSIG``: SIGKILL when the process that started this server dies; leave
-    at once if it died already. Set here rather than in a ``preexec_fn``: a ``Popen``
-    without one starts the server with ``vfork``, ~6 ms of the parent's time less a server
-    (a fork of the parent's whole heap, then the exec)."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(CHILD_FAILED)
 
 
 def _preload(key: str) -> dict[str, Any]:
@@ -334,12 +322,13 @@ class ForkServer:
         from kernbench.execution.isolation import exit_words
         from kernbench.execution.reaping import stopped
 
-        how = ("was stopped, so could not answer (it was killed)" if stopped(self._proc.pid)
-               else "stopped answering (it was killed)")
+        how = None if not silent else (
+            "was stopped, so could not answer (it was killed)" if stopped(self._proc.pid)
+            else "stopped answering (it was killed)")
         if pid is not None:
             _kill_case(pid)
         self.close()
-        return DiedDuringCase(pid, timed_out, how if silent else exit_words(self._proc.returncode))
+        return DiedDuringCase(pid, timed_out, how or exit_words(self._proc.returncode))
 
     def _exit(self, pid: int | None, returncode: int | None, timed_out: bool, wall_s: float,
               output: CaseOutput, cause: str | None = None) -> Any:

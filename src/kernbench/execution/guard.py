@@ -24,14 +24,12 @@ import os
 import resource
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from kernbench.execution.reaping import prctl
+from kernbench.execution.reaping import die_with, prctl
 from kernbench.execution.stacks import STACK_SIGNAL
 
-PR_SET_PDEATHSIG = 1
 UNRELAYABLE = (signal.SIGKILL, signal.SIGSTOP)
 """Signals whose action cannot be changed: raised again as they are."""
 
@@ -39,11 +37,7 @@ UNRELAYABLE = (signal.SIGKILL, signal.SIGSTOP)
 def guarded() -> bool:
     """Whether a spawned worker runs under a guard here: Linux, where a child can ask to die
     with its parent."""
-    return _prctl_here() is not None
-
-
-def _prctl_here() -> Callable[..., int] | None:
-    return prctl() if sys.platform.startswith("linux") and hasattr(os, "fork") else None
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and prctl() is not None
 
 
 def exit_record_path(job: Path) -> Path:
@@ -66,15 +60,12 @@ def read_exit_record(job: Path) -> tuple[int | None, int | None]:
 
 def main() -> None:
     """Run the worker of the job named in ``sys.argv[1]``, guarded where :func:`guarded`."""
-    function = _prctl_here()
-    if function is None:
+    if not guarded():
         _work()
     parent, record = os.getpid(), exit_record_path(Path(sys.argv[1]))
     pid = os.fork()
     if pid == 0:
-        function(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the guard died before the line above
-            os._exit(1)
+        die_with(parent)
         os.setsid()  # its own session and group, as a forked worker has
         _work()
     # SIGINT from a kernel ends the guard as any signal does, without a traceback in the

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernbench.execution.reaping import kill_in_rounds, prctl
+from kernbench.execution.reaping import PR_SET_PDEATHSIG, kill_in_rounds, prctl, stat_fields
 from kernbench.execution.stacks import STACK_GRACE_S, ask_for_stack
 from kernbench.execution.tails import ThreadedTail
 
@@ -128,12 +128,8 @@ next run kills them (:func:`kill_orphans`)."""
 def process_mark(pid: int, proc_root: Path = Path("/proc")) -> str | None:
     """``PID:START`` of a live process (START: its start time, in clock ticks after boot, so
     a reused pid does not pass for it); None where /proc cannot say."""
-    try:
-        stat = Path(proc_root, str(pid), "stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()  # from field 3 on: comm may hold spaces
-    return f"{pid}:{fields[19]}" if len(fields) > 19 else None
+    fields = stat_fields(pid, proc_root)  # from field 3 on: START is field 22
+    return f"{pid}:{fields[19]}" if fields is not None and len(fields) > 19 else None
 
 
 def orphans(proc_root: Path = Path("/proc")) -> list[int]:
@@ -161,11 +157,10 @@ def _ancestry(proc_root: Path) -> set[int]:
     chain, pid = set(), os.getpid()
     while pid > 1 and pid not in chain:
         chain.add(pid)
-        try:
-            stat = Path(proc_root, str(pid), "stat").read_text(encoding="utf-8", errors="replace")
-            pid = int(stat[stat.rfind(")") + 2:].split()[1])  # field 4: the parent's pid
-        except (OSError, ValueError, IndexError):
+        fields = stat_fields(pid, proc_root)  # field 4: the parent's pid
+        if fields is None or len(fields) < 2 or not fields[1].isdigit():
             break
+        pid = int(fields[1])
     return chain
 
 
@@ -174,8 +169,9 @@ def _alive(mark: str, proc_root: Path) -> bool:
     return not pid.isdigit() or process_mark(int(pid), proc_root) == mark
 
 
-def kill_orphans() -> list[int]:
-    """SIGKILL what runs killed before their own sweep left (:func:`orphans`); their pids."""
+def kill_orphans() -> tuple[int, ...]:
+    """SIGKILL what runs killed before their own sweep left (:func:`orphans`), such as a
+    kernel's busy child that would run beside the next run's cases; their pids."""
     seen: set[int] = set()
 
     def find() -> list[int]:
@@ -184,10 +180,7 @@ def kill_orphans() -> list[int]:
         return found
 
     kill_in_rounds(find, SWEEP_ROUNDS, pause_s=0.01)
-    return sorted(seen)
-
-
-PR_SET_PDEATHSIG = 1
+    return tuple(sorted(seen))
 
 
 def child_setup(max_memory_bytes: int | None) -> Callable[[], None]:

@@ -164,8 +164,10 @@ class WorkerLauncher:
         exit_info = run_isolated([sys.executable, "-m", "kernbench.execution.guard", str(job)],
                                  cwd=cwd, env=self._env, timeout_s=timeout_s,
                                  max_memory_bytes=max_memory_bytes, dump_stack=True)
-        worker = read_exit_record(job)[0] if guarded() else None
-        return replace(exit_info, note=note, cause=guard_cause(job, exit_info),
+        if not guarded():
+            return replace(exit_info, note=note)
+        worker, status = read_exit_record(job)
+        return replace(exit_info, note=note, cause=guard_cause(job, exit_info, status),
                        pid=worker or exit_info.pid)  # the kernel's process, not its guard's
 
     def close(self) -> None:
@@ -179,12 +181,12 @@ class WorkerLauncher:
             kill_marked(self._token)
 
 
-def guard_cause(job: Path, exit_info: WorkerExit) -> str | None:
-    """Why a spawned worker's case failed where its exit status cannot say: its guard (the
-    spawned process, :mod:`kernbench.execution.guard`) wrote no status of the worker's exit,
-    as it was killed while the case ran, or stopped (its worker's reply written, the case
-    timed out); else None."""
-    if not guarded() or read_exit_record(job)[1] is not None:
+def guard_cause(job: Path, exit_info: WorkerExit, status: int | None) -> str | None:
+    """Why a guarded spawned worker's case failed where its exit status cannot say: its guard
+    (the spawned process, :mod:`kernbench.execution.guard`) wrote no `status` of the
+    worker's exit, as it was killed while the case ran, or stopped (its worker's reply
+    written, the case timed out); else None."""
+    if status is not None:
         return None
     if not exit_info.timed_out and exit_info.signal_name is not None:
         how = f"was killed by {exit_info.signal_name}"

@@ -35,8 +35,8 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kernbench.execution.forkserver import CHILD_FAILED, MESSAGE_BYTES, die_with
-from kernbench.execution.reaping import sweep
+from kernbench.execution.forkserver import MESSAGE_BYTES
+from kernbench.execution.reaping import CHILD_FAILED, die_with, sweep
 
 EXITING = b"exiting"
 """What a worker sends its server just before ``os._exit``, its reply written."""
